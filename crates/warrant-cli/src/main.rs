@@ -1,0 +1,94 @@
+//! The `warrant` command line: glue between files, standard streams and the library. Each
+//! subcommand validates what the user wrote first, then resolves it against files.
+//!
+//! Exit status: 0 done, 1 a check failed (a corpus case, a changed replay verdict), 2 bad input
+//! or a bad contract, with a one-line message on stderr.
+
+mod corpus;
+mod score;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use warrant_core::Contract;
+
+#[derive(Debug, Parser)]
+#[command(name = "warrant", version, about = "The gate between what a language model writes and what a system does")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Reads replies through the clause gate and prints one JSON result per reply.
+    Score(score::ScoreArgs),
+    /// Runs corpus cases (negative controls and positives) against a contract.
+    Corpus {
+        #[command(subcommand)]
+        command: corpus::CorpusCommand,
+    },
+    /// Checks that a contract loads.
+    Check {
+        /// The contract file.
+        #[arg(long)]
+        contract: PathBuf,
+    },
+    /// Lists every reason code with what it means.
+    Reasons,
+}
+
+/// A failure that ends the command: the message goes to stderr on one line.
+#[derive(Debug)]
+pub(crate) enum Exit {
+    /// Bad input or a bad contract: exit status 2.
+    Input(String),
+    /// A check failed: exit status 1 (the details are already printed).
+    Failed,
+}
+
+impl From<std::io::Error> for Exit {
+    fn from(error: std::io::Error) -> Exit {
+        Exit::Input(format!("i/o error: {error}"))
+    }
+}
+
+/// Reads and checks a contract file.
+pub(crate) fn load_contract(path: &Path) -> Result<Contract, Exit> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Exit::Input(format!("cannot read contract `{}`: {e}", path.display())))?;
+    Contract::from_toml(&path.display().to_string(), &text).map_err(|e| Exit::Input(e.to_string()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Score(args) => score::run(&args),
+        Command::Corpus { command } => corpus::run(&command),
+        Command::Check { contract } => load_contract(&contract).map(|c| {
+            println!(
+                "{}: {} source kinds, {} scored clauses, {} passive clauses",
+                c.origin(),
+                c.kinds().len(),
+                c.score().clauses().len(),
+                c.score().passive().count()
+            );
+        }),
+        Command::Reasons => {
+            for code in warrant_core::ReasonCode::ALL {
+                println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));
+            }
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit::Failed) => ExitCode::from(1),
+        Err(Exit::Input(message)) => {
+            eprintln!("warrant: {}", message.replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}

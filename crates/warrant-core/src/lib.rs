@@ -1,0 +1,17 @@
+//! warrant's pure decisions: text, the contract, the clause gate and the values and verdicts
+//! built on them. This crate does no IO: no clock, environment, files, network or database.
+//! Everything it needs from the world arrives as an argument, so the same inputs always give
+//! the same decisions, and a replay can prove it.
+
+pub mod contract;
+pub mod corpus;
+pub mod reason;
+pub mod report;
+pub mod score;
+pub mod source;
+pub mod text;
+
+pub use contract::{Contract, ContractError, ContractErrorKind};
+pub use reason::ReasonCode;
+pub use score::{Clause, Operation, Reading, Rejection, Score};
+pub use source::{KindSet, SourceKind, SourceKinds};

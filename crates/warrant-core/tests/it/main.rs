@@ -1,0 +1,20 @@
+//! Integration tests of warrant-core: contracts from files, and the invariants of the gate.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod contracts;
+mod fuzz_findings;
+mod properties;
+
+use std::path::PathBuf;
+
+/// The repository root, for fixtures.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Loads a contract of the repository.
+pub fn load(relative: &str) -> warrant_core::Contract {
+    let path = root().join(relative);
+    let text = std::fs::read_to_string(&path).unwrap();
+    warrant_core::Contract::from_toml(relative, &text).unwrap()
+}

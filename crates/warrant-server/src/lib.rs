@@ -1,0 +1,1 @@
+//! The HTTP API and the review page. Only this crate knows HTTP types.
