@@ -5,7 +5,9 @@
 //! or a bad contract, with a one-line message on stderr.
 
 mod corpus;
+mod demo;
 mod score;
+mod turn;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,6 +32,15 @@ enum Command {
         #[command(subcommand)]
         command: corpus::CorpusCommand,
     },
+    /// Runs one turn request (JSON) through the gate against a store; prints the response.
+    Turn(turn::TurnArgs),
+    /// Records an effect's outcome (`done`, `failed`, `unknown`) as the executor reports it.
+    #[command(name = "effect-outcome")]
+    EffectOutcome(turn::OutcomeArgs),
+    /// Re-decides every stored turn from its recorded inputs; reports each changed verdict.
+    Replay(turn::StoreArgs),
+    /// Plays scripted retail turns through the gate on a fresh SQLite file, readably.
+    Demo(demo::DemoArgs),
     /// Checks that a contract loads.
     Check {
         /// The contract file.
@@ -47,6 +58,8 @@ pub(crate) enum Exit {
     Input(String),
     /// A check failed: exit status 1 (the details are already printed).
     Failed,
+    /// Exit with this status; the answer is already printed.
+    Quiet(u8),
 }
 
 impl From<std::io::Error> for Exit {
@@ -55,11 +68,9 @@ impl From<std::io::Error> for Exit {
     }
 }
 
-/// Reads and checks a contract file.
+/// Reads and checks a contract file with its companion files.
 pub(crate) fn load_contract(path: &Path) -> Result<Contract, Exit> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Exit::Input(format!("cannot read contract `{}`: {e}", path.display())))?;
-    Contract::from_toml(&path.display().to_string(), &text).map_err(|e| Exit::Input(e.to_string()))
+    warrant_engine::load_contract(path).map(|(contract, _)| contract).map_err(|e| Exit::Input(e.to_string()))
 }
 
 fn main() -> ExitCode {
@@ -67,6 +78,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score::run(&args),
         Command::Corpus { command } => corpus::run(&command),
+        Command::Turn(args) => turn::run_turn(&args),
+        Command::EffectOutcome(args) => turn::run_outcome(&args),
+        Command::Replay(args) => turn::run_replay(&args),
+        Command::Demo(args) => demo::run(&args),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",
@@ -86,6 +101,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Exit::Failed) => ExitCode::from(1),
+        Err(Exit::Quiet(code)) => ExitCode::from(code),
         Err(Exit::Input(message)) => {
             eprintln!("warrant: {}", message.replace('\n', " "));
             ExitCode::from(2)

@@ -9,21 +9,63 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::operation::{self, Operation, RawOperation};
+use crate::policy::Policies;
+use crate::records::{Table, TableSource};
 use crate::score::{self, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
+
+/// Where a contract's companion files (Cedar policies) come from. warrant-core does no IO: the
+/// engine or the command line reads the files, relative to the contract.
+pub trait ContractFiles {
+    /// The text of the file at `path`, as written in the contract.
+    fn read(&self, path: &str) -> Result<String, String>;
+}
+
+/// A contract that names no companion files needs none; any file it names is an error.
+#[derive(Debug, Clone, Copy)]
+pub struct NoFiles;
+
+impl ContractFiles for NoFiles {
+    fn read(&self, path: &str) -> Result<String, String> {
+        Err(format!("`{path}` cannot be read here: the contract was given without its folder"))
+    }
+}
 
 /// A loaded, checked contract.
 #[derive(Debug, Clone)]
 pub struct Contract {
     origin: String,
     kinds: SourceKinds,
+    act_kind: Option<String>,
     score: Score,
+    actor: Option<String>,
+    currency: Option<Currency>,
+    tables: Vec<Table>,
+    operations: Vec<Operation>,
+    policies: Policies,
+    hash: String,
+}
+
+/// The currency of a contract's money: its ISO 4217 code and minor units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Currency {
+    /// The ISO 4217 code.
+    pub code: String,
+    /// Digits after the decimal point.
+    pub exponent: u32,
 }
 
 impl Contract {
-    /// Parses and checks the contract in `text`. `origin` names the file in error messages.
+    /// Parses and checks a contract that names no companion files.
     pub fn from_toml(origin: &str, text: &str) -> Result<Contract, ContractError> {
+        Contract::load(origin, text, &NoFiles)
+    }
+
+    /// Parses and checks the contract in `text`, reading the policy files it names through
+    /// `files`. `origin` names the file in error messages.
+    pub fn load(origin: &str, text: &str, files: &dyn ContractFiles) -> Result<Contract, ContractError> {
         let at = Locator { origin, text };
         let raw: RawContract = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
@@ -33,8 +75,103 @@ impl Contract {
             return Err(at.error(0, ContractErrorKind::MissingSection("sources")));
         };
         let kinds = compile_kinds(&at, &sources.kinds)?;
+        let act_kind = match &sources.acts {
+            None => None,
+            Some(kind) if kinds.get(kind.get_ref()).is_some() => Some(kind.get_ref().clone()),
+            Some(kind) => {
+                return Err(at.error(kind.span().start, ContractErrorKind::UndeclaredActKind(text::visible(kind.get_ref()))));
+            }
+        };
         let score = score::compile(&at, &kinds, &raw.score)?;
-        Ok(Contract { origin: origin.to_owned(), kinds, score })
+        let (currency, tables) = compile_records(&at, raw.records.as_ref())?;
+        let actor = match &raw.actor {
+            None => None,
+            Some(actor) => {
+                let table = actor.table.get_ref();
+                if !tables.iter().any(|t| t.name == *table) {
+                    return Err(at.error(
+                        actor.table.span().start,
+                        ContractErrorKind::BadTable { table: text::visible(table), message: "the actor's table is not declared in `[records]`".into() },
+                    ));
+                }
+                Some(table.clone())
+            }
+        };
+        let scope = operation::Scope { at: &at, kinds: &kinds, tables: &tables, has_actor: actor.is_some() };
+        let operations = operation::compile(&scope, &raw.operation)?;
+        let mut policy_texts = Vec::new();
+        if let Some(policies) = &raw.policies {
+            for file in policies.files.get_ref() {
+                let content = files.read(file.get_ref()).map_err(|message| {
+                    at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
+                })?;
+                policy_texts.push((file.get_ref().clone(), content, file.span().start));
+            }
+        }
+        let policies = Policies::compile(&policy_texts).map_err(|(offset, file, message)| {
+            at.error(offset, ContractErrorKind::BadPolicy { file, message })
+        })?;
+        if !operations.is_empty() && policies.is_empty() {
+            return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
+        }
+        let hash = contract_hash(text, &policy_texts);
+        Ok(Contract {
+            origin: origin.to_owned(),
+            kinds,
+            act_kind,
+            score,
+            actor,
+            currency,
+            tables,
+            operations,
+            policies,
+            hash,
+        })
+    }
+
+    /// The source kind of acts that name none (`sources.acts`).
+    pub fn act_kind(&self) -> Option<&str> {
+        self.act_kind.as_deref()
+    }
+
+    /// The records table whose rows are actors, if the contract declares one.
+    pub fn actor_table(&self) -> Option<&str> {
+        self.actor.as_deref()
+    }
+
+    /// The currency of the contract's money fields.
+    pub fn currency(&self) -> Option<&Currency> {
+        self.currency.as_ref()
+    }
+
+    /// The declared records tables, in contract order.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// The table `name`.
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// The declared operations.
+    pub fn operations(&self) -> &[Operation] {
+        &self.operations
+    }
+
+    /// The operation `name`.
+    pub fn operation(&self, name: &str) -> Option<&Operation> {
+        self.operations.iter().find(|o| o.name == name)
+    }
+
+    /// The Cedar policies.
+    pub fn policies(&self) -> &Policies {
+        &self.policies
+    }
+
+    /// A hash of the contract text and its policy files, recorded with every turn.
+    pub fn hash(&self) -> &str {
+        &self.hash
     }
 
     /// The name the contract was loaded under (usually its path).
@@ -77,18 +214,120 @@ fn compile_kinds(
     Ok(SourceKinds::new(names))
 }
 
+fn contract_hash(text: &str, policies: &[(String, String, usize)]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(text.as_bytes());
+    for (name, content, _) in policies {
+        hasher.update([0u8]);
+        hasher.update(name.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(content.as_bytes());
+    }
+    let digest = hasher.finalize();
+    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+fn compile_records(
+    at: &Locator<'_>,
+    raw: Option<&RawRecords>,
+) -> Result<(Option<Currency>, Vec<Table>), ContractError> {
+    let Some(raw) = raw else { return Ok((None, Vec::new())) };
+    let currency = match &raw.currency {
+        None => None,
+        Some(code) => {
+            let parsed = iso_currency::Currency::from_code(code.get_ref()).ok_or_else(|| {
+                at.error(code.span().start, ContractErrorKind::UnknownCurrency(text::visible(code.get_ref())))
+            })?;
+            Some(Currency { code: code.get_ref().clone(), exponent: u32::from(parsed.exponent().unwrap_or(0)) })
+        }
+    };
+    let mut tables: Vec<Table> = Vec::new();
+    for raw_table in &raw.table {
+        let name = raw_table.name.get_ref();
+        let err = |message: String| {
+            at.error(raw_table.name.span().start, ContractErrorKind::BadTable { table: text::visible(name), message })
+        };
+        if !source::is_identifier(name) {
+            return Err(at.error(raw_table.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+        }
+        if tables.iter().any(|t| t.name == *name) {
+            return Err(err("the table is declared twice".into()));
+        }
+        let source = match (&raw_table.file, &raw_table.from, &raw_table.path, &raw_table.parent_field) {
+            (Some(file), None, None, None) => TableSource::File(file.clone()),
+            (None, Some(from), Some(path), Some(parent_field)) => {
+                if !tables.iter().any(|t| t.name == *from && matches!(t.source, TableSource::File(_))) {
+                    return Err(err(format!("`from` must name a file table declared before it, not `{from}`")));
+                }
+                TableSource::Nested { table: from.clone(), path: path.clone(), parent_field: parent_field.clone() }
+            }
+            _ => return Err(err("give either `file`, or `from`, `path` and `parent_field`".into())),
+        };
+        if !raw_table.money.is_empty() && currency.is_none() {
+            return Err(err("money fields need `records.currency`".into()));
+        }
+        let entity = raw_table.entity.clone();
+        if entity.is_empty() || !entity.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(err(format!("`entity` `{}` is not a Cedar type name", text::visible(&entity))));
+        }
+        tables.push(Table { name: name.clone(), source, entity, money: raw_table.money.clone() });
+    }
+    Ok((currency, tables))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawContract {
     sources: Option<RawSources>,
     #[serde(default)]
     score: RawScore,
+    actor: Option<RawActor>,
+    records: Option<RawRecords>,
+    policies: Option<RawPolicies>,
+    #[serde(default)]
+    operation: Vec<RawOperation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawActor {
+    table: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecords {
+    currency: Option<Spanned<String>>,
+    #[serde(default)]
+    table: Vec<RawTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    name: Spanned<String>,
+    file: Option<String>,
+    from: Option<String>,
+    path: Option<String>,
+    parent_field: Option<String>,
+    entity: String,
+    #[serde(default)]
+    money: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicies {
+    files: Spanned<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSources {
     kinds: Spanned<Vec<Spanned<String>>>,
+    /// The source kind of the request's `acts` when an act names none.
+    acts: Option<Spanned<String>>,
 }
 
 /// The `[score]` section as written.
@@ -195,6 +434,27 @@ pub enum ContractErrorKind {
     /// A clause starts or ends with white space, so no trimmed sentence could ever equal it.
     #[error("clause `{0}` starts or ends with white space")]
     SurroundingWhiteSpace(String),
+    /// `sources.acts` names a kind not in `sources.kinds`.
+    #[error("`sources.acts` names the undeclared source kind `{0}`")]
+    UndeclaredActKind(String),
+    /// Two operations share a name.
+    #[error("operation `{0}` is declared twice")]
+    DuplicateOperation(String),
+    /// An operation's `from` names a kind not in `sources.kinds`.
+    #[error("operation `{op}` names the undeclared source kind `{kind}`")]
+    UndeclaredOperationKind { op: String, kind: String },
+    /// An operation's arguments, derived quantities or effects are inconsistent.
+    #[error("operation `{op}`: {message}")]
+    BadOperation { op: String, message: String },
+    /// A records table is declared wrongly.
+    #[error("table `{table}`: {message}")]
+    BadTable { table: String, message: String },
+    /// A currency code outside ISO 4217.
+    #[error("`{0}` is not an ISO 4217 currency code")]
+    UnknownCurrency(String),
+    /// A policy file cannot be read or does not parse.
+    #[error("policy file `{file}`: {message}")]
+    BadPolicy { file: String, message: String },
     /// A clause contains a control, zero-width, bidirectional or other invisible character.
     #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
     InvisibleCharacter { clause: String, code: u32 },

@@ -80,11 +80,10 @@ pub fn parse_case(line: &str) -> Result<Case, Failure> {
         (Some(_), Some(_)) => Err(Failure::BadCase("both `expect` and `expect_error` are set".into())),
         (None, None) => Err(Failure::BadCase("one of `expect` or `expect_error` is required".into())),
         _ => {
-            if let Some(reason) = &case.reason {
-                if ReasonCode::from_code(reason).is_none() {
+            if let Some(reason) = &case.reason
+                && ReasonCode::from_code(reason).is_none() {
                     return Err(Failure::BadCase(format!("`reason` `{reason}` is not a reason code")));
                 }
-            }
             Ok(case)
         }
     }
@@ -112,11 +111,10 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
     if *expected != got {
         return Err(Failure::WrongOperations { expected: expected.clone(), got, rejection });
     }
-    if let Some(reason) = &case.reason {
-        if rejection.as_deref() != Some(reason) {
+    if let Some(reason) = &case.reason
+        && rejection.as_deref() != Some(reason) {
             return Err(Failure::WrongReason { expected: reason.clone(), got: rejection });
         }
-    }
     Ok(())
 }
 

@@ -3,13 +3,23 @@
 //! Everything it needs from the world arrives as an argument, so the same inputs always give
 //! the same decisions, and a replay can prove it.
 
+pub mod args;
 pub mod contract;
 pub mod corpus;
+pub mod date;
+pub mod effect;
+pub mod money;
+pub mod operation;
+pub mod pointer;
+pub mod policy;
 pub mod reason;
+pub mod records;
 pub mod report;
+pub mod request;
 pub mod score;
 pub mod source;
 pub mod text;
+pub mod turn;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;

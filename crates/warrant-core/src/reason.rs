@@ -4,7 +4,7 @@
 //!
 //! `warrant reasons` prints this list with the documentation of each code.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 macro_rules! reason_codes {
     ($( $(#[doc = $doc:literal])+ $variant:ident => $code:literal, )+) => {
@@ -51,6 +51,67 @@ reason_codes! {
     UnknownSourceKind => "unknown_source_kind",
     /// A line of JSON input could not be parsed, or has a missing, unknown or mistyped field.
     InvalidInput => "invalid_input",
+    /// The act names an operation the contract does not declare.
+    UnknownOperation => "unknown_operation",
+    /// The operation exists but may not be proposed by this source kind.
+    OperationNotOffered => "operation_not_offered",
+    /// The act passes an argument the operation does not declare.
+    UnknownArgument => "unknown_argument",
+    /// A required argument is missing; a question to the user can supply it.
+    MissingArgument => "missing_argument",
+    /// An argument has the wrong JSON type for its declared kind.
+    WrongArgumentType => "wrong_argument_type",
+    /// An option or enum id outside its declared closed set.
+    NotInClosedSet => "not_in_closed_set",
+    /// A record handle names no existing row.
+    UnknownRecord => "unknown_record",
+    /// A row changed after it was read: the revision the act (or the confirmation) saw is not
+    /// current, or another commit won the race.
+    StaleRevision => "stale_revision",
+    /// A row named by a list of handles lacks a field value the operation requires (e.g. an
+    /// item that is not available).
+    RequirementUnmet => "requirement_unmet",
+    /// A member id is not in the collection it must belong to (an item not in the order, a
+    /// payment method that is not the actor's), or is named more often than it occurs.
+    NotAMember => "not_a_member",
+    /// Two paired lists differ in length.
+    ListLengthMismatch => "list_length_mismatch",
+    /// A paired row differs from its pair in the field that must be the same (a new item of
+    /// another product).
+    PairMismatch => "pair_mismatch",
+    /// A text pointer does not slice the latest user message, or its copy does not narrow it;
+    /// the model is asked for a repair.
+    PointerInvalid => "pointer_invalid",
+    /// A DateExpr is malformed or does not evaluate with the turn's clock.
+    DateInvalid => "date_invalid",
+    /// A Money value is malformed, of an unknown currency, or finer than its minor units.
+    MoneyInvalid => "money_invalid",
+    /// An integer argument is outside its declared bounds.
+    OutOfBounds => "out_of_bounds",
+    /// The actor is not a row of the contract's actor table.
+    UnknownActor => "unknown_actor",
+    /// A stored fact could not be read; the act fails closed.
+    FactUnavailable => "fact_unavailable",
+    /// A Cedar policy forbids the act; `policies` names the rules.
+    ForbiddenByPolicy => "forbidden_by_policy",
+    /// No Cedar policy permits the act.
+    NoPolicyPermits => "no_policy_permits",
+    /// A policy could not be evaluated (e.g. a missing attribute); the act fails closed.
+    PolicyError => "policy_error",
+    /// The operation is consequential: it waits for the user's confirmation.
+    ConfirmationRequired => "confirmation_required",
+    /// An effect's record changes cannot be applied to the rows as they are.
+    EffectInapplicable => "effect_inapplicable",
+    /// An answer names no interaction of this conversation.
+    UnknownInteraction => "unknown_interaction",
+    /// An answer comes from another actor than the one the interaction was issued to.
+    InteractionOfAnotherActor => "interaction_of_another_actor",
+    /// The interaction was already answered.
+    InteractionClosed => "interaction_closed",
+    /// The answer's option id is not one the interaction offered.
+    UnknownOption => "unknown_option",
+    /// The user declined the confirmation; the held act does not happen.
+    DeclinedByUser => "declined_by_user",
 }
 
 impl std::fmt::Display for ReasonCode {
@@ -62,6 +123,13 @@ impl std::fmt::Display for ReasonCode {
 impl Serialize for ReasonCode {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ReasonCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        ReasonCode::from_code(&code).ok_or_else(|| serde::de::Error::custom(format!("unknown reason code `{code}`")))
     }
 }
 

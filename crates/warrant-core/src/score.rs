@@ -115,6 +115,12 @@ impl Score {
         self.passive.iter().map(|p| &**p)
     }
 
+    /// Whether some clause may be performed by texts of `kind`, so that the turn reads entries
+    /// of that kind through the gate.
+    pub fn reads_kind(&self, kind: SourceKind) -> bool {
+        self.clauses.iter().any(|c| c.from.contains(kind))
+    }
+
     /// Reads `text` of source kind `kind` through the gate.
     pub fn read<'c, 't>(&'c self, kind: SourceKind, text: &'t str) -> Reading<'c, 't> {
         let text = text::nfc(text);

@@ -1,2 +1,342 @@
-//! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and the answers
-//! of warrant-model, in the order DESIGN.md §3 gives.
+//! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and (later) the
+//! answers of warrant-model, in the order DESIGN.md §3 gives. The engine owns the IO the core
+//! refuses: it reads the contract's files, seeds the records, serves stored facts to the
+//! decision, and commits what it decided in one transaction.
+
+mod files;
+mod replay;
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use warrant_core::records::{self, Record, TableSource};
+use warrant_core::request::{self, RequestError, ValidRequest};
+use warrant_core::turn::{self, Decision, Facts, FactError, Interaction, RecordedFacts, RowRef, TurnResponse};
+use warrant_core::{Contract, ContractError};
+use warrant_store::{
+    Answer, Commit, CommitOutcome, EffectRow, EventRow, InteractionRow, InteractionState, OutcomeReport,
+    OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
+};
+
+pub use files::{FolderFiles, load_contract};
+pub use replay::{ReplayChange, ReplayReport, canonical};
+
+/// What can stop the engine (as opposed to a verdict, which is a value).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The contract does not load.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// A file cannot be read.
+    #[error("cannot read `{path}`: {message}")]
+    File { path: String, message: String },
+    /// A data file does not fit its table.
+    #[error("{0}")]
+    Data(#[from] records::DataError),
+    /// The store failed; nothing was committed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// Commits kept conflicting; nothing was committed.
+    #[error("the turn could not be committed after {0} attempts")]
+    Contention(usize),
+    /// A stored value does not read back.
+    #[error("stored {what} is corrupt: {message}")]
+    Corrupt { what: String, message: String },
+}
+
+/// The result of one turn request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnResult {
+    /// Decided and committed (or, for a repeated turn, the recorded result).
+    Decided { response: TurnResponse, repeated: bool },
+    /// The request was refused whole; nothing was committed.
+    Rejected(RequestError),
+}
+
+impl TurnResult {
+    /// The JSON answer: the response, or `{"error":{code,field,message}}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            TurnResult::Decided { response, .. } => serde_json::to_value(response).unwrap_or(Value::Null),
+            TurnResult::Rejected(error) => json!({"error": error}),
+        }
+    }
+}
+
+/// A point where a test may stop the engine, to prove that nothing half-commits. Set with the
+/// environment variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
+/// `pause_before_commit:PATH` creates `PATH` and waits (up to a minute) until `PATH.go` exists,
+/// so that a test can kill the process there, or release several at once.
+fn failpoint(name: &str) {
+    let Ok(setting) = std::env::var("WARRANT_FAILPOINT") else { return };
+    if setting == name {
+        std::process::abort();
+    }
+    if let Some(path) = setting.strip_prefix(&format!("pause_{name}:")) {
+        let go = format!("{path}.go");
+        let _ = std::fs::write(path, std::process::id().to_string());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::path::Path::new(&go).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// The engine over one store.
+pub struct Engine<S: Store> {
+    contract: Contract,
+    folder: std::path::PathBuf,
+    store: S,
+}
+
+impl<S: Store> std::fmt::Debug for Engine<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("contract", &self.contract.origin()).finish()
+    }
+}
+
+/// Serves stored facts to a decision.
+struct StoreFacts<'a, S: Store> {
+    store: RefCell<&'a mut S>,
+}
+
+impl<S: Store> Facts for StoreFacts<'_, S> {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let found = store.record(table, key).map_err(|e| FactError(e.to_string()))?;
+        Ok(found.map(|r| Record { table: r.table, key: r.key, revision: r.revision, value: r.value }))
+    }
+
+    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let Some(row) = store.interaction(id).map_err(|e| FactError(e.to_string()))? else { return Ok(None) };
+        let mut interaction: Interaction =
+            serde_json::from_value(row.payload).map_err(|e| FactError(format!("stored interaction `{id}`: {e}")))?;
+        interaction.open = matches!(row.state, InteractionState::Open);
+        Ok(Some(interaction))
+    }
+}
+
+/// How many times a turn is decided again after a commit conflict.
+const MAX_ATTEMPTS: usize = 4;
+
+impl<S: Store> Engine<S> {
+    /// An engine for `contract` (loaded from `folder`) over `store`, migrated and seeded.
+    pub fn new(contract: Contract, folder: &Path, store: S) -> Result<Engine<S>, EngineError> {
+        let mut engine = Engine { contract, folder: folder.to_owned(), store };
+        engine.store.migrate()?;
+        engine.seed()?;
+        Ok(engine)
+    }
+
+    /// The contract.
+    pub fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    /// The store.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Loads every records table's data into the store; rows already there are kept as they
+    /// are, so seeding again never undoes a committed change.
+    pub fn seed(&mut self) -> Result<usize, EngineError> {
+        let exponent = self.contract.currency().map_or(0, |c| c.exponent);
+        let mut loaded: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        let mut inserted = 0;
+        for table in self.contract.tables() {
+            let rows = match &table.source {
+                TableSource::File(file) => {
+                    let path = self.folder.join(file);
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
+                    let data: Value = serde_json::from_str(&text)
+                        .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
+                    records::rows_from_file(table, data, exponent)?
+                }
+                TableSource::Nested { table: parent, path, parent_field } => {
+                    let parent_rows = loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
+                    records::rows_from_parent(table, parent_rows, path, parent_field, exponent)?
+                }
+            };
+            if let Some((first, _)) = rows.first()
+                && self.store.record(&table.name, first)?.is_none() {
+                    inserted += self.store.seed_records(&table.name, &rows)?;
+                }
+            loaded.push((table.name.clone(), rows));
+        }
+        Ok(inserted)
+    }
+
+    /// Runs one turn request (JSON text).
+    pub fn turn(&mut self, json: &str) -> Result<TurnResult, EngineError> {
+        let valid = match request::parse(&self.contract, json) {
+            Ok(valid) => valid,
+            Err(error) => return Ok(TurnResult::Rejected(error)),
+        };
+        self.turn_valid(&valid)
+    }
+
+    /// Runs one validated turn.
+    pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
+        let request = &valid.request;
+        if let Some(stored) = self.store.turn(&request.conversation, &request.turn)? {
+            return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
+        }
+        let mut conflicts: BTreeSet<RowRef> = BTreeSet::new();
+        for _ in 0..MAX_ATTEMPTS {
+            let decision = {
+                let facts = StoreFacts { store: RefCell::new(&mut self.store) };
+                turn::decide(&self.contract, valid, &facts, &conflicts)
+            };
+            let commit = to_commit(valid, &decision, &conflicts)?;
+            failpoint("before_commit");
+            match self.store.commit(&commit)? {
+                CommitOutcome::Committed { .. } => {
+                    return Ok(TurnResult::Decided { response: decision.response, repeated: false });
+                }
+                CommitOutcome::Duplicate(stored) => {
+                    return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
+                }
+                CommitOutcome::StaleRevision { table, key, .. } => {
+                    conflicts.insert(RowRef { table, key });
+                }
+                CommitOutcome::InteractionClosed { .. } | CommitOutcome::DuplicateEffect { .. } => {
+                    // Another process answered the same interaction or committed the same
+                    // effect first: decide again, and the fresh facts will say so.
+                }
+            }
+        }
+        Err(EngineError::Contention(MAX_ATTEMPTS))
+    }
+
+    /// Records an effect's outcome as the executor reports it. A failed effect's record
+    /// changes are undone when no later commit has touched those rows.
+    pub fn report_outcome(&mut self, effect_id: &str, outcome: &str) -> Result<Value, EngineError> {
+        if !matches!(outcome, "done" | "failed" | "unknown") {
+            return Ok(json!({"error": {"code": "invalid_input", "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}));
+        }
+        let Some(effect) = self.store.effect(effect_id)? else {
+            return Ok(json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}));
+        };
+        let writes: Vec<RecordWrite> = if outcome == "failed" {
+            let reverts: Vec<turn::RowWrite> = serde_json::from_value(effect.payload.get("writes").cloned().unwrap_or(Value::Array(vec![])))
+                .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
+            reverts
+                .into_iter()
+                .map(|w| RecordWrite { table: w.row.table, key: w.row.key, expected_revision: w.expected_revision + 1, value: w.before })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let event = |reverted: bool| EventRow {
+            seq: 0,
+            id: turn::derive_id("evt", &[effect_id, "outcome"]),
+            conversation: effect.conversation.clone(),
+            kind: format!("effect_{outcome}"),
+            payload: json!({"effect": effect_id, "op": effect.op, "outcome": outcome, "reverted": reverted}),
+            effect: Some(effect_id.to_owned()),
+        };
+        let reverting = !writes.is_empty();
+        let report = OutcomeReport { effect: effect_id.to_owned(), outcome: outcome.to_owned(), event: event(reverting), writes };
+        let result = match self.store.report_outcome(&report)? {
+            OutcomeResult::StaleRevision { .. } => {
+                // A later commit moved the rows: record the outcome, leave the rows alone.
+                let report = OutcomeReport { writes: Vec::new(), event: event(false), ..report };
+                self.store.report_outcome(&report)?
+            }
+            other => other,
+        };
+        Ok(match result {
+            OutcomeResult::Recorded => json!({"effect": effect_id, "outcome": outcome, "recorded": true, "reverted": reverting}),
+            OutcomeResult::AlreadyRecorded { outcome: stored } => json!({"effect": effect_id, "outcome": stored, "recorded": false}),
+            OutcomeResult::UnknownEffect => json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}),
+            OutcomeResult::StaleRevision { .. } => json!({"effect": effect_id, "outcome": outcome, "recorded": false}),
+        })
+    }
+
+    /// Re-decides every stored turn from its recorded inputs and facts, and reports every
+    /// verdict that changed.
+    pub fn replay(&mut self) -> Result<ReplayReport, EngineError> {
+        replay::replay(&self.contract, &mut self.store)
+    }
+}
+
+fn stored_response(stored: &StoredTurn) -> Result<TurnResponse, EngineError> {
+    serde_json::from_value(stored.response.clone())
+        .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })
+}
+
+fn to_commit(valid: &ValidRequest, decision: &Decision, conflicts: &BTreeSet<RowRef>) -> Result<Commit, EngineError> {
+    let request = &valid.request;
+    let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "decision".into(), message: e.to_string() };
+    let response = serde_json::to_value(&decision.response).map_err(corrupt)?;
+    let request_json = serde_json::to_value(request).map_err(corrupt)?;
+    let replay = json!({
+        "contract": decision.response.contract,
+        "facts": decision.facts,
+        "conflicts": conflicts,
+    });
+    let mut effects = Vec::new();
+    for record in &decision.effects {
+        let writes: Vec<&turn::RowWrite> = decision.writes.iter().filter(|w| record.rows.contains(&w.row)).collect();
+        effects.push(EffectRow {
+            id: record.effect.id.clone(),
+            idempotency_key: record.effect.idempotency_key.clone(),
+            conversation: request.conversation.clone(),
+            turn: request.turn.clone(),
+            op: record.effect.op.clone(),
+            payload: json!({"args": record.effect.args, "writes": writes}),
+            outcome: None,
+        });
+    }
+    Ok(Commit {
+        turn: StoredTurn {
+            seq: 0,
+            conversation: request.conversation.clone(),
+            turn: request.turn.clone(),
+            request: request_json,
+            response,
+            replay,
+        },
+        writes: decision
+            .writes
+            .iter()
+            .map(|w| RecordWrite { table: w.row.table.clone(), key: w.row.key.clone(), expected_revision: w.expected_revision, value: w.value.clone() })
+            .collect(),
+        effects,
+        events: decision
+            .events
+            .iter()
+            .map(|e| EventRow { seq: 0, id: e.id.clone(), conversation: request.conversation.clone(), kind: e.kind.clone(), payload: e.payload.clone(), effect: e.effect.clone() })
+            .collect(),
+        opened: decision
+            .opened
+            .iter()
+            .map(|it| -> Result<InteractionRow, EngineError> {
+                Ok(InteractionRow {
+                    id: it.id.clone(),
+                    conversation: it.conversation.clone(),
+                    turn: request.turn.clone(),
+                    payload: serde_json::to_value(it).map_err(corrupt)?,
+                    options: it.options.clone(),
+                    state: InteractionState::Open,
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        answered: decision.answered.iter().map(|(id, option)| Answer { interaction: id.clone(), option: option.clone() }).collect(),
+    })
+}
+
+/// Facts served from a stored turn's replay record.
+pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>), EngineError> {
+    let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: format!("replay record of turn `{}`", stored.turn), message: e.to_string() };
+    let facts: turn::FactsRead = serde_json::from_value(stored.replay.get("facts").cloned().unwrap_or(Value::Null)).map_err(corrupt)?;
+    let conflicts: BTreeSet<RowRef> =
+        serde_json::from_value(stored.replay.get("conflicts").cloned().unwrap_or(Value::Array(vec![]))).map_err(corrupt)?;
+    Ok((RecordedFacts::new(&facts), conflicts))
+}

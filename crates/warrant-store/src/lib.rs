@@ -1,2 +1,67 @@
 //! Where warrant keeps what it decided: records with revisions, effects, events, interactions
 //! and replay records, in SQLite (the embedded default) or PostgreSQL. Only this crate knows SQL.
+//!
+//! The [`Store`] trait is the whole surface. Both backends keep the same tables and pass the
+//! same conformance suite (`tests/it`); the order of a commit and its decisions are written
+//! once, in `txn.rs`, and each backend only says how to perform the steps.
+
+mod commit;
+mod error;
+mod migrations;
+mod pg;
+mod rows;
+mod sqlite;
+mod storable;
+mod txn;
+
+pub use commit::{
+    Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite,
+};
+pub use error::StoreError;
+pub use pg::PgStore;
+pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, Record, StoredTurn};
+pub use sqlite::SqliteStore;
+
+/// A connection to warrant's store. One value is one connection: give each thread its own.
+///
+/// Business outcomes (a duplicate turn, a stale revision, a closed interaction) are values of
+/// [`CommitOutcome`] and [`OutcomeResult`], and wrote nothing; [`StoreError`] is for failures
+/// of the store itself, and a failed write also wrote nothing.
+pub trait Store: Send {
+    /// Creates or upgrades the schema. Idempotent, and safe to run from several processes at
+    /// once: the steps not yet recorded in `schema_version` run in one transaction.
+    fn migrate(&mut self) -> Result<(), StoreError>;
+
+    /// Inserts rows of a records table at revision 1, in one transaction. Rows whose key
+    /// already exists are left untouched, so seeding twice is a no-op. Returns how many rows
+    /// were inserted.
+    fn seed_records(
+        &mut self,
+        table: &str,
+        rows: &[(String, serde_json::Value)],
+    ) -> Result<usize, StoreError>;
+
+    fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
+
+    fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
+
+    fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;
+
+    fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError>;
+
+    /// Writes everything of one turn in one transaction, or nothing. A turn stored before
+    /// comes back as [`CommitOutcome::Duplicate`], also when a concurrent commit of the same
+    /// turn wins the race.
+    fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
+
+    /// Records an effect's outcome once, with its event and record writes, in one
+    /// transaction. A second report, agreeing or not, writes nothing and answers the stored
+    /// outcome.
+    fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError>;
+
+    /// Stored turns in commit order with a sequence number above `after`, at most `limit`.
+    fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
+
+    /// Events in commit order, of every conversation or of one.
+    fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+}

@@ -3,6 +3,7 @@
 
 mod corpus;
 mod score;
+mod turns;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

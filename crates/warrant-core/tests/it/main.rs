@@ -4,6 +4,7 @@
 mod contracts;
 mod fuzz_findings;
 mod properties;
+mod turns;
 
 use std::path::PathBuf;
 

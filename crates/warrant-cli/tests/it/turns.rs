@@ -1,0 +1,256 @@
+//! `warrant turn`, `effect-outcome`, `replay` and `demo` as processes: a process killed before
+//! its commit leaves nothing behind, a repeated turn does nothing twice on both stores, and two
+//! processes racing for one record on PostgreSQL end with exactly one winner.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{root, stdout, warrant};
+
+const CONTRACT: &str = "examples/retail/contract.toml";
+const USER: &str = "yusuf_rossi_9620";
+const ORDER: &str = "#W6247578";
+
+fn request(conversation: &str, turn: &str, acts: Value, answers: Value) -> String {
+    json!({
+        "conversation": conversation,
+        "turn": turn,
+        "actor": USER,
+        "at": "2026-11-29T15:00:00Z",
+        "time_zone": "America/New_York",
+        "locale": "en-US",
+        "entries": [{"kind": "user", "text": "Cancel it please."}],
+        "acts": acts,
+        "answers": answers,
+    })
+    .to_string()
+}
+
+fn cancel() -> Value {
+    json!([{"op": "cancel_pending_order", "args": {"order_id": ORDER, "reason": "no longer needed"}}])
+}
+
+fn turn(store: &str, body: &str) -> (Option<i32>, Value) {
+    let out = warrant(&["turn", "--contract", CONTRACT, "--store", store], body);
+    let text = stdout(&out);
+    (out.status.code(), serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text} {}", crate::stderr(&out))))
+}
+
+fn spawn_turn(store: &str, body: &str, failpoint: &str) -> Child {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["turn", "--contract", CONTRACT, "--store", store])
+        .env("WARRANT_FAILPOINT", failpoint)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    child
+}
+
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The order's status and revision, read through a read-only turn's facts.
+fn order_status(store: &str, turn_key: &str) -> Value {
+    let (_, response) = turn(store, &request("probe", turn_key, json!([{"op": "get_order_details", "args": {"order_id": ORDER}}]), json!([])));
+    response
+}
+
+fn sqlite_store(dir: &tempfile::TempDir) -> String {
+    format!("sqlite:{}", dir.path().join("w.sqlite").display())
+}
+
+/// A PostgreSQL store in a fresh schema, dropped when the guard goes.
+struct PgSchema {
+    url: String,
+    schema: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        match postgres::Client::connect(&self.url, postgres::NoTls) {
+            Ok(mut client) => {
+                if let Err(e) = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)) {
+                    eprintln!("cannot drop schema {}: {e}", self.schema);
+                }
+            }
+            Err(e) => eprintln!("cannot drop schema {}: {e}", self.schema),
+        }
+    }
+}
+
+impl PgSchema {
+    fn store(&self) -> String {
+        format!("{}?schema={}", self.url, self.schema)
+    }
+}
+
+fn postgres_schema() -> PgSchema {
+    let schema = format!("warrant_cli_{}_{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+    let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    PgSchema { url, schema }
+}
+
+static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn repeated_turn_does_nothing_twice(store: &str) {
+    let (code, held) = turn(store, &request("c", "t1", cancel(), json!([])));
+    assert_eq!(code, Some(0), "{held}");
+    assert_eq!(held["acts"][0]["verdict"], "hold");
+    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
+    let answer = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
+    let (_, first) = turn(store, &answer);
+    assert_eq!(first["acts"][0]["verdict"], "commit", "{first}");
+    let (_, second) = turn(store, &answer);
+    assert_eq!(first, second);
+    let effect = first["effects"][0]["id"].as_str().unwrap().to_owned();
+    let out = warrant(&["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", crate::stderr(&out));
+    let out = warrant(&["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"], "");
+    let again: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(again["recorded"], false);
+    // One cancellation: proposing it again is refused because the order is no longer pending.
+    let (_, third) = turn(store, &request("c", "t3", cancel(), json!([])));
+    assert_eq!(third["acts"][0]["reasons"][0]["policies"], json!(["order_not_pending"]));
+    let out = warrant(&["replay", "--contract", CONTRACT, "--store", store], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with("3 turns replayed, 3 identical, 0 verdicts changed\n"), "{}", stdout(&out));
+}
+
+#[test]
+fn sqlite_a_repeated_turn_does_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    repeated_turn_does_nothing_twice(&sqlite_store(&dir));
+}
+
+#[test]
+fn postgres_a_repeated_turn_does_nothing_twice() {
+    let pg = postgres_schema();
+    repeated_turn_does_nothing_twice(&pg.store());
+}
+
+fn killed_before_commit_leaves_nothing(store: &str, marker: &Path) {
+    let (_, held) = turn(store, &request("k", "t1", cancel(), json!([])));
+    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
+    let answer = request("k", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
+    // Aborted at the failpoint.
+    let child = spawn_turn(store, &answer, "before_commit");
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    // Killed while paused between its checks and its commit.
+    let mut child = spawn_turn(store, &answer, &format!("pause_before_commit:{}", marker.display()));
+    wait_for(marker);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let probe = order_status(store, "probe-1");
+    assert_eq!(probe["acts"][0]["verdict"], "commit");
+    // The interaction is still open, nothing was committed: the answer now commits once.
+    let (_, done) = turn(store, &answer);
+    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
+    let (_, again) = turn(store, &request("k", "t3", cancel(), json!([])));
+    assert_eq!(again["acts"][0]["reasons"][0]["policies"], json!(["order_not_pending"]), "{again}");
+}
+
+#[test]
+fn sqlite_a_process_killed_before_its_commit_leaves_no_partial_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    killed_before_commit_leaves_nothing(&sqlite_store(&dir), &dir.path().join("paused"));
+}
+
+#[test]
+fn postgres_a_process_killed_before_its_commit_leaves_no_partial_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = postgres_schema();
+    killed_before_commit_leaves_nothing(&pg.store(), &dir.path().join("paused"));
+}
+
+#[test]
+fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
+    let pg = postgres_schema();
+    let store = pg.store();
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        // Two confirmations held on the same order at the same revision, in two conversations.
+        let order = ["#W6247578", "#W4776164", "#W9711842"][round];
+        let acts = json!([{"op": "modify_pending_order_address", "args": {
+            "order_id": order, "address1": {"ptr": [1, 2]}, "address2": "", "city": {"ptr": [3, 3]},
+            "state": {"ptr": [4, 4]}, "country": {"ptr": [5, 5]}, "zip": {"ptr": [6, 6]}}}]);
+        let mut ids = Vec::new();
+        for side in ["a", "b"] {
+            let mut body: Value = serde_json::from_str(&request(&format!("race{round}{side}"), "hold", acts.clone(), json!([]))).unwrap();
+            body["entries"][0]["text"] = json!("12 Elm Springfield IL USA 62701");
+            let (_, held) = turn(&store, &body.to_string());
+            if round == 2 {
+                // A cancelled order cannot be changed: the race needs a pending one.
+                assert_eq!(held["acts"][0]["verdict"], "refuse");
+                continue;
+            }
+            assert_eq!(held["acts"][0]["verdict"], "hold", "{held}");
+            ids.push(held["interactions"][0]["id"].as_str().unwrap().to_owned());
+        }
+        if round == 2 {
+            continue;
+        }
+        let marker = |side: &str| dir.path().join(format!("paused-{round}-{side}"));
+        let children: Vec<(PathBuf, Child)> = ["a", "b"]
+            .iter()
+            .zip(&ids)
+            .map(|(side, id)| {
+                let answer = request(&format!("race{round}{side}"), "confirm", json!([]), json!([{"interaction": id, "option": "confirm"}]));
+                (marker(side), spawn_turn(&store, &answer, &format!("pause_before_commit:{}", marker(side).display())))
+            })
+            .collect();
+        for (path, _) in &children {
+            wait_for(path);
+        }
+        for (path, _) in &children {
+            std::fs::write(format!("{}.go", path.display()), "").unwrap();
+        }
+        let mut verdicts: Vec<String> = children
+            .into_iter()
+            .map(|(_, child)| {
+                let out = child.wait_with_output().unwrap();
+                let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let act = &response["acts"][0];
+                format!("{} {}", act["verdict"].as_str().unwrap(), act["reasons"].get(0).map_or("", |r| r["code"].as_str().unwrap()))
+            })
+            .collect();
+        verdicts.sort();
+        assert_eq!(verdicts, ["commit ", "refuse stale_revision"], "round {round}");
+    }
+}
+
+#[test]
+fn the_demo_plays_its_script() {
+    let out = warrant(&["demo"], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", crate::stderr(&out));
+    for expected in [
+        "cancel_pending_order -> hold (confirmation_required)",
+        "cancel_pending_order -> commit, effect eff_",
+        "a turn seen before: its recorded result comes back and nothing runs again",
+        "rule order_not_pending",
+        "rule order_not_pending, order_of_another_user",
+        "not_in_closed_set at `args.reason`",
+        "pair_mismatch at `args.new_item_ids`",
+        "not_a_member at `args.payment_method_id`",
+        "order #W6679257 is now return requested (revision 2)",
+        "modify_pending_order_address -> refuse (declined_by_user)",
+        "request refused whole: invalid_input at `tool`",
+        "11 turns, 11 identical, 0 verdicts changed",
+    ] {
+        assert!(text.contains(expected), "the demo lacks `{expected}`:\n{text}");
+    }
+}

@@ -1,0 +1,338 @@
+//! Structure (DESIGN.md §3 step 3): each argument of an act is checked against its declared
+//! kind by closed-set membership, record existence and revision, pointers into the user's
+//! message, and typed evaluation. Nothing here compares natural-language strings.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::date::{self, DateExpr, TurnClock};
+use crate::money::Money;
+use crate::operation::{Arg, ArgKind, Operation};
+use crate::pointer::{self, NumberedText, TextPointer};
+use crate::reason::ReasonCode;
+use crate::records::Record;
+use crate::turn::{Finding, RowRef, Workspace};
+
+/// An argument's value after its checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    /// A member of the declared closed set.
+    Enum(String),
+    /// An existing row.
+    Record(RowRef),
+    /// Existing rows, in the order given.
+    Records(Vec<RowRef>),
+    /// A member of a collection inside a row.
+    Member(MemberRef),
+    /// Members of one collection, each at its own position (repeats counted).
+    Members(Vec<MemberRef>),
+    /// The exact words the pointer holds.
+    Text(String),
+    /// An ISO date, evaluated with the turn's clock.
+    Date(String),
+    /// Money, in minor units of its currency.
+    Money { units: i64, currency: String },
+    /// An integer within bounds.
+    Integer(i64),
+    /// A boolean.
+    Bool(bool),
+    /// An optional argument left out.
+    Absent,
+}
+
+/// Where a member lives: its container row, the collection field, and its place in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberRef {
+    /// The row holding the collection.
+    pub row: RowRef,
+    /// The collection field.
+    pub path: String,
+    /// The member's id.
+    pub id: String,
+    /// Its position when the collection is a list; `None` for an object keyed by id.
+    pub position: Option<usize>,
+}
+
+impl Checked {
+    /// The value as JSON, for policy context and events.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Checked::Enum(s) | Checked::Text(s) | Checked::Date(s) => Value::String(s.clone()),
+            Checked::Record(row) => Value::String(row.key.clone()),
+            Checked::Records(rows) => Value::Array(rows.iter().map(|r| Value::String(r.key.clone())).collect()),
+            Checked::Member(m) => Value::String(m.id.clone()),
+            Checked::Members(ms) => Value::Array(ms.iter().map(|m| Value::String(m.id.clone())).collect()),
+            Checked::Money { units, currency } => serde_json::json!({"units": units, "currency": currency}),
+            Checked::Integer(n) => Value::from(*n),
+            Checked::Bool(b) => Value::Bool(*b),
+            Checked::Absent => Value::Null,
+        }
+    }
+}
+
+/// What checking needs from the turn.
+pub(crate) struct ArgContext<'a> {
+    pub(crate) clock: &'a TurnClock,
+    pub(crate) actor_row: Option<RowRef>,
+    /// The latest user entry, numbered, if the turn has one.
+    pub(crate) user_text: Option<&'a NumberedText<'a>>,
+}
+
+/// Checks every argument of `op` in `args`. The first failure ends the check.
+pub(crate) fn check_args(
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    op: &Operation,
+    args: &Map<String, Value>,
+) -> Result<BTreeMap<String, Checked>, Finding> {
+    if let Some(unknown) = args.keys().find(|k| op.arg(k).is_none()) {
+        return Err(Finding::refuse(ReasonCode::UnknownArgument)
+            .field(format!("args.{}", crate::text::visible(unknown)))
+            .detail(format!("operation `{}` has no argument `{}`", op.name, crate::text::visible(unknown))));
+    }
+    let mut checked: BTreeMap<String, Checked> = BTreeMap::new();
+    // Record handles first: members and pairs are checked against the rows they name.
+    let (records, rest): (Vec<&Arg>, Vec<&Arg>) = op.args.iter().partition(|a| matches!(a.kind, ArgKind::Record { .. }));
+    for arg in records.into_iter().chain(rest) {
+        let field = format!("args.{}", arg.name);
+        let Some(value) = args.get(&arg.name).filter(|v| !v.is_null()) else {
+            if arg.optional {
+                checked.insert(arg.name.clone(), Checked::Absent);
+                continue;
+            }
+            return Err(Finding::ask(ReasonCode::MissingArgument).field(field));
+        };
+        let result = check_one(ctx, work, &checked, &arg.kind, value).map_err(|f| f.field_if_absent(field))?;
+        checked.insert(arg.name.clone(), result);
+    }
+    check_pairs(work, op, &checked)?;
+    Ok(checked)
+}
+
+fn wrong_type(expected: &str) -> Finding {
+    Finding::refuse(ReasonCode::WrongArgumentType).detail(format!("expected {expected}"))
+}
+
+fn string_list(value: &Value) -> Result<Vec<String>, Finding> {
+    let Value::Array(items) = value else { return Err(wrong_type("a list of ids")) };
+    items
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| wrong_type("a list of ids")))
+        .collect()
+}
+
+fn check_one(
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    earlier: &BTreeMap<String, Checked>,
+    kind: &ArgKind,
+    value: &Value,
+) -> Result<Checked, Finding> {
+    match kind {
+        ArgKind::Enum { values } => {
+            let id = value.as_str().ok_or_else(|| wrong_type("an id"))?;
+            if values.iter().any(|v| v == id) {
+                Ok(Checked::Enum(id.to_owned()))
+            } else {
+                Err(Finding::refuse(ReasonCode::NotInClosedSet).detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
+            }
+        }
+        ArgKind::Record { table } => {
+            let (key, seen_revision) = match value {
+                Value::String(key) => (key.clone(), None),
+                Value::Object(map) => {
+                    let key = map.get("id").and_then(Value::as_str).ok_or_else(|| wrong_type("an id or {\"id\",\"revision\"}"))?;
+                    let revision = map.get("revision").and_then(Value::as_i64);
+                    if map.keys().any(|k| k != "id" && k != "revision") {
+                        return Err(wrong_type("an id or {\"id\",\"revision\"}"));
+                    }
+                    (key.to_owned(), revision)
+                }
+                _ => return Err(wrong_type("an id")),
+            };
+            let row = RowRef { table: table.clone(), key };
+            let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+            if let Some(seen) = seen_revision
+                && seen != record.revision {
+                    return Err(Finding::refuse(ReasonCode::StaleRevision)
+                        .detail(format!("the model saw revision {seen}; the record is at {}", record.revision)));
+                }
+            Ok(Checked::Record(row))
+        }
+        ArgKind::Records { table, require, .. } => {
+            let keys = string_list(value)?;
+            let mut rows = Vec::with_capacity(keys.len());
+            for key in keys {
+                let row = RowRef { table: table.clone(), key };
+                let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+                for (field, expected) in require {
+                    if record.value.get(field) != Some(expected) {
+                        return Err(Finding::refuse(ReasonCode::RequirementUnmet)
+                            .detail(format!("`{}` of `{}` is not {expected}", field, crate::text::visible(&row.key))));
+                    }
+                }
+                rows.push(row);
+            }
+            Ok(Checked::Records(rows))
+        }
+        ArgKind::Member { of, path, key } => {
+            let id = value.as_str().ok_or_else(|| wrong_type("an id"))?;
+            let container = container_row(ctx, earlier, of)?;
+            let members = locate_members(work, &container, path, key.as_deref(), &[id.to_owned()])?;
+            members.into_iter().next().map(Checked::Member).ok_or_else(|| not_a_member(id))
+        }
+        ArgKind::Members { of, path, key } => {
+            let ids = string_list(value)?;
+            if ids.is_empty() {
+                return Err(Finding::refuse(ReasonCode::WrongArgumentType).detail("the list is empty".into()));
+            }
+            let container = container_row(ctx, earlier, of)?;
+            locate_members(work, &container, path, key.as_deref(), &ids).map(Checked::Members)
+        }
+        ArgKind::Text { allow_empty } => {
+            if *allow_empty && value.as_str() == Some("") {
+                return Ok(Checked::Text(String::new()));
+            }
+            let pointer: TextPointer = serde_json::from_value(value.clone())
+                .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}")))?;
+            let numbered = ctx.user_text.ok_or_else(|| Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into()))?;
+            let resolved = pointer::resolve(numbered, &pointer)
+                .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
+            Ok(Checked::Text(resolved.value.to_owned()))
+        }
+        ArgKind::Date => {
+            let expr: DateExpr = serde_json::from_value(value.clone())
+                .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;
+            let day = date::evaluate(&expr, ctx.clock)
+                .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("{}: {e}", e.code())))?;
+            Ok(Checked::Date(day.to_string()))
+        }
+        ArgKind::Money => {
+            let money: Money = Money::from_json(value)
+                .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+            let units = money
+                .to_minor_units()
+                .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+            Ok(Checked::Money { units, currency: money.currency().code().to_owned() })
+        }
+        ArgKind::Integer { min, max } => {
+            let n = value.as_i64().ok_or_else(|| wrong_type("an integer"))?;
+            if n < *min || n > *max {
+                return Err(Finding::refuse(ReasonCode::OutOfBounds).detail(format!("{n} is outside {min}..={max}")));
+            }
+            Ok(Checked::Integer(n))
+        }
+        ArgKind::Bool => value.as_bool().map(Checked::Bool).ok_or_else(|| wrong_type("a boolean")),
+    }
+}
+
+fn unknown_record(row: &RowRef) -> Finding {
+    Finding::refuse(ReasonCode::UnknownRecord)
+        .detail(format!("table `{}` has no row `{}`", row.table, crate::text::visible(&row.key)))
+}
+
+fn not_a_member(id: &str) -> Finding {
+    Finding::refuse(ReasonCode::NotAMember).detail(format!("`{}` is not in the collection", crate::text::visible(id)))
+}
+
+fn container_row(ctx: &ArgContext<'_>, earlier: &BTreeMap<String, Checked>, of: &str) -> Result<RowRef, Finding> {
+    if of == "actor" {
+        return ctx.actor_row.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor));
+    }
+    match earlier.get(of) {
+        Some(Checked::Record(row)) => Ok(row.clone()),
+        // The container argument failed or is absent: its own finding has already ended the
+        // check, so this is only reached for an absent optional container.
+        _ => Err(Finding::refuse(ReasonCode::MissingArgument).field(format!("args.{of}"))),
+    }
+}
+
+/// Finds each id in the container's collection. In a list, repeats are counted: the n-th
+/// mention of an id takes the n-th element holding it, and a mention beyond that is refused.
+fn locate_members(
+    work: &mut Workspace<'_>,
+    row: &RowRef,
+    path: &str,
+    key: Option<&str>,
+    ids: &[String],
+) -> Result<Vec<MemberRef>, Finding> {
+    let record: Record = work.row(row)?.ok_or_else(|| unknown_record(row))?;
+    let collection = record.value.get(path);
+    let mut used: Vec<usize> = Vec::new();
+    let mut found = Vec::with_capacity(ids.len());
+    for id in ids {
+        let position = match (collection, key) {
+            (Some(Value::Object(map)), None) => {
+                if !map.contains_key(id) {
+                    return Err(not_a_member(id));
+                }
+                None
+            }
+            (Some(Value::Array(items)), Some(key)) => {
+                let position = items
+                    .iter()
+                    .enumerate()
+                    .find(|(i, item)| item.get(key).and_then(Value::as_str) == Some(id.as_str()) && !used.contains(i))
+                    .map(|(i, _)| i)
+                    .ok_or_else(|| not_a_member(id))?;
+                used.push(position);
+                Some(position)
+            }
+            _ => {
+                return Err(Finding::refuse(ReasonCode::NotAMember)
+                    .detail(format!("`{path}` of `{}` is not a collection of the declared shape", crate::text::visible(&row.key))));
+            }
+        };
+        found.push(MemberRef { row: row.clone(), path: path.to_owned(), id: id.clone(), position });
+    }
+    Ok(found)
+}
+
+/// The element a member names.
+pub(crate) fn member_value(work: &mut Workspace<'_>, member: &MemberRef) -> Result<Value, Finding> {
+    let record = work.row(&member.row)?.ok_or_else(|| unknown_record(&member.row))?;
+    let collection = record.value.get(&member.path);
+    let value = match (collection, member.position) {
+        (Some(Value::Object(map)), None) => map.get(&member.id),
+        (Some(Value::Array(items)), Some(i)) => items.get(i),
+        _ => None,
+    };
+    value.cloned().ok_or_else(|| not_a_member(&member.id))
+}
+
+/// Checks `pairs_with` and `same`: equal lengths, and each row's `same` field equal to its
+/// pair's.
+fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<String, Checked>) -> Result<(), Finding> {
+    for arg in &op.args {
+        let ArgKind::Records { pairs_with: Some(pair), same, .. } = &arg.kind else { continue };
+        let Some(Checked::Records(rows)) = checked.get(&arg.name) else { continue };
+        let pair_values: Vec<Value> = match checked.get(pair) {
+            Some(Checked::Members(members)) => {
+                members.iter().map(|m| member_value(work, m)).collect::<Result<_, _>>()?
+            }
+            Some(Checked::Records(pair_rows)) => pair_rows
+                .iter()
+                .map(|r| work.row(r)?.map(|rec| rec.value).ok_or_else(|| unknown_record(r)))
+                .collect::<Result<_, _>>()?,
+            _ => continue,
+        };
+        if pair_values.len() != rows.len() {
+            return Err(Finding::refuse(ReasonCode::ListLengthMismatch)
+                .field(format!("args.{}", arg.name))
+                .detail(format!("{} ids pair with {} ids of `{pair}`", rows.len(), pair_values.len())));
+        }
+        if let Some(same) = same {
+            for (row, pair_value) in rows.iter().zip(&pair_values) {
+                let record = work.row(row)?.ok_or_else(|| unknown_record(row))?;
+                let mine = record.value.get(same);
+                if mine.is_none() || mine != pair_value.get(same) {
+                    return Err(Finding::refuse(ReasonCode::PairMismatch)
+                        .field(format!("args.{}", arg.name))
+                        .detail(format!("`{}` differs in `{same}` from the id it replaces", crate::text::visible(&row.key))));
+                }
+            }
+        }
+    }
+    Ok(())
+}

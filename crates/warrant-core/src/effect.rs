@@ -1,0 +1,287 @@
+//! Derived quantities and effect steps: the arithmetic code does for policy (sums of money in
+//! minor units, counts), and the record changes a committed effect makes, applied to the turn's
+//! working copies so that later acts of the same turn, and later turns, see them.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::args::{Checked, MemberRef, member_value};
+use crate::contract::Contract;
+use crate::operation::{Change, Expr, Operation, Path, Step};
+use crate::reason::ReasonCode;
+use crate::records::{minor_units, units_to_json};
+use crate::turn::{Finding, RowRef, Workspace};
+
+/// A derived quantity.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Derived {
+    /// An integer: minor units of money, or a count.
+    Int(i64),
+    /// A value taken as is (`first(…)`).
+    Json(Value),
+}
+
+impl Derived {
+    /// As JSON for the policy context.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Derived::Int(n) => Value::from(*n),
+            Derived::Json(v) => v.clone(),
+        }
+    }
+}
+
+/// Evaluation state for one act: its checked arguments and the quantities derived so far.
+pub(crate) struct Eval<'a> {
+    pub(crate) contract: &'a Contract,
+    pub(crate) actor: Option<RowRef>,
+    pub(crate) args: &'a BTreeMap<String, Checked>,
+    pub(crate) derived: BTreeMap<String, Derived>,
+}
+
+/// A value a path reached, with whether its last field is money in its table.
+struct Leaf {
+    value: Value,
+    money: bool,
+}
+
+fn inapplicable(message: String) -> Finding {
+    Finding::refuse(ReasonCode::EffectInapplicable).detail(message)
+}
+
+impl Eval<'_> {
+    fn exponent(&self) -> u32 {
+        self.contract.currency().map_or(0, |c| c.exponent)
+    }
+
+    fn is_money(&self, table: &str, field: &str) -> bool {
+        self.contract.table(table).is_some_and(|t| t.money.iter().any(|m| m == field))
+    }
+
+    /// Every value `path` reaches, stepping through lists.
+    fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
+        let mut starts: Vec<(String, Value)> = Vec::new();
+        if path.root == "actor" {
+            let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
+            let record = work.row(&row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
+            starts.push((row.table, record.value));
+        } else {
+            match self.args.get(&path.root) {
+                Some(Checked::Record(row)) => {
+                    let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                    starts.push((row.table.clone(), record.value));
+                }
+                Some(Checked::Records(rows)) => {
+                    for row in rows {
+                        let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                        starts.push((row.table.clone(), record.value));
+                    }
+                }
+                Some(Checked::Member(m)) => starts.push((m.row.table.clone(), member_value(work, m)?)),
+                Some(Checked::Members(ms)) => {
+                    for m in ms {
+                        starts.push((m.row.table.clone(), member_value(work, m)?));
+                    }
+                }
+                Some(Checked::Absent) => {}
+                _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
+            }
+        }
+        let mut leaves = Vec::new();
+        for (table, start) in starts {
+            let mut current = vec![start];
+            for field in &path.fields {
+                let mut next = Vec::new();
+                for value in current {
+                    match value {
+                        Value::Array(items) => {
+                            for item in items {
+                                if let Some(v) = item.get(field) {
+                                    next.push(v.clone());
+                                }
+                            }
+                        }
+                        other => {
+                            if let Some(v) = other.get(field) {
+                                next.push(v.clone());
+                            }
+                        }
+                    }
+                }
+                current = next;
+            }
+            let money = path.fields.last().is_some_and(|f| self.is_money(&table, f));
+            for value in current {
+                match value {
+                    Value::Array(items) => leaves.extend(items.into_iter().map(|value| Leaf { value, money })),
+                    value => leaves.push(Leaf { value, money }),
+                }
+            }
+        }
+        Ok(leaves)
+    }
+
+    fn number(&self, leaf: &Leaf) -> Result<i64, Finding> {
+        let Value::Number(n) = &leaf.value else {
+            return Err(inapplicable(format!("`{}` is not a number", leaf.value)));
+        };
+        if leaf.money {
+            minor_units(n, self.exponent()).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))
+        } else {
+            n.as_i64().ok_or_else(|| inapplicable(format!("`{n}` is not an integer")))
+        }
+    }
+
+    /// Evaluates an expression.
+    pub(crate) fn eval(&self, work: &mut Workspace<'_>, expr: &Expr) -> Result<Derived, Finding> {
+        let int = |d: Derived| match d {
+            Derived::Int(n) => Ok(n),
+            Derived::Json(v) => Err(inapplicable(format!("`{v}` is not a quantity"))),
+        };
+        let overflow = || inapplicable("the quantity overflows".into());
+        Ok(match expr {
+            Expr::Value(path) => {
+                let leaves = self.leaves(work, path)?;
+                match leaves.as_slice() {
+                    [one] => Derived::Int(self.number(one)?),
+                    _ => return Err(inapplicable(format!("`{}` does not reach exactly one value", path.root))),
+                }
+            }
+            Expr::Sum(path) => {
+                let mut total: i64 = 0;
+                for leaf in self.leaves(work, path)? {
+                    total = total.checked_add(self.number(&leaf)?).ok_or_else(overflow)?;
+                }
+                Derived::Int(total)
+            }
+            Expr::Count(path) => Derived::Int(i64::try_from(self.leaves(work, path)?.len()).map_err(|_| overflow())?),
+            Expr::First(path) => Derived::Json(self.leaves(work, path)?.into_iter().next().map_or(Value::Null, |l| l.value)),
+            Expr::Derived(name) => self.derived.get(name).cloned().ok_or_else(|| inapplicable(format!("`{name}` is not derived")))?,
+            Expr::Literal(n) => Derived::Int(*n),
+            Expr::Add(a, b) => Derived::Int(int(self.eval(work, a)?)?.checked_add(int(self.eval(work, b)?)?).ok_or_else(overflow)?),
+            Expr::Sub(a, b) => Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?),
+            Expr::Neg(a) => Derived::Int(int(self.eval(work, a)?)?.checked_neg().ok_or_else(overflow)?),
+        })
+    }
+
+    /// Derives every declared quantity of `op`, in order.
+    pub(crate) fn derive_all(&mut self, work: &mut Workspace<'_>, op: &Operation) -> Result<(), Finding> {
+        for (name, expr) in &op.derive {
+            let value = self.eval(work, expr)?;
+            self.derived.insert(name.clone(), value);
+        }
+        Ok(())
+    }
+
+    /// Applies `op`'s effect steps to the working copies.
+    pub(crate) fn apply(&self, work: &mut Workspace<'_>, op: &Operation) -> Result<(), Finding> {
+        for step in &op.effects {
+            self.apply_step(work, step)?;
+        }
+        Ok(())
+    }
+
+    fn holds(&self, work: &mut Workspace<'_>, step: &Step) -> Result<bool, Finding> {
+        for (path, expected) in &step.when {
+            let leaves = self.leaves(work, path)?;
+            if leaves.is_empty() || leaves.iter().any(|l| &l.value != expected) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The places a path's root names: rows, with the JSON pointer of the member inside them.
+    fn targets(&self, path: &Path) -> Result<Vec<(RowRef, Vec<String>)>, Finding> {
+        let member_prefix = |m: &MemberRef| {
+            let mut prefix = vec![m.path.clone()];
+            prefix.push(m.position.map_or_else(|| m.id.clone(), |p| p.to_string()));
+            (m.row.clone(), prefix)
+        };
+        let mut out = Vec::new();
+        if path.root == "actor" {
+            out.push((self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?, Vec::new()));
+        } else {
+            match self.args.get(&path.root) {
+                Some(Checked::Record(row)) => out.push((row.clone(), Vec::new())),
+                Some(Checked::Records(rows)) => out.extend(rows.iter().map(|r| (r.clone(), Vec::new()))),
+                Some(Checked::Member(m)) => out.push(member_prefix(m)),
+                Some(Checked::Members(ms)) => out.extend(ms.iter().map(member_prefix)),
+                Some(Checked::Absent) => {}
+                _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
+            }
+        }
+        Ok(out.into_iter().map(|(row, mut prefix)| {
+            prefix.extend(path.fields.iter().cloned());
+            (row, prefix)
+        }).collect())
+    }
+
+    fn apply_step(&self, work: &mut Workspace<'_>, step: &Step) -> Result<(), Finding> {
+        if !self.holds(work, step)? {
+            return Ok(());
+        }
+        let exponent = self.exponent();
+        match &step.change {
+            Change::SetValue { path, value } => self.set(work, path, |_| Ok(value.clone())),
+            Change::SetArg { path, arg } => {
+                let value = self.args.get(arg).map_or(Value::Null, Checked::to_json);
+                self.set(work, path, |_| Ok(value.clone()))
+            }
+            Change::SetArgs { path, args } => {
+                let object: serde_json::Map<String, Value> =
+                    args.iter().map(|a| (a.clone(), self.args.get(a).map_or(Value::Null, Checked::to_json))).collect();
+                self.set(work, path, |_| Ok(Value::Object(object.clone())))
+            }
+            Change::SetMoney { path, amount } => {
+                let Derived::Int(units) = self.eval(work, amount)? else {
+                    return Err(inapplicable("a money effect needs a quantity".into()));
+                };
+                self.set(work, path, |_| Ok(units_to_json(units, exponent)))
+            }
+            Change::Add { path, amount } => {
+                let Derived::Int(delta) = self.eval(work, amount)? else {
+                    return Err(inapplicable("an added amount must be a quantity".into()));
+                };
+                self.set(work, path, |old| {
+                    let Some(Value::Number(n)) = old else {
+                        return Err(inapplicable("the field added to is not a number".into()));
+                    };
+                    let units = minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
+                    let sum = units.checked_add(delta).ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                    Ok(units_to_json(sum, exponent))
+                })
+            }
+            Change::Swap { members, with, fields } => {
+                let (Some(Checked::Members(old)), Some(Checked::Records(new))) = (self.args.get(members), self.args.get(with)) else {
+                    return Err(inapplicable("swap needs its checked lists".into()));
+                };
+                for (member, row) in old.iter().zip(new) {
+                    let replacement = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                    let mut pointer = vec![member.path.clone()];
+                    pointer.push(member.position.map_or_else(|| member.id.clone(), |p| p.to_string()));
+                    for field in fields {
+                        let value = replacement.value.get(field).cloned().unwrap_or(Value::Null);
+                        let mut at = pointer.clone();
+                        at.push(field.clone());
+                        work.update(&member.row, &at, |_| Ok(value.clone()))?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn set(
+        &self,
+        work: &mut Workspace<'_>,
+        path: &Path,
+        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
+    ) -> Result<(), Finding> {
+        for (row, pointer) in self.targets(path)? {
+            work.update(&row, &pointer, &make)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,609 @@
+//! Operations as the contract declares them: typed arguments, who may propose them, whether they
+//! need a confirmation, the quantities code derives for policy, and the record changes a
+//! committed effect makes. Everything here is checked when the contract loads, so a turn never
+//! meets an argument kind, a path or a table that does not exist.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::records::Table;
+use crate::source::{self, KindSet, SourceKinds};
+
+/// A declared operation.
+#[derive(Debug, Clone)]
+pub struct Operation {
+    /// The operation's name (for the retail example, the benchmark's tool name).
+    pub name: String,
+    /// Source kinds that may propose it.
+    pub from: KindSet,
+    /// Whether it needs the user's confirmation before it commits.
+    pub consequential: bool,
+    /// The argument whose record is the Cedar resource; `None` means the actor's record.
+    pub resource: Option<String>,
+    /// Arguments in declaration order.
+    pub args: Vec<Arg>,
+    /// Quantities derived by code for policy and effects, in declaration order.
+    pub derive: Vec<(String, Expr)>,
+    /// What a committed effect changes, in order.
+    pub effects: Vec<Step>,
+}
+
+impl Operation {
+    /// The declared argument `name`.
+    pub fn arg(&self, name: &str) -> Option<&Arg> {
+        self.args.iter().find(|a| a.name == name)
+    }
+}
+
+/// A declared argument.
+#[derive(Debug, Clone)]
+pub struct Arg {
+    /// Its name in the act's `args`.
+    pub name: String,
+    /// Its kind.
+    pub kind: ArgKind,
+    /// Whether the act may leave it out.
+    pub optional: bool,
+}
+
+/// The kinds of argument (DESIGN.md §5).
+#[derive(Debug, Clone)]
+pub enum ArgKind {
+    /// An id from a closed set.
+    Enum { values: Vec<String> },
+    /// A row of a table, by key (optionally with the revision the model saw).
+    Record { table: String },
+    /// Rows of a table; with `pairs_with`, one per element of that list argument, and with
+    /// `same`, each row's field equal to its pair's.
+    Records { table: String, pairs_with: Option<String>, same: Option<String>, require: BTreeMap<String, Value> },
+    /// A member of a collection inside the actor's or another argument's record: the keys of an
+    /// object field, or the `key` field of the elements of a list field.
+    Member { of: String, path: String, key: Option<String> },
+    /// Several members, counted with repeats (an id may be named as often as it occurs).
+    Members { of: String, path: String, key: Option<String> },
+    /// Words of the latest user entry, by pointer.
+    Text { allow_empty: bool },
+    /// A DateExpr, evaluated with the turn's clock.
+    Date,
+    /// A Money value.
+    Money,
+    /// An integer within bounds.
+    Integer { min: i64, max: i64 },
+    /// A boolean.
+    Bool,
+}
+
+/// A derived quantity: integer arithmetic over money (in minor units) and counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// The one value at a path.
+    Value(Path),
+    /// The sum of every value a path reaches.
+    Sum(Path),
+    /// How many values a path reaches.
+    Count(Path),
+    /// The first value a path reaches (any JSON value; compared in policy).
+    First(Path),
+    /// A previously derived quantity.
+    Derived(String),
+    /// A literal integer (minor units where money).
+    Literal(i64),
+    /// `a + b`.
+    Add(Box<Expr>, Box<Expr>),
+    /// `a - b`.
+    Sub(Box<Expr>, Box<Expr>),
+    /// `-a`.
+    Neg(Box<Expr>),
+}
+
+/// A path into the records an act touches: a root (an argument or `actor`) and fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Path {
+    /// `actor`, or the name of a record, records, member or members argument.
+    pub root: String,
+    /// Field names below the root; lists are stepped through element by element.
+    pub fields: Vec<String>,
+}
+
+/// One change a committed effect makes.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// The change.
+    pub change: Change,
+    /// Conditions (path = literal) that must all hold for the change to apply.
+    pub when: Vec<(Path, Value)>,
+}
+
+/// The kinds of change.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Sets the field at `path` to a literal.
+    SetValue { path: Path, value: Value },
+    /// Sets the field at `path` to an argument's checked value.
+    SetArg { path: Path, arg: String },
+    /// Sets the field at `path` to an object of arguments' checked values.
+    SetArgs { path: Path, args: Vec<String> },
+    /// Sets the field at `path` to a derived money quantity.
+    SetMoney { path: Path, amount: Expr },
+    /// Adds a money quantity to the number at `path`.
+    Add { path: Path, amount: Expr },
+    /// Replaces each member named by `members` with the row its pair in `with` names, copying
+    /// `fields` from that row.
+    Swap { members: String, with: String, fields: Vec<String> },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOperation {
+    name: Spanned<String>,
+    from: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    consequential: bool,
+    resource: Option<Spanned<String>>,
+    #[serde(default)]
+    args: BTreeMap<String, Spanned<RawArg>>,
+    #[serde(default)]
+    derive: Vec<RawDerive>,
+    #[serde(default)]
+    effect: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDerive {
+    name: Spanned<String>,
+    expr: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArg {
+    kind: String,
+    #[serde(default)]
+    optional: bool,
+    values: Option<Vec<String>>,
+    table: Option<String>,
+    pairs_with: Option<String>,
+    same: Option<String>,
+    #[serde(default)]
+    require: BTreeMap<String, toml::Value>,
+    of: Option<String>,
+    path: Option<String>,
+    key: Option<String>,
+    #[serde(default)]
+    allow_empty: bool,
+    min: Option<i64>,
+    max: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    set: Option<String>,
+    add: Option<String>,
+    swap: Option<String>,
+    value: Option<toml::Value>,
+    arg: Option<String>,
+    args: Option<Vec<String>>,
+    money: Option<String>,
+    amount: Option<String>,
+    with: Option<String>,
+    fields: Option<Vec<String>>,
+    #[serde(default)]
+    when: BTreeMap<String, toml::Value>,
+}
+
+/// What compiling operations needs to know about the rest of the contract.
+pub(crate) struct Scope<'a> {
+    pub(crate) at: &'a Locator<'a>,
+    pub(crate) kinds: &'a SourceKinds,
+    pub(crate) tables: &'a [Table],
+    pub(crate) has_actor: bool,
+}
+
+pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Operation>, ContractError> {
+    let mut ops: Vec<Operation> = Vec::with_capacity(raw.len());
+    for raw_op in raw {
+        let at = |offset: usize, kind| scope.at.error(offset, kind);
+        let name = raw_op.name.get_ref();
+        let name_at = raw_op.name.span().start;
+        if !source::is_identifier(name) {
+            return Err(at(name_at, ContractErrorKind::BadName(crate::text::visible(name))));
+        }
+        if ops.iter().any(|o| o.name == *name) {
+            return Err(at(name_at, ContractErrorKind::DuplicateOperation(name.clone())));
+        }
+        let from = match &raw_op.from {
+            None => KindSet::all(scope.kinds.len()),
+            Some(list) => {
+                let mut set = KindSet::EMPTY;
+                for kind in list.get_ref() {
+                    let k = scope.kinds.get(kind.get_ref()).ok_or_else(|| {
+                        at(kind.span().start, ContractErrorKind::UndeclaredOperationKind {
+                            op: name.clone(),
+                            kind: crate::text::visible(kind.get_ref()),
+                        })
+                    })?;
+                    set.insert(k);
+                }
+                set
+            }
+        };
+        let mut args = Vec::with_capacity(raw_op.args.len());
+        for (arg_name, raw_arg) in &raw_op.args {
+            let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref())
+                .map_err(|message| at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
+            args.push(arg);
+        }
+        let mut op = Operation {
+            name: name.clone(),
+            from,
+            consequential: raw_op.consequential,
+            resource: None,
+            args,
+            derive: Vec::new(),
+            effects: Vec::new(),
+        };
+        check_arg_references(scope, &op)
+            .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
+        if let Some(resource) = &raw_op.resource {
+            match op.arg(resource.get_ref()).map(|a| &a.kind) {
+                Some(ArgKind::Record { .. }) => op.resource = Some(resource.get_ref().clone()),
+                _ => {
+                    return Err(at(resource.span().start, ContractErrorKind::BadOperation {
+                        op: name.clone(),
+                        message: format!("`resource` must name a record argument, not `{}`", resource.get_ref()),
+                    }));
+                }
+            }
+        } else if !scope.has_actor {
+            return Err(at(name_at, ContractErrorKind::BadOperation {
+                op: name.clone(),
+                message: "an operation without `resource` needs an `[actor]` table".into(),
+            }));
+        }
+        for derive in &raw_op.derive {
+            let expr = parse_expr(derive.expr.get_ref())
+                .and_then(|e| check_expr(&op, &e).map(|()| e))
+                .map_err(|message| {
+                    at(derive.expr.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+                })?;
+            let derive_name = derive.name.get_ref();
+            if !source::is_identifier(derive_name) || op.derive.iter().any(|(n, _)| n == derive_name) {
+                return Err(at(derive.name.span().start, ContractErrorKind::BadName(crate::text::visible(derive_name))));
+            }
+            op.derive.push((derive_name.clone(), expr));
+        }
+        for step in &raw_op.effect {
+            let compiled = compile_step(&op, step.get_ref()).map_err(|message| {
+                at(step.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+            })?;
+            op.effects.push(compiled);
+        }
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+fn table_exists(scope: &Scope<'_>, table: &str) -> Result<(), String> {
+    if scope.tables.iter().any(|t| t.name == table) {
+        Ok(())
+    } else {
+        Err(format!("table `{table}` is not declared in `[records]`"))
+    }
+}
+
+fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<Arg, String> {
+    if !source::is_identifier(name) {
+        return Err(format!("argument `{}` is not a name", crate::text::visible(name)));
+    }
+    let need = |field: &Option<String>, what: &str| -> Result<String, String> {
+        field.clone().ok_or_else(|| format!("argument `{name}` of kind `{}` needs `{what}`", raw.kind))
+    };
+    let kind = match raw.kind.as_str() {
+        "enum" => {
+            let values = raw.values.clone().unwrap_or_default();
+            if values.is_empty() {
+                return Err(format!("argument `{name}` of kind `enum` needs a non-empty `values` list"));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for v in &values {
+                if !seen.insert(v) {
+                    return Err(format!("argument `{name}`: value `{v}` is listed twice"));
+                }
+            }
+            ArgKind::Enum { values }
+        }
+        "record" => {
+            let table = need(&raw.table, "table")?;
+            table_exists(scope, &table)?;
+            ArgKind::Record { table }
+        }
+        "records" => {
+            let table = need(&raw.table, "table")?;
+            table_exists(scope, &table)?;
+            let mut require = BTreeMap::new();
+            for (field, value) in &raw.require {
+                require.insert(field.clone(), toml_to_json(value)?);
+            }
+            if raw.same.is_some() && raw.pairs_with.is_none() {
+                return Err(format!("argument `{name}`: `same` needs `pairs_with`"));
+            }
+            ArgKind::Records { table, pairs_with: raw.pairs_with.clone(), same: raw.same.clone(), require }
+        }
+        "member" | "members" => {
+            let of = need(&raw.of, "of")?;
+            let path = need(&raw.path, "path")?;
+            if of == "actor" && !scope.has_actor {
+                return Err(format!("argument `{name}` is a member of `actor`, but there is no `[actor]` table"));
+            }
+            if raw.kind == "member" {
+                ArgKind::Member { of, path, key: raw.key.clone() }
+            } else {
+                ArgKind::Members { of, path, key: raw.key.clone() }
+            }
+        }
+        "text" => ArgKind::Text { allow_empty: raw.allow_empty },
+        "date" => ArgKind::Date,
+        "money" => ArgKind::Money,
+        "integer" => {
+            let (min, max) = (raw.min.unwrap_or(i64::MIN), raw.max.unwrap_or(i64::MAX));
+            if min > max {
+                return Err(format!("argument `{name}`: `min` is above `max`"));
+            }
+            ArgKind::Integer { min, max }
+        }
+        "bool" => ArgKind::Bool,
+        other => {
+            return Err(format!(
+                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, date, money, integer, bool)",
+                crate::text::visible(other)
+            ));
+        }
+    };
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional })
+}
+
+/// Checks that `of` and `pairs_with` name arguments of the right kind.
+fn check_arg_references(_scope: &Scope<'_>, op: &Operation) -> Result<(), String> {
+    for arg in &op.args {
+        match &arg.kind {
+            ArgKind::Member { of, .. } | ArgKind::Members { of, .. } if of != "actor"
+                && !matches!(op.arg(of).map(|a| &a.kind), Some(ArgKind::Record { .. })) => {
+                    return Err(format!("argument `{}`: `of` must be `actor` or a record argument, not `{of}`", arg.name));
+                }
+            ArgKind::Records { pairs_with: Some(pair), .. }
+                if !matches!(op.arg(pair).map(|a| &a.kind), Some(ArgKind::Members { .. } | ArgKind::Records { .. })) => {
+                    return Err(format!("argument `{}`: `pairs_with` must name a list argument, not `{pair}`", arg.name));
+                }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn toml_to_json(value: &toml::Value) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| format!("value cannot be used: {e}"))
+}
+
+fn compile_path(op: &Operation, text: &str) -> Result<Path, String> {
+    let mut parts = text.split('.');
+    let root = parts.next().unwrap_or_default().to_owned();
+    let fields: Vec<String> = parts.map(str::to_owned).collect();
+    if fields.iter().any(String::is_empty) || root.is_empty() {
+        return Err(format!("path `{text}` has an empty part"));
+    }
+    let rooted = root == "actor"
+        || matches!(
+            op.arg(&root).map(|a| &a.kind),
+            Some(ArgKind::Record { .. } | ArgKind::Records { .. } | ArgKind::Member { .. } | ArgKind::Members { .. })
+        );
+    if !rooted {
+        return Err(format!("path `{text}` must start with `actor` or a record or member argument"));
+    }
+    Ok(Path { root, fields })
+}
+
+/// Parses `sum(a.b) - c.d + 3`, `count(x.y)`, `first(x.y)`, `-name`.
+fn parse_expr(text: &str) -> Result<Expr, String> {
+    let tokens = tokenize(text)?;
+    let mut pos = 0;
+    let expr = parse_sum(&tokens, &mut pos, text)?;
+    if pos != tokens.len() {
+        return Err(format!("expression `{text}` has trailing input"));
+    }
+    Ok(expr)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String),
+    Open,
+    Close,
+    Plus,
+    Minus,
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, String> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        let single = match c {
+            '(' => Some(Token::Open),
+            ')' => Some(Token::Close),
+            '+' => Some(Token::Plus),
+            '-' => Some(Token::Minus),
+            ' ' => None,
+            c if c.is_ascii_alphanumeric() || c == '_' || c == '.' => {
+                word.push(c);
+                continue;
+            }
+            other => return Err(format!("expression `{text}` has the character `{other}`")),
+        };
+        if !word.is_empty() {
+            tokens.push(Token::Word(std::mem::take(&mut word)));
+        }
+        tokens.extend(single);
+    }
+    if !word.is_empty() {
+        tokens.push(Token::Word(word));
+    }
+    Ok(tokens)
+}
+
+fn parse_sum(tokens: &[Token], pos: &mut usize, text: &str) -> Result<Expr, String> {
+    let mut left = parse_unary(tokens, pos, text)?;
+    loop {
+        match tokens.get(*pos) {
+            Some(Token::Plus) => {
+                *pos += 1;
+                left = Expr::Add(Box::new(left), Box::new(parse_unary(tokens, pos, text)?));
+            }
+            Some(Token::Minus) => {
+                *pos += 1;
+                left = Expr::Sub(Box::new(left), Box::new(parse_unary(tokens, pos, text)?));
+            }
+            _ => return Ok(left),
+        }
+    }
+}
+
+fn parse_unary(tokens: &[Token], pos: &mut usize, text: &str) -> Result<Expr, String> {
+    match tokens.get(*pos) {
+        Some(Token::Minus) => {
+            *pos += 1;
+            Ok(Expr::Neg(Box::new(parse_unary(tokens, pos, text)?)))
+        }
+        Some(Token::Open) => {
+            *pos += 1;
+            let inner = parse_sum(tokens, pos, text)?;
+            if tokens.get(*pos) != Some(&Token::Close) {
+                return Err(format!("expression `{text}` lacks a `)`"));
+            }
+            *pos += 1;
+            Ok(inner)
+        }
+        Some(Token::Word(word)) => {
+            *pos += 1;
+            if let Ok(n) = word.parse::<i64>() {
+                return Ok(Expr::Literal(n));
+            }
+            if matches!(word.as_str(), "sum" | "count" | "first") && tokens.get(*pos) == Some(&Token::Open) {
+                let Some(Token::Word(path)) = tokens.get(*pos + 1) else {
+                    return Err(format!("expression `{text}`: `{word}(` needs a path"));
+                };
+                if tokens.get(*pos + 2) != Some(&Token::Close) {
+                    return Err(format!("expression `{text}` lacks a `)`"));
+                }
+                *pos += 3;
+                let path = raw_path(path);
+                return Ok(match word.as_str() {
+                    "sum" => Expr::Sum(path),
+                    "count" => Expr::Count(path),
+                    _ => Expr::First(path),
+                });
+            }
+            if word.contains('.') {
+                Ok(Expr::Value(raw_path(word)))
+            } else {
+                Ok(Expr::Derived(word.clone()))
+            }
+        }
+        _ => Err(format!("expression `{text}` is incomplete")),
+    }
+}
+
+fn raw_path(text: &str) -> Path {
+    let mut parts = text.split('.').map(str::to_owned);
+    Path { root: parts.next().unwrap_or_default(), fields: parts.collect() }
+}
+
+fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
+    match expr {
+        Expr::Value(p) | Expr::Sum(p) | Expr::Count(p) | Expr::First(p) => {
+            let text = std::iter::once(p.root.as_str()).chain(p.fields.iter().map(String::as_str)).collect::<Vec<_>>().join(".");
+            compile_path(op, &text).map(|_| ())
+        }
+        Expr::Derived(name) => {
+            if op.derive.iter().any(|(n, _)| n == name) {
+                Ok(())
+            } else {
+                Err(format!("`{name}` is not a quantity derived before this one"))
+            }
+        }
+        Expr::Literal(_) => Ok(()),
+        Expr::Add(a, b) | Expr::Sub(a, b) => check_expr(op, a).and_then(|()| check_expr(op, b)),
+        Expr::Neg(a) => check_expr(op, a),
+    }
+}
+
+fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
+    let mut when = Vec::new();
+    for (path, value) in &raw.when {
+        when.push((compile_path(op, path)?, toml_to_json(value)?));
+    }
+    let change = match (&raw.set, &raw.add, &raw.swap) {
+        (Some(set), None, None) => {
+            let path = compile_path(op, set)?;
+            match (&raw.value, &raw.arg, &raw.args, &raw.money) {
+                (Some(value), None, None, None) => Change::SetValue { path, value: toml_to_json(value)? },
+                (None, Some(arg), None, None) => {
+                    if op.arg(arg).is_none() {
+                        return Err(format!("effect sets `{set}` from the undeclared argument `{arg}`"));
+                    }
+                    Change::SetArg { path, arg: arg.clone() }
+                }
+                (None, None, Some(args), None) => {
+                    if let Some(missing) = args.iter().find(|a| op.arg(a).is_none()) {
+                        return Err(format!("effect sets `{set}` from the undeclared argument `{missing}`"));
+                    }
+                    Change::SetArgs { path, args: args.clone() }
+                }
+                (None, None, None, Some(money)) => {
+                    let amount = parse_expr(money)?;
+                    check_expr(op, &amount)?;
+                    Change::SetMoney { path, amount }
+                }
+                _ => return Err(format!("effect `set = \"{set}\"` needs exactly one of `value`, `arg`, `args`, `money`")),
+            }
+        }
+        (None, Some(add), None) => {
+            let path = compile_path(op, add)?;
+            let amount = raw.amount.as_deref().ok_or_else(|| format!("effect `add = \"{add}\"` needs `amount`"))?;
+            let amount = parse_expr(amount)?;
+            check_expr(op, &amount)?;
+            Change::Add { path, amount }
+        }
+        (None, None, Some(swap)) => {
+            let with = raw.with.clone().ok_or("effect `swap` needs `with`")?;
+            if !matches!(op.arg(swap).map(|a| &a.kind), Some(ArgKind::Members { .. })) {
+                return Err(format!("effect `swap` must name a members argument, not `{swap}`"));
+            }
+            if !matches!(op.arg(&with).map(|a| &a.kind), Some(ArgKind::Records { pairs_with: Some(p), .. }) if p == swap) {
+                return Err(format!("effect `swap` needs `with` to name a records argument paired with `{swap}`"));
+            }
+            Change::Swap { members: swap.clone(), with, fields: raw.fields.clone().unwrap_or_default() }
+        }
+        _ => return Err("an effect step needs exactly one of `set`, `add`, `swap`".into()),
+    };
+    Ok(Step { change, when })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_parse_into_their_shape() {
+        let e = parse_expr("sum(new_item_ids.price) - sum(item_ids.price)").unwrap();
+        assert!(matches!(e, Expr::Sub(a, b) if matches!(*a, Expr::Sum(_)) && matches!(*b, Expr::Sum(_))));
+        assert_eq!(parse_expr("-total").unwrap(), Expr::Neg(Box::new(Expr::Derived("total".into()))));
+        assert!(parse_expr("sum(x.y").is_err());
+        assert!(parse_expr("a * b").is_err());
+        assert!(parse_expr("").is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! The turn request on the wire (DESIGN.md §10), parsed all or nothing: unknown fields are
+//! rejected, every entry's source kind must be declared, the clock must evaluate, and any fault
+//! is answered with a stable code and the path of the field at fault. Nothing of a rejected
+//! request reaches a decision, so nothing of it can be committed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::contract::Contract;
+use crate::date::TurnClock;
+use crate::reason::ReasonCode;
+
+/// A turn as the agent sends it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    /// The conversation the turn belongs to.
+    pub conversation: String,
+    /// The turn's idempotency key: a turn seen before returns its recorded result.
+    pub turn: String,
+    /// The authenticated actor (for the retail example, a user id).
+    pub actor: String,
+    /// The turn's instant, RFC 3339.
+    pub at: String,
+    /// The IANA time zone the actor is in.
+    pub time_zone: String,
+    /// The BCP 47 locale.
+    pub locale: String,
+    /// Texts of the turn, each with its source kind.
+    #[serde(default)]
+    pub entries: Vec<Entry>,
+    /// Operations the model proposes.
+    #[serde(default)]
+    pub acts: Vec<ActRequest>,
+    /// Answers to pending interactions, by option id.
+    #[serde(default)]
+    pub answers: Vec<AnswerRequest>,
+    /// Tool calls the agent made in the turn.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// The reply the agent wants to send.
+    #[serde(default)]
+    pub draft: Option<Draft>,
+}
+
+/// One text with its source kind.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The source kind, from the contract's closed set.
+    pub kind: String,
+    /// The text.
+    pub text: String,
+}
+
+/// An operation the model proposes.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActRequest {
+    /// The operation.
+    pub op: String,
+    /// Its arguments, by name.
+    #[serde(default)]
+    pub args: Map<String, Value>,
+    /// The source kind proposing it; defaults to the contract's `sources.acts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// An answer to an interaction.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The interaction's id, as the server issued it.
+    pub interaction: String,
+    /// The option id chosen.
+    pub option: String,
+}
+
+/// A tool call the agent made.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Map<String, Value>,
+}
+
+/// A draft reply with its typed claims.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Draft {
+    /// The text.
+    pub text: String,
+    /// The claims it makes.
+    #[serde(default)]
+    pub claims: Vec<Value>,
+}
+
+/// A request refused whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{code}: `{field}`: {message}")]
+pub struct RequestError {
+    /// The stable code.
+    pub code: ReasonCode,
+    /// The path of the field at fault (`acts[0].args`, `entries[2].kind`, `at`).
+    pub field: String,
+    /// What is wrong, on one line.
+    pub message: String,
+}
+
+/// A parsed request whose every part is valid for the contract.
+#[derive(Debug, Clone)]
+pub struct ValidRequest {
+    /// The request as sent.
+    pub request: TurnRequest,
+    /// The turn's clock.
+    pub clock: TurnClock,
+}
+
+/// Parses and validates a turn request against a contract.
+pub fn parse(contract: &Contract, json: &str) -> Result<ValidRequest, RequestError> {
+    let deserializer = &mut serde_json::Deserializer::from_str(json);
+    let request: TurnRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        RequestError {
+            code: ReasonCode::InvalidInput,
+            field: if field == "." { String::new() } else { field },
+            message: e.inner().to_string().replace('\n', " "),
+        }
+    })?;
+    validate(contract, request)
+}
+
+/// Validates an already parsed request.
+pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidRequest, RequestError> {
+    let bad = |code, field: &str, message: String| RequestError { code, field: field.to_owned(), message };
+    for (field, value) in [("conversation", &request.conversation), ("turn", &request.turn), ("actor", &request.actor)] {
+        if value.is_empty() || value.chars().any(crate::text::is_invisible) || value.len() > 256 {
+            return Err(bad(ReasonCode::InvalidInput, field, format!("`{field}` must be 1 to 256 visible characters")));
+        }
+    }
+    let clock = TurnClock::new(&request.at, &request.time_zone, &request.locale).map_err(|e| {
+        let field = match e.code() {
+            "unknown_time_zone" => "time_zone",
+            "unknown_locale" => "locale",
+            _ => "at",
+        };
+        bad(ReasonCode::InvalidInput, field, e.to_string())
+    })?;
+    for (i, entry) in request.entries.iter().enumerate() {
+        if contract.kinds().get(&entry.kind).is_none() {
+            return Err(bad(
+                ReasonCode::UnknownSourceKind,
+                &format!("entries[{i}].kind"),
+                format!("source kind `{}` is not declared by the contract", crate::text::visible(&entry.kind)),
+            ));
+        }
+    }
+    for (i, act) in request.acts.iter().enumerate() {
+        match &act.from {
+            Some(kind) if contract.kinds().get(kind).is_none() => {
+                return Err(bad(
+                    ReasonCode::UnknownSourceKind,
+                    &format!("acts[{i}].from"),
+                    format!("source kind `{}` is not declared by the contract", crate::text::visible(kind)),
+                ));
+            }
+            None if contract.act_kind().is_none() => {
+                return Err(bad(
+                    ReasonCode::UnknownSourceKind,
+                    &format!("acts[{i}].from"),
+                    "the act names no source kind and the contract declares no `sources.acts`".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, answer) in request.answers.iter().enumerate() {
+        if !seen.insert(&answer.interaction) {
+            return Err(bad(
+                ReasonCode::InvalidInput,
+                &format!("answers[{i}].interaction"),
+                format!("interaction `{}` is answered twice", crate::text::visible(&answer.interaction)),
+            ));
+        }
+    }
+    Ok(ValidRequest { request, clock })
+}

@@ -1,0 +1,803 @@
+//! The turn as a pure decision (DESIGN.md §3): given a valid request, the contract and a source
+//! of stored facts, it decides every act in order (clauses, structure, policy, confirmation) and
+//! returns what to commit: record writes with the revisions they expect, effects, events,
+//! interactions, and the response. It reads facts through the [`Facts`] trait and records each
+//! one it read, so a replay can decide again from exactly the same facts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::args::{self, ArgContext, Checked};
+use crate::contract::Contract;
+use crate::effect::Eval;
+use crate::pointer::NumberedText;
+use crate::policy::{PolicyDecision, PolicyEntity};
+use crate::reason::ReasonCode;
+use crate::records::{Record, cedar_attrs};
+use crate::request::ValidRequest;
+
+/// The option ids of a confirmation.
+pub const CONFIRM: &str = "confirm";
+/// The option id that declines a confirmation.
+pub const DECLINE: &str = "decline";
+
+/// A row of a table, by key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RowRef {
+    /// The table.
+    pub table: String,
+    /// The key.
+    pub key: String,
+}
+
+/// A pending decision the server issued: the act it holds and what it saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interaction {
+    /// The server-issued id.
+    pub id: String,
+    /// The conversation it belongs to.
+    pub conversation: String,
+    /// The actor it was issued to.
+    pub actor: String,
+    /// The held operation.
+    pub op: String,
+    /// Its arguments as proposed.
+    pub args: Map<String, Value>,
+    /// The source kind that proposed it.
+    pub from: String,
+    /// The closed set of option ids.
+    pub options: Vec<String>,
+    /// The revision of every row the checks read when it was issued.
+    pub revisions: BTreeMap<String, i64>,
+    /// The latest user entry of the turn that proposed it: text pointers point into it, and
+    /// the checks run again against it when the answer comes.
+    #[serde(default)]
+    pub user_text: Option<String>,
+    /// Whether it still waits for an answer.
+    pub open: bool,
+}
+
+/// A fact that could not be read: the act that needed it fails closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FactError(pub String);
+
+/// Stored facts, as the engine (or a replay) supplies them.
+pub trait Facts {
+    /// The row, or `None` if it does not exist.
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
+    /// The interaction, or `None` if there is none with that id.
+    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError>;
+}
+
+/// What the gate decided for an act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Authorized: an effect is committed.
+    Commit,
+    /// Waits for the user's confirmation (an interaction).
+    Hold,
+    /// A question to the user (or a repair) instead.
+    Ask,
+    /// Refused.
+    Refuse,
+}
+
+/// Why, with the field and rule at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// The stable code.
+    pub code: ReasonCode,
+    /// The request field at fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The policy rules that forbade, by `@id`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
+    /// A one-line explanation for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A check that took something away: the verdict it forces and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// `Ask` or `Refuse`.
+    pub verdict: Verdict,
+    /// Why.
+    pub reason: Reason,
+}
+
+impl Finding {
+    /// A refusal for `code`.
+    pub fn refuse(code: ReasonCode) -> Finding {
+        Finding { verdict: Verdict::Refuse, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
+    }
+
+    /// A question for `code`.
+    pub fn ask(code: ReasonCode) -> Finding {
+        Finding { verdict: Verdict::Ask, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
+    }
+
+    /// With the field at fault.
+    pub fn field(mut self, field: String) -> Finding {
+        self.reason.field = Some(field);
+        self
+    }
+
+    /// With the field at fault, unless one is already named.
+    pub fn field_if_absent(mut self, field: String) -> Finding {
+        if self.reason.field.is_none() {
+            self.reason.field = Some(field);
+        }
+        self
+    }
+
+    /// With an explanation.
+    pub fn detail(mut self, detail: String) -> Finding {
+        self.reason.detail = Some(detail.replace('\n', " "));
+        self
+    }
+}
+
+/// Where an act came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActSource {
+    /// An answer to an interaction.
+    Answer,
+    /// The request's `acts`.
+    Act,
+    /// A scored clause of an entry.
+    Clause,
+}
+
+/// The verdict on one act.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActOut {
+    /// Where it came from.
+    pub source: ActSource,
+    /// Its index in its source list (answers, acts, or entries for clauses).
+    pub index: usize,
+    /// The operation.
+    pub op: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why (empty only for a plain commit).
+    pub reasons: Vec<Reason>,
+    /// The interaction created (hold) or answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interaction: Option<String>,
+    /// The effect authorized (commit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+}
+
+/// An interaction created in the turn, as the agent sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InteractionOut {
+    /// Its id.
+    pub id: String,
+    /// The held operation.
+    pub op: String,
+    /// Its arguments as proposed.
+    pub args: Map<String, Value>,
+    /// The option ids to answer with.
+    pub options: Vec<String>,
+}
+
+/// An effect authorized in the turn, for the executor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectOut {
+    /// Its id.
+    pub id: String,
+    /// The key the executor must use so the effect happens at most once.
+    pub idempotency_key: String,
+    /// The operation.
+    pub op: String,
+    /// Its checked arguments.
+    pub args: Value,
+}
+
+/// The clause gate's reading of one entry, as evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadingOut {
+    /// The entry's index.
+    pub entry: usize,
+    /// Its source kind.
+    pub kind: String,
+    /// The operations its clauses perform (each also appears as an act).
+    pub operations: Vec<ClauseOut>,
+    /// Why it performs nothing, if so.
+    pub rejection: Option<Value>,
+}
+
+/// A performed clause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClauseOut {
+    /// The operation.
+    pub op: String,
+    /// The authored clause.
+    pub clause: String,
+    /// The sentence index.
+    pub sentence: u32,
+}
+
+/// The response to a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnResponse {
+    /// The conversation.
+    pub conversation: String,
+    /// The turn's idempotency key.
+    pub turn: String,
+    /// The hash of the contract that decided.
+    pub contract: String,
+    /// The clause gate's readings of the entries it read.
+    pub readings: Vec<ReadingOut>,
+    /// Every act's verdict, answers first, then acts, then clauses.
+    pub acts: Vec<ActOut>,
+    /// Interactions created.
+    pub interactions: Vec<InteractionOut>,
+    /// Effects authorized.
+    pub effects: Vec<EffectOut>,
+    /// The cleared reply. Until the outbound gate exists no reply is cleared, so this is
+    /// always `null`: a draft is never passed through unchecked.
+    pub reply: Option<Value>,
+}
+
+/// A row write to commit: the new value, and the revision it was decided against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowWrite {
+    /// The row.
+    pub row: RowRef,
+    /// The revision read; the commit fails with `stale_revision` if the row moved since.
+    pub expected_revision: i64,
+    /// The value before the turn (for reverting a failed effect).
+    pub before: Value,
+    /// The new value.
+    pub value: Value,
+}
+
+/// An effect to store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectRecord {
+    /// What the executor sees.
+    pub effect: EffectOut,
+    /// The rows it changed.
+    pub rows: Vec<RowRef>,
+}
+
+/// A committed fact for the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Its id.
+    pub id: String,
+    /// Its kind (for an effect, the operation's name).
+    pub kind: String,
+    /// Its arguments.
+    pub payload: Value,
+    /// The effect it records, if any.
+    pub effect: Option<String>,
+}
+
+/// The facts a decision read, for the replay record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactsRead {
+    /// Rows read (`null` value with revision 0 marks a row that did not exist).
+    pub records: Vec<Record>,
+    /// Interactions read.
+    pub interactions: Vec<Interaction>,
+    /// Interaction ids looked up and not found.
+    pub missing_interactions: Vec<String>,
+}
+
+/// Everything a turn decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The response.
+    pub response: TurnResponse,
+    /// Row writes, one per changed row.
+    pub writes: Vec<RowWrite>,
+    /// Effects authorized.
+    pub effects: Vec<EffectRecord>,
+    /// Events to append.
+    pub events: Vec<EventRecord>,
+    /// Interactions opened.
+    pub opened: Vec<Interaction>,
+    /// Interactions answered: (id, option).
+    pub answered: Vec<(String, String)>,
+    /// The facts read.
+    pub facts: FactsRead,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    /// The row as read from the facts (`None` when it does not exist).
+    read: Option<Record>,
+    /// The working value after this turn's effects so far.
+    current: Option<Value>,
+}
+
+/// The rows a turn has read, with the changes its effects have made so far.
+pub struct Workspace<'f> {
+    facts: &'f dyn Facts,
+    rows: BTreeMap<RowRef, Slot>,
+    interactions: BTreeMap<String, Option<Interaction>>,
+    touched: BTreeSet<RowRef>,
+}
+
+impl std::fmt::Debug for Workspace<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace").field("rows", &self.rows.len()).finish()
+    }
+}
+
+impl<'f> Workspace<'f> {
+    fn new(facts: &'f dyn Facts) -> Self {
+        Workspace { facts, rows: BTreeMap::new(), interactions: BTreeMap::new(), touched: BTreeSet::new() }
+    }
+
+    /// The row as the turn sees it now (read revision, current value).
+    pub fn row(&mut self, row: &RowRef) -> Result<Option<Record>, Finding> {
+        self.touched.insert(row.clone());
+        if !self.rows.contains_key(row) {
+            let read = self.facts.record(&row.table, &row.key).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable).detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
+            })?;
+            let current = read.as_ref().map(|r| r.value.clone());
+            self.rows.insert(row.clone(), Slot { read, current });
+        }
+        let Some(slot) = self.rows.get(row) else { return Ok(None) };
+        Ok(match (&slot.read, &slot.current) {
+            (Some(read), Some(current)) => Some(Record { value: current.clone(), ..read.clone() }),
+            _ => None,
+        })
+    }
+
+    /// Changes the value at `pointer` (object fields and list indexes) inside a row.
+    pub fn update(
+        &mut self,
+        row: &RowRef,
+        pointer: &[String],
+        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
+    ) -> Result<(), Finding> {
+        let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
+        if self.row(row)?.is_none() {
+            return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
+        }
+        let Some(Slot { current: Some(value), .. }) = self.rows.get_mut(row) else {
+            return Err(inapplicable(format!("row `{}` vanished", row.key)));
+        };
+        let Some((last, parents)) = pointer.split_last() else {
+            *value = make(Some(value))?;
+            return Ok(());
+        };
+        let mut target = value;
+        for part in parents {
+            target = match target {
+                Value::Object(map) => map.get_mut(part),
+                Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+                _ => None,
+            }
+            .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
+        }
+        match target {
+            Value::Object(map) => {
+                let new = make(map.get(last))?;
+                map.insert(last.clone(), new);
+            }
+            Value::Array(items) => {
+                let slot = last.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+                    .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
+                *slot = make(Some(slot))?;
+            }
+            _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
+        }
+        Ok(())
+    }
+
+    fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
+        if !self.interactions.contains_key(id) {
+            let found = self.facts.interaction(id).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}"))
+            })?;
+            self.interactions.insert(id.to_owned(), found);
+        }
+        Ok(self.interactions.get(id).cloned().flatten())
+    }
+
+    fn snapshot(&self) -> BTreeMap<RowRef, Option<Value>> {
+        self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
+    }
+
+    fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Value>>) {
+        for (row, current) in snapshot {
+            if let Some(slot) = self.rows.get_mut(&row) {
+                slot.current = current;
+            }
+        }
+    }
+
+    fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Value>>) -> Vec<RowRef> {
+        self.rows
+            .iter()
+            .filter(|(row, slot)| match since.get(*row) {
+                Some(before) => *before != slot.current,
+                None => slot.current != slot.read.as_ref().map(|r| r.value.clone()),
+            })
+            .map(|(row, _)| row.clone())
+            .collect()
+    }
+}
+
+/// A short deterministic id: the prefix and the first 16 hex digits of a SHA-256 of the parts.
+pub fn derive_id(prefix: &str, parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}_{hex}")
+}
+
+struct Proposal<'a> {
+    source: ActSource,
+    index: usize,
+    op: String,
+    args: Map<String, Value>,
+    from: String,
+    /// The user message its text pointers point into.
+    user_text: Option<String>,
+    /// For a confirmed answer: the interaction and the revisions it saw.
+    confirmed: Option<&'a Interaction>,
+}
+
+/// Decides a turn. `conflicts` names rows a previous commit attempt found stale: an act whose
+/// effect would write one is refused with `stale_revision` instead.
+pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conflicts: &BTreeSet<RowRef>) -> Decision {
+    let request = &valid.request;
+    let mut work = Workspace::new(facts);
+    let mut response = TurnResponse {
+        conversation: request.conversation.clone(),
+        turn: request.turn.clone(),
+        contract: contract.hash().to_owned(),
+        readings: Vec::new(),
+        acts: Vec::new(),
+        interactions: Vec::new(),
+        effects: Vec::new(),
+        reply: None,
+    };
+    let mut decision_effects = Vec::new();
+    let mut events = Vec::new();
+    let mut opened = Vec::new();
+    let mut answered = Vec::new();
+
+    let latest_user = request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone());
+    let actor_row = contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() });
+
+    // Answers first: they resolve what earlier turns held.
+    let mut held: Vec<(usize, Interaction, String)> = Vec::new();
+    for (i, answer) in request.answers.iter().enumerate() {
+        let mut out = ActOut {
+            source: ActSource::Answer,
+            index: i,
+            op: String::new(),
+            verdict: Verdict::Refuse,
+            reasons: Vec::new(),
+            interaction: Some(answer.interaction.clone()),
+            effect: None,
+        };
+        let found = match work.interaction(&answer.interaction) {
+            Ok(found) => found,
+            Err(finding) => {
+                out.reasons.push(finding.reason);
+                response.acts.push(out);
+                continue;
+            }
+        };
+        let field = format!("answers[{i}]");
+        let refusal = match &found {
+            None => Some(Finding::refuse(ReasonCode::UnknownInteraction).field(field.clone())),
+            Some(it) if it.conversation != request.conversation => {
+                Some(Finding::refuse(ReasonCode::UnknownInteraction).field(field.clone()))
+            }
+            Some(it) if it.actor != request.actor => Some(Finding::refuse(ReasonCode::InteractionOfAnotherActor).field(field.clone())),
+            Some(it) if !it.open => Some(Finding::refuse(ReasonCode::InteractionClosed).field(field.clone())),
+            Some(it) if !it.options.contains(&answer.option) => Some(Finding::refuse(ReasonCode::UnknownOption).field(format!("{field}.option"))),
+            Some(_) => None,
+        };
+        if let Some(it) = &found {
+            out.op = it.op.clone();
+        }
+        match (refusal, found) {
+            (Some(finding), _) => {
+                out.reasons.push(finding.reason);
+                response.acts.push(out);
+            }
+            (None, Some(it)) => {
+                answered.push((it.id.clone(), answer.option.clone()));
+                if answer.option == CONFIRM {
+                    held.push((i, it, answer.option.clone()));
+                } else {
+                    out.reasons.push(Finding::refuse(ReasonCode::DeclinedByUser).reason);
+                    response.acts.push(out);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    let mut proposals: Vec<Proposal<'_>> = Vec::new();
+    for (i, it, _) in &held {
+        proposals.push(Proposal { source: ActSource::Answer, index: *i, op: it.op.clone(), args: it.args.clone(), from: it.from.clone(), user_text: it.user_text.clone(), confirmed: Some(it) });
+    }
+    for (i, act) in request.acts.iter().enumerate() {
+        let from = act.from.clone().or_else(|| contract.act_kind().map(str::to_owned)).unwrap_or_default();
+        proposals.push(Proposal { source: ActSource::Act, index: i, op: act.op.clone(), args: act.args.clone(), from, user_text: latest_user.clone(), confirmed: None });
+    }
+    for (i, entry) in request.entries.iter().enumerate() {
+        let Some(kind) = contract.kinds().get(&entry.kind) else { continue };
+        if !contract.score().reads_kind(kind) {
+            continue;
+        }
+        let reading = contract.score().read(kind, &entry.text);
+        response.readings.push(ReadingOut {
+            entry: i,
+            kind: entry.kind.clone(),
+            operations: reading
+                .operations
+                .iter()
+                .map(|o| ClauseOut { op: o.clause.op().to_owned(), clause: o.clause.text().to_owned(), sentence: o.sentence })
+                .collect(),
+            rejection: reading.rejection.as_ref().map(|r| {
+                json!({"reason": r.reason, "sentence": r.sentence, "text": reading.rejected_sentence()})
+            }),
+        });
+        for operation in &reading.operations {
+            proposals.push(Proposal { source: ActSource::Clause, index: i, op: operation.clause.op().to_owned(), args: Map::new(), from: entry.kind.clone(), user_text: latest_user.clone(), confirmed: None });
+        }
+    }
+
+    for proposal in proposals {
+        let mut out = ActOut {
+            source: proposal.source,
+            index: proposal.index,
+            op: proposal.op.clone(),
+            verdict: Verdict::Commit,
+            reasons: Vec::new(),
+            interaction: proposal.confirmed.map(|it| it.id.clone()),
+            effect: None,
+        };
+        let before = work.snapshot();
+        work.touched.clear();
+        let numbered = proposal.user_text.as_deref().map(NumberedText::new);
+        let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: numbered.as_ref() };
+        match decide_act(contract, &ctx, &mut work, &proposal, conflicts) {
+            Err(finding) => {
+                work.restore(before);
+                out.verdict = finding.verdict;
+                out.reasons.push(finding.reason);
+            }
+            Ok(Outcome::Hold) => {
+                let n = opened.len().to_string();
+                let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
+                let mut revisions = BTreeMap::new();
+                for row in &work.touched {
+                    if let Some(Slot { read: Some(record), .. }) = work.rows.get(row) {
+                        revisions.insert(format!("{}/{}", row.table, row.key), record.revision);
+                    }
+                }
+                let interaction = Interaction {
+                    id: id.clone(),
+                    conversation: request.conversation.clone(),
+                    actor: request.actor.clone(),
+                    op: proposal.op.clone(),
+                    args: proposal.args.clone(),
+                    from: proposal.from.clone(),
+                    options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
+                    revisions,
+                    user_text: proposal.user_text.clone(),
+                    open: true,
+                };
+                response.interactions.push(InteractionOut {
+                    id: id.clone(),
+                    op: interaction.op.clone(),
+                    args: interaction.args.clone(),
+                    options: interaction.options.clone(),
+                });
+                opened.push(interaction);
+                out.verdict = Verdict::Hold;
+                out.reasons.push(Finding::ask(ReasonCode::ConfirmationRequired).reason);
+                out.interaction = Some(id);
+            }
+            Ok(Outcome::Commit { args: checked }) => {
+                let n = decision_effects.len().to_string();
+                let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
+                let idempotency_key = format!("{}/{}/{n}", request.conversation, request.turn);
+                let rows = work.changed_rows(&before);
+                let effect = EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
+                events.push(EventRecord {
+                    id: derive_id("evt", &[&request.conversation, &request.turn, "event", &n]),
+                    kind: proposal.op.clone(),
+                    payload: json!({"actor": request.actor, "args": checked}),
+                    effect: Some(id.clone()),
+                });
+                response.effects.push(effect.clone());
+                decision_effects.push(EffectRecord { effect, rows });
+                out.effect = Some(id);
+            }
+        }
+        response.acts.push(out);
+    }
+
+    let mut writes = Vec::new();
+    let mut facts_read = FactsRead::default();
+    for (row, slot) in &work.rows {
+        match &slot.read {
+            Some(read) => {
+                facts_read.records.push(read.clone());
+                if let Some(current) = &slot.current
+                    && *current != read.value {
+                        writes.push(RowWrite { row: row.clone(), expected_revision: read.revision, before: read.value.clone(), value: current.clone() });
+                    }
+            }
+            None => facts_read.records.push(Record { table: row.table.clone(), key: row.key.clone(), revision: 0, value: Value::Null }),
+        }
+    }
+    for (id, found) in &work.interactions {
+        match found {
+            Some(it) => facts_read.interactions.push(it.clone()),
+            None => facts_read.missing_interactions.push(id.clone()),
+        }
+    }
+    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read }
+}
+
+enum Outcome {
+    Hold,
+    Commit { args: Value },
+}
+
+fn decide_act(
+    contract: &Contract,
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    proposal: &Proposal<'_>,
+    conflicts: &BTreeSet<RowRef>,
+) -> Result<Outcome, Finding> {
+    let op = contract.operation(&proposal.op).ok_or_else(|| {
+        Finding::refuse(ReasonCode::UnknownOperation).field("op".into()).detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
+    })?;
+    let kind = contract.kinds().get(&proposal.from).ok_or_else(|| Finding::refuse(ReasonCode::OperationNotOffered))?;
+    if !op.from.contains(kind) {
+        return Err(Finding::refuse(ReasonCode::OperationNotOffered).detail(format!("`{}` may not propose `{}`", proposal.from, op.name)));
+    }
+    if let Some(it) = proposal.confirmed {
+        for (row, revision) in &it.revisions {
+            let Some((table, key)) = row.split_once('/') else { continue };
+            let current = work.row(&RowRef { table: table.to_owned(), key: key.to_owned() })?;
+            if current.map(|r| r.revision) != Some(*revision) {
+                return Err(Finding::refuse(ReasonCode::StaleRevision)
+                    .detail(format!("`{row}` changed after the confirmation was asked; ask again")));
+            }
+        }
+    }
+    let actor_record = match &ctx.actor_row {
+        Some(row) => Some(work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?),
+        None => None,
+    };
+    let checked = args::check_args(ctx, work, op, &proposal.args)?;
+    let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
+    eval.derive_all(work, op)?;
+
+    // Policy.
+    let exponent = contract.currency().map_or(0, |c| c.exponent);
+    let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t))) {
+        (Some(record), Some(table)) => PolicyEntity { entity_type: table.entity.clone(), id: record.key.clone(), attrs: cedar_attrs(table, &record.key, &record.value, exponent) },
+        _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
+    };
+    let resource = match op.resource.as_ref().and_then(|r| checked.get(r)) {
+        Some(Checked::Record(row)) => {
+            let record = work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+            let table = contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+            PolicyEntity { entity_type: table.entity.clone(), id: row.key.clone(), attrs: cedar_attrs(table, &row.key, &record.value, exponent) }
+        }
+        _ => principal.clone(),
+    };
+    let mut context_args = Map::new();
+    let mut members = Map::new();
+    for (name, value) in &checked {
+        if !matches!(value, Checked::Absent) {
+            context_args.insert(name.clone(), value.to_json());
+        }
+        let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
+            let element = args::member_value(work, m)?;
+            let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), exponent).get("m").cloned().unwrap_or(Value::Null))
+        };
+        match value {
+            Checked::Member(m) => {
+                members.insert(name.clone(), member_attrs(work, m)?);
+            }
+            Checked::Members(ms) => {
+                let all: Vec<Value> = ms.iter().map(|m| member_attrs(work, m)).collect::<Result<_, _>>()?;
+                members.insert(name.clone(), Value::Array(all));
+            }
+            _ => {}
+        }
+    }
+    let derived: Map<String, Value> = eval.derived.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+    let context = json!({"args": context_args, "derived": derived, "members": members});
+    match contract.policies().decide(&principal, &op.name, &resource, context) {
+        PolicyDecision::Permit => {}
+        PolicyDecision::Forbid(policies) => {
+            let mut finding = Finding::refuse(ReasonCode::ForbiddenByPolicy);
+            finding.reason.policies = policies;
+            return Err(finding);
+        }
+        PolicyDecision::NoPermit => return Err(Finding::refuse(ReasonCode::NoPolicyPermits)),
+        PolicyDecision::Error(message) => return Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
+    }
+
+    if op.consequential && proposal.confirmed.is_none() {
+        return Ok(Outcome::Hold);
+    }
+    let before = work.snapshot();
+    eval.apply(work, op)?;
+    if work.changed_rows(&before).iter().any(|row| conflicts.contains(row)) {
+        return Err(Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into()));
+    }
+    let args_json: Map<String, Value> = checked
+        .iter()
+        .filter(|(_, v)| !matches!(v, Checked::Absent))
+        .map(|(k, v)| (k.clone(), v.to_json()))
+        .collect();
+    Ok(Outcome::Commit { args: Value::Object(args_json) })
+}
+
+/// Facts recorded on a replay record, served back for a replay.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedFacts {
+    records: BTreeMap<(String, String), Record>,
+    interactions: BTreeMap<String, Option<Interaction>>,
+}
+
+impl RecordedFacts {
+    /// Serves the facts a decision read.
+    pub fn new(read: &FactsRead) -> RecordedFacts {
+        let mut facts = RecordedFacts::default();
+        for record in &read.records {
+            facts.records.insert((record.table.clone(), record.key.clone()), record.clone());
+        }
+        for it in &read.interactions {
+            facts.interactions.insert(it.id.clone(), Some(it.clone()));
+        }
+        for id in &read.missing_interactions {
+            facts.interactions.insert(id.clone(), None);
+        }
+        facts
+    }
+}
+
+impl Facts for RecordedFacts {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        match self.records.get(&(table.to_owned(), key.to_owned())) {
+            Some(record) if record.revision == 0 && record.value.is_null() => Ok(None),
+            Some(record) => Ok(Some(record.clone())),
+            None => Err(FactError(format!("row `{key}` of `{table}` is not on the replay record"))),
+        }
+    }
+
+    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {
+        self.interactions
+            .get(id)
+            .cloned()
+            .ok_or_else(|| FactError(format!("interaction `{id}` is not on the replay record")))
+    }
+}

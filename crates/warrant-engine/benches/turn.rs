@@ -1,0 +1,269 @@
+//! What a turn costs on the retail example, each figure printed beside a baseline measured in
+//! the same run:
+//! - the deterministic part (parse, structure, policy) against facts in memory, beside parsing
+//!   the same request as plain JSON;
+//! - a turn with a durable SQLite commit, one client and two, beside a bare one-row SQLite
+//!   transaction;
+//! - a turn on PostgreSQL with 16 concurrent clients, beside a bare one-row transaction;
+//! - replay throughput, beside reading the stored turns without deciding;
+//! - resident memory with the contract and its records loaded, and after many turns.
+//!
+//! Run: `cargo bench -p warrant-engine --bench turn` (PostgreSQL at 127.0.0.1:5432, or set
+//! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "a benchmark stops at the first surprise")]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use warrant_core::records::Record;
+use warrant_core::request;
+use warrant_core::turn::{self, Facts, FactError, Interaction};
+use warrant_engine::{Engine, load_contract};
+use warrant_store::{PgStore, SqliteStore, Store};
+
+fn retail() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail/contract.toml")
+}
+
+/// How many turns each figure takes. Under `cargo test --all-targets` (no `--bench` argument)
+/// the benchmark runs as a quick smoke test of itself.
+fn scale() -> usize {
+    if !std::env::args().any(|a| a == "--bench") {
+        return 32;
+    }
+    std::env::var("WARRANT_BENCH_TURNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+fn report(name: &str, mut latencies: Vec<Duration>, wall: Duration) {
+    latencies.sort();
+    let n = latencies.len();
+    println!(
+        "{name:<44} {n:>7} turns  {:>9.0} /s  p50 {:>8.1} µs  p99 {:>8.1} µs",
+        n as f64 / wall.as_secs_f64(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e6,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+    );
+}
+
+/// Facts in memory: the rows a retail turn reads.
+struct MemoryFacts {
+    rows: BTreeMap<(String, String), Record>,
+}
+
+impl Facts for MemoryFacts {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.rows.get(&(table.to_owned(), key.to_owned())).cloned())
+    }
+    fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+        Ok(None)
+    }
+}
+
+const USER: &str = "yusuf_rossi_9620";
+
+fn turn_request(conversation: &str, turn: usize, act: &Value) -> String {
+    json!({
+        "conversation": conversation, "turn": format!("t{turn}"), "actor": USER,
+        "at": "2026-11-29T15:00:00Z", "time_zone": "America/New_York", "locale": "en-US",
+        "entries": [{"kind": "user", "text": "Exchange my keyboard for the clicky one, please."}],
+        "acts": [act],
+    })
+    .to_string()
+}
+
+/// The acts a benchmark turn proposes, in rotation: a read that commits, a cancel and an
+/// exchange that are held for confirmation (structure, members, pairs, derived money, policy).
+fn acts() -> Vec<Value> {
+    vec![
+        json!({"op": "get_order_details", "args": {"order_id": "#W4776164"}}),
+        json!({"op": "cancel_pending_order", "args": {"order_id": "#W4776164", "reason": "no longer needed"}}),
+        json!({"op": "exchange_delivered_order_items", "args": {"order_id": "#W2378156", "item_ids": ["1151293680"], "new_item_ids": ["7706410293"], "payment_method_id": "credit_card_9513926"}}),
+    ]
+}
+
+fn deterministic(contract: &warrant_core::Contract, facts: &MemoryFacts) {
+    let acts = acts();
+    let requests: Vec<String> = (0..300).map(|i| turn_request("bench", i, &acts[i % acts.len()])).collect();
+    let n = scale() * 10;
+    let mut baseline = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        let t = Instant::now();
+        let value: Value = serde_json::from_str(&requests[i % requests.len()]).unwrap_or(Value::Null);
+        std::hint::black_box(value);
+        baseline.push(t.elapsed());
+    }
+    report("baseline: parse the request as plain JSON", baseline, start.elapsed());
+    let mut latencies = Vec::with_capacity(n);
+    let start = Instant::now();
+    let none = Default::default();
+    for i in 0..n {
+        let t = Instant::now();
+        let valid = request::parse(contract, &requests[i % requests.len()]).expect("valid request");
+        let decision = turn::decide(contract, &valid, facts, &none);
+        std::hint::black_box(decision);
+        latencies.push(t.elapsed());
+    }
+    report("deterministic turn (parse, structure, policy)", latencies, start.elapsed());
+}
+
+fn durable<S: Store + 'static>(label: &str, make: impl Fn() -> S + Sync, clients: usize, per_client: usize) -> Duration {
+    let (contract, folder) = load_contract(&retail()).expect("contract");
+    // Seed once, then each client opens its own engine on the same store.
+    drop(Engine::new(contract.clone(), &folder, make()).expect("engine"));
+    let barrier = Arc::new(Barrier::new(clients));
+    let start = Instant::now();
+    let latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let barrier = barrier.clone();
+                let contract = contract.clone();
+                let folder = folder.clone();
+                let make = &make;
+                scope.spawn(move || {
+                    let mut engine = Engine::new(contract, &folder, make()).expect("engine");
+                    let acts = acts();
+                    let conversation = format!("{label}-{c}-{}", std::process::id());
+                    let requests: Vec<String> = (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
+                    barrier.wait();
+                    let mut out = Vec::with_capacity(per_client);
+                    for body in &requests {
+                        let t = Instant::now();
+                        engine.turn(body).expect("turn");
+                        out.push(t.elapsed());
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+    });
+    let wall = start.elapsed();
+    report(&format!("{label}, {clients} client(s)"), latencies, wall);
+    wall
+}
+
+fn main() {
+    let (contract, folder) = load_contract(&retail()).expect("contract");
+    let rss_start = rss_kib();
+
+    // Facts for the deterministic part: every row of the retail data, in memory.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("bench.sqlite");
+    let mut engine = Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
+    let mut rows = BTreeMap::new();
+    for (table, key) in [("user", USER), ("order", "#W4776164"), ("order", "#W2378156"), ("item", "1151293680"), ("item", "7706410293")] {
+        let r = engine.store_mut().record(table, key).expect("read").expect("row");
+        rows.insert((table.to_owned(), key.to_owned()), Record { table: r.table, key: r.key, revision: r.revision, value: r.value });
+    }
+    let facts = MemoryFacts { rows };
+    println!("resident memory with the retail contract and its records seeded: {} KiB (process start {} KiB)", rss_kib(), rss_start);
+    deterministic(&contract, &facts);
+    let rss_before = rss_kib();
+    let none = Default::default();
+    let acts = acts();
+    for i in 0..scale() * 100 {
+        let valid = request::parse(&contract, &turn_request("soak", i, &acts[i % acts.len()])).expect("valid");
+        std::hint::black_box(turn::decide(&contract, &valid, &facts, &none));
+    }
+    println!("resident memory after {} more deterministic turns: {} KiB (before {} KiB)", scale() * 100, rss_kib(), rss_before);
+
+    // Durable SQLite.
+    {
+        let raw = rusqlite::Connection::open(dir.path().join("raw.sqlite")).expect("raw");
+        raw.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)").expect("schema");
+        let mut latencies = Vec::new();
+        let start = Instant::now();
+        for i in 0..scale() {
+            let t = Instant::now();
+            raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+            raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("k{i}"), "{\"a\":1}")).expect("insert");
+            raw.execute_batch("COMMIT").expect("commit");
+            latencies.push(t.elapsed());
+        }
+        report("baseline: bare one-row SQLite transaction", latencies, start.elapsed());
+    }
+    let sqlite = |path: PathBuf| move || SqliteStore::open(&path).expect("sqlite");
+    durable("sqlite durable turn", sqlite(db.clone()), 1, scale());
+    durable("sqlite durable turn", sqlite(db.clone()), 2, scale() / 2);
+
+    // Replay of everything stored so far.
+    let mut replaying = Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
+    let start = Instant::now();
+    let mut read = 0;
+    let mut after = 0;
+    loop {
+        let batch = replaying.store_mut().turns(after, 500).expect("turns");
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        read += batch.len();
+    }
+    let read_wall = start.elapsed();
+    println!("{:<44} {read:>7} turns  {:>9.0} /min", "baseline: read the stored turns", read as f64 / read_wall.as_secs_f64() * 60.0);
+    let start = Instant::now();
+    let report_ = replaying.replay().expect("replay");
+    let wall = start.elapsed();
+    println!(
+        "{:<44} {:>7} turns  {:>9.0} /min  ({} identical, {} changed)",
+        "replay from recorded facts",
+        report_.turns,
+        report_.turns as f64 / wall.as_secs_f64() * 60.0,
+        report_.identical,
+        report_.changes.len()
+    );
+
+    // PostgreSQL.
+    let conninfo = std::env::var("WARRANT_BENCH_POSTGRES").unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
+    let schema = format!("warrant_bench_{}", std::process::id());
+    match postgres::Client::connect(&conninfo, postgres::NoTls) {
+        Err(e) => println!("postgres: not reachable ({e}); no PostgreSQL figures"),
+        Ok(mut client) => {
+            client.batch_execute("DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (k TEXT PRIMARY KEY, v JSONB)").expect("raw table");
+            let clients = 16;
+            let per = scale() / clients;
+            let barrier = Arc::new(Barrier::new(clients));
+            let start = Instant::now();
+            let latencies: Vec<Duration> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..clients)
+                    .map(|c| {
+                        let barrier = barrier.clone();
+                        let conninfo = conninfo.clone();
+                        scope.spawn(move || {
+                            let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).expect("connect");
+                            barrier.wait();
+                            (0..per)
+                                .map(|i| {
+                                    let t = Instant::now();
+                                    let mut tx = client.transaction().expect("begin");
+                                    tx.execute("INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')", &[&format!("{c}-{i}")]).expect("insert");
+                                    tx.commit().expect("commit");
+                                    t.elapsed()
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+            });
+            report("baseline: bare one-row PostgreSQL transaction, 16 clients", latencies, start.elapsed());
+            let pg = |conninfo: String, schema: String| move || PgStore::connect(&conninfo, &schema).expect("postgres");
+            durable("postgres turn", pg(conninfo.clone(), schema.clone()), clients, per);
+            let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS bench_raw; DROP SCHEMA IF EXISTS {schema} CASCADE"));
+        }
+    }
+}

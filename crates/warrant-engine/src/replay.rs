@@ -1,0 +1,147 @@
+//! Replay: every stored turn decided again from its recorded request and the facts it read,
+//! against a (possibly changed) contract. A verdict that differs is reported; with the same
+//! contract nothing may differ, byte for byte.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use warrant_core::Contract;
+use warrant_core::request;
+use warrant_core::turn::{self, TurnResponse};
+use warrant_store::Store;
+
+use crate::{EngineError, recorded_facts, stored_response};
+
+/// One act whose verdict or reasons changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayChange {
+    /// The conversation.
+    pub conversation: String,
+    /// The turn.
+    pub turn: String,
+    /// The act's position in the response.
+    pub act: usize,
+    /// The operation.
+    pub op: String,
+    /// The verdict and reason codes recorded.
+    pub before: String,
+    /// The verdict and reason codes now.
+    pub after: String,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReplayReport {
+    /// Turns replayed.
+    pub turns: usize,
+    /// Turns whose response is byte-identical to the recorded one.
+    pub identical: usize,
+    /// Every changed verdict.
+    pub changes: Vec<ReplayChange>,
+}
+
+fn summary(response: &TurnResponse, index: usize) -> String {
+    response.acts.get(index).map_or_else(
+        || "absent".to_owned(),
+        |act| {
+            let codes: Vec<&str> = act.reasons.iter().map(|r| r.code.as_str()).collect();
+            let policies: Vec<&str> = act.reasons.iter().flat_map(|r| r.policies.iter().map(String::as_str)).collect();
+            let mut text = format!("{:?} [{}]", act.verdict, codes.join(", ")).to_lowercase();
+            if !policies.is_empty() {
+                text.push_str(&format!(" policies [{}]", policies.join(", ")));
+            }
+            text
+        },
+    )
+}
+
+/// JSON text with every object's keys sorted, so that two values compare byte for byte
+/// whatever order a store (PostgreSQL's JSONB sorts keys its own way) kept them in.
+pub fn canonical(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    if let Some(inner) = map.get(key) {
+                        write(inner, out);
+                    }
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<ReplayReport, EngineError> {
+    let mut report = ReplayReport::default();
+    let mut after = 0;
+    loop {
+        let batch = store.turns(after, 500)?;
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        for stored in &batch {
+            report.turns += 1;
+            let recorded = stored_response(stored)?;
+            let request: request::TurnRequest = serde_json::from_value(stored.request.clone())
+                .map_err(|e| EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() })?;
+            let (facts, conflicts) = recorded_facts(stored)?;
+            let now = match request::validate(contract, request) {
+                Ok(valid) => turn::decide(contract, &valid, &facts, &conflicts).response,
+                Err(error) => {
+                    for (i, act) in recorded.acts.iter().enumerate() {
+                        report.changes.push(ReplayChange {
+                            conversation: stored.conversation.clone(),
+                            turn: stored.turn.clone(),
+                            act: i,
+                            op: act.op.clone(),
+                            before: summary(&recorded, i),
+                            after: format!("request rejected: {error}"),
+                        });
+                    }
+                    continue;
+                }
+            };
+            let now_json = serde_json::to_value(&now).unwrap_or(Value::Null);
+            if canonical(&stored.response) == canonical(&now_json) {
+                report.identical += 1;
+            }
+            for i in 0..recorded.acts.len().max(now.acts.len()) {
+                let (before, after_now) = (summary(&recorded, i), summary(&now, i));
+                if before != after_now {
+                    let op = recorded.acts.get(i).or(now.acts.get(i)).map(|a| a.op.clone()).unwrap_or_default();
+                    report.changes.push(ReplayChange {
+                        conversation: stored.conversation.clone(),
+                        turn: stored.turn.clone(),
+                        act: i,
+                        op,
+                        before,
+                        after: after_now,
+                    });
+                }
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,359 @@
+//! The retail conformance test: every write action of τ-bench's test tasks, proposed as its
+//! task's user and then confirmed, commits (a fresh store per task, the task's writes in order);
+//! and mutated versions that break exactly one precondition are refused or held with the reason
+//! that names the broken rule. The counts are printed.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use warrant_core::pointer::NumberedText;
+use warrant_core::turn::{TurnResponse, Verdict};
+use warrant_engine::{Engine, TurnResult};
+use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, Store, StoredTurn};
+
+use crate::{data, retail_engine};
+
+const WRITES: [&str; 7] = [
+    "cancel_pending_order",
+    "modify_pending_order_address",
+    "modify_pending_order_payment",
+    "modify_pending_order_items",
+    "return_delivered_order_items",
+    "exchange_delivered_order_items",
+    "modify_user_address",
+];
+
+/// Write actions of the test tasks that break one of the benchmark's own preconditions (the
+/// benchmark's tools answer them with an error too, and the task then goes on): (task, write
+/// index among the task's writes, the rule that must refuse it).
+const BREAKS_A_PRECONDITION: [(usize, usize, &str); 4] = [
+    // A refund to PayPal for an order paid by credit card: neither the original method nor a
+    // gift card.
+    (12, 0, "refund_to_another_method"),
+    (13, 0, "refund_to_another_method"),
+    // An exchange on an order that is still pending (the task then modifies it instead).
+    (64, 0, "order_not_delivered"),
+    // An exchange costing $21.10 more, paid with a gift card holding $17.
+    (106, 0, "gift_card_cannot_cover"),
+];
+
+const ADDRESS: [&str; 6] = ["address1", "address2", "city", "state", "country", "zip"];
+
+/// One act as a turn request: the user's message holds every text argument, and each text
+/// argument is a pointer to its words.
+fn request(user: &str, turn: &str, op: &str, kwargs: &Map<String, Value>) -> Value {
+    let mut args = kwargs.clone();
+    let mut message = format!("Please go ahead with {op}");
+    let mut words = NumberedText::new(&message).len();
+    for field in ADDRESS {
+        let Some(Value::String(text)) = kwargs.get(field) else { continue };
+        if text.is_empty() {
+            continue;
+        }
+        message.push_str(" | ");
+        message.push_str(text);
+        let count = NumberedText::new(text).len();
+        let from = words + 1;
+        words += count;
+        args.insert(field.into(), json!({"ptr": [from, words], "copy": text}));
+    }
+    json!({
+        "conversation": format!("c-{turn}"),
+        "turn": turn,
+        "actor": user,
+        "at": "2026-11-29T15:00:00Z",
+        "time_zone": "America/New_York",
+        "locale": "en-US",
+        "entries": [{"kind": "user", "text": message}],
+        "acts": [{"op": op, "args": args}],
+    })
+}
+
+fn answer(user: &str, turn: &str, conversation: &str, interaction: &str) -> Value {
+    json!({
+        "conversation": conversation,
+        "turn": turn,
+        "actor": user,
+        "at": "2026-11-29T15:01:00Z",
+        "time_zone": "America/New_York",
+        "locale": "en-US",
+        "answers": [{"interaction": interaction, "option": "confirm"}],
+    })
+}
+
+fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
+    match engine.turn(&request.to_string()).expect("the engine runs") {
+        TurnResult::Decided { response, .. } => response,
+        TurnResult::Rejected(error) => panic!("request rejected: {error}\n{request}"),
+    }
+}
+
+/// The verdict and the codes and rules of the first act.
+fn verdict(response: &TurnResponse) -> (Verdict, Vec<String>, Vec<String>) {
+    let act = response.acts.first().expect("one act");
+    (
+        act.verdict,
+        act.reasons.iter().map(|r| r.code.as_str().to_owned()).collect(),
+        act.reasons.iter().flat_map(|r| r.policies.clone()).collect(),
+    )
+}
+
+/// Overwrites a row directly (a change made outside the gate, e.g. by the deployment).
+fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnce(&mut Value), tag: &str) {
+    let record = store.record(table, key).unwrap().unwrap();
+    let mut value = record.value.clone();
+    change(&mut value);
+    let commit = Commit {
+        turn: StoredTurn { seq: 0, conversation: "fixture".into(), turn: format!("fixture-{tag}"), request: json!({}), response: json!({}), replay: json!({}) },
+        writes: vec![RecordWrite { table: table.into(), key: key.into(), expected_revision: record.revision, value }],
+        effects: vec![],
+        events: vec![],
+        opened: vec![],
+        answered: vec![],
+    };
+    assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));
+}
+
+/// A change to a row (table, key, change) made before a mutated act and undone after it.
+type DataChange = (String, String, Box<dyn Fn(&mut Value)>);
+
+struct Mutation {
+    name: &'static str,
+    kwargs: Map<String, Value>,
+    /// A change to the data before the act, undone after it.
+    data: Option<DataChange>,
+    expect: (Verdict, &'static str, Option<&'static str>),
+}
+
+#[derive(Default)]
+struct Counts {
+    refused_as_in_the_benchmark: usize,
+    writes: usize,
+    committed: usize,
+    mutations: BTreeMap<&'static str, (usize, usize)>,
+}
+
+/// Mutations of one write that each break exactly one precondition.
+fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>, store: &mut SqliteStore) -> Vec<Mutation> {
+    let mut out = Vec::new();
+    let with = |key: &str, value: Value| {
+        let mut k = kwargs.clone();
+        k.insert(key.into(), value);
+        k
+    };
+    let order_id = kwargs.get("order_id").and_then(Value::as_str).map(str::to_owned);
+    let order = order_id.as_ref().and_then(|id| store.record("order", id).unwrap()).map(|r| r.value);
+    let status = order.as_ref().and_then(|o| o["status"].as_str()).unwrap_or("").to_owned();
+
+    if let Some(order_id) = &order_id {
+        // Another user's order in the same status, so that only ownership breaks (ops with item
+        // lists would break membership first, so only the item-free ops are mutated this way).
+        if let (false, Some(other)) = (
+            kwargs.contains_key("item_ids"),
+            d.orders.iter().find(|(_, o)| o["user_id"] != user && o["status"] == status.as_str()),
+        ) {
+            out.push(Mutation { name: "another user's order", kwargs: with("order_id", json!(other.0)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("order_of_another_user")) });
+        }
+        let wrong = if status == "pending" { "delivered" } else { "pending" };
+        let rule = if op.contains("pending") { "order_not_pending" } else { "order_not_delivered" };
+        out.push(Mutation {
+            name: "a wrong status",
+            kwargs: kwargs.clone(),
+            data: Some(("order".into(), order_id.clone(), Box::new(move |v: &mut Value| v["status"] = json!(wrong)))),
+            expect: (Verdict::Refuse, "forbidden_by_policy", Some(rule)),
+        });
+        out.push(Mutation { name: "an unknown order", kwargs: with("order_id", json!("#W0000000")), data: None, expect: (Verdict::Refuse, "unknown_record", None) });
+    }
+    if kwargs.contains_key("reason") {
+        out.push(Mutation { name: "a reason outside the set", kwargs: with("reason", json!("changed my mind")), data: None, expect: (Verdict::Refuse, "not_in_closed_set", None) });
+    }
+    if let Some(Value::Array(items)) = kwargs.get("item_ids") {
+        let mut unknown = items.clone();
+        unknown[0] = json!("0000000000");
+        out.push(Mutation { name: "an unknown item", kwargs: with("item_ids", Value::Array(unknown)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        let in_order: Vec<&str> = order.as_ref().map(|o| o["items"].as_array().unwrap().iter().map(|i| i["item_id"].as_str().unwrap()).collect()).unwrap_or_default();
+        if let Some(foreign) = d.items.keys().find(|k| !in_order.contains(&k.as_str())) {
+            let mut list = items.clone();
+            list[0] = json!(foreign);
+            out.push(Mutation { name: "a foreign item", kwargs: with("item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        }
+        // An item named more often than the order holds it.
+        let mut repeated = items.clone();
+        let count = in_order.iter().filter(|i| Some(**i) == items[0].as_str()).count();
+        for _ in 0..count {
+            repeated.push(items[0].clone());
+        }
+        if let Some(Value::Array(new)) = kwargs.get("new_item_ids") {
+            let mut new_repeated = new.clone();
+            for _ in 0..count {
+                new_repeated.push(new[0].clone());
+            }
+            let mut k = with("item_ids", Value::Array(repeated));
+            k.insert("new_item_ids".into(), Value::Array(new_repeated));
+            out.push(Mutation { name: "an item beyond its count", kwargs: k, data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        } else {
+            out.push(Mutation { name: "an item beyond its count", kwargs: with("item_ids", Value::Array(repeated)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        }
+    }
+    if let (Some(Value::Array(old)), Some(Value::Array(new))) = (kwargs.get("item_ids"), kwargs.get("new_item_ids")) {
+        let old_product = d.items.get(old[0].as_str().unwrap()).map(|i| i["product_id"].clone()).unwrap();
+        if let Some((other, _)) = d.items.iter().find(|(_, i)| i["product_id"] != old_product && i["available"] == true) {
+            let mut list = new.clone();
+            list[0] = json!(other);
+            out.push(Mutation { name: "a new item of another product", kwargs: with("new_item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "pair_mismatch", None) });
+        }
+        if let Some((unavailable, _)) = d.items.iter().find(|(_, i)| i["product_id"] == old_product && i["available"] == false) {
+            let mut list = new.clone();
+            list[0] = json!(unavailable);
+            out.push(Mutation { name: "an unavailable new item", kwargs: with("new_item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "requirement_unmet", None) });
+        }
+        let mut short = new.clone();
+        short.push(new[0].clone());
+        out.push(Mutation { name: "lists of unequal length", kwargs: with("new_item_ids", Value::Array(short)), data: None, expect: (Verdict::Refuse, "list_length_mismatch", None) });
+    }
+    if kwargs.contains_key("payment_method_id") {
+        let own: Vec<String> = d.users[user]["payment_methods"].as_object().unwrap().keys().cloned().collect();
+        let foreign = d.users.values().flat_map(|u| u["payment_methods"].as_object().unwrap().keys().cloned()).find(|k| !own.contains(k)).unwrap();
+        out.push(Mutation { name: "a foreign payment method", kwargs: with("payment_method_id", json!(foreign)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        if matches!(op, "modify_pending_order_items" | "exchange_delivered_order_items") {
+            let difference: f64 = {
+                let price = |id: &Value| d.items[id.as_str().unwrap()]["price"].as_f64().unwrap();
+                let old: f64 = kwargs["item_ids"].as_array().unwrap().iter().map(price).sum();
+                let new: f64 = kwargs["new_item_ids"].as_array().unwrap().iter().map(price).sum();
+                new - old
+            };
+            let gift = own.iter().find(|k| k.starts_with("gift_card_")).cloned();
+            if let (true, Some(gift)) = (difference > 0.0, gift) {
+                let user_key = user.to_owned();
+                let card = gift.clone();
+                out.push(Mutation {
+                    name: "a gift card that cannot cover",
+                    kwargs: with("payment_method_id", json!(gift)),
+                    data: Some(("user".into(), user_key, Box::new(move |v: &mut Value| v["payment_methods"][&card]["balance"] = json!(0)))),
+                    expect: (Verdict::Refuse, "forbidden_by_policy", Some("gift_card_cannot_cover")),
+                });
+            }
+        }
+        if op == "return_delivered_order_items" {
+            let original = order.as_ref().and_then(|o| o["payment_history"][0]["payment_method_id"].as_str()).unwrap_or("").to_owned();
+            if let Some(other) = own.iter().find(|k| **k != original && !k.starts_with("gift_card_")) {
+                out.push(Mutation { name: "a refund to another method", kwargs: with("payment_method_id", json!(other)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("refund_to_another_method")) });
+            }
+        }
+    }
+    if op == "modify_user_address" {
+        let other = d.users.keys().find(|k| *k != user).unwrap();
+        out.push(Mutation { name: "another user's address", kwargs: with("user_id", json!(other)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("user_is_not_the_actor")) });
+    }
+    out
+}
+
+#[test]
+fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
+    let d = data();
+    let tasks: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(crate::retail_dir().join("data/tasks_test.json")).unwrap()).unwrap();
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    for (t, task) in tasks.iter().enumerate() {
+        let writes: Vec<&Value> = task["actions"].as_array().unwrap().iter().filter(|a| WRITES.contains(&a["name"].as_str().unwrap())).collect();
+        if writes.is_empty() {
+            continue;
+        }
+        let (mut engine, _dir) = retail_engine();
+        for (w, action) in writes.iter().enumerate() {
+            let op = action["name"].as_str().unwrap();
+            let kwargs = action["kwargs"].as_object().unwrap();
+            // The actor is the customer the task's agent identified: the owner of the order or
+            // the user whose address changes. (Task 64's `user_id` names another customer than
+            // the one its actions serve; the actions are what the benchmark checks.)
+            let owner = kwargs.get("order_id").and_then(|o| d.orders[o.as_str().unwrap()]["user_id"].as_str());
+            let user = owner.or(kwargs.get("user_id").and_then(Value::as_str)).unwrap_or(task["user_id"].as_str().unwrap());
+            if let Some((_, _, rule)) = BREAKS_A_PRECONDITION.iter().find(|(bt, bw, _)| *bt == t && *bw == w) {
+                let response = decide(&mut engine, &request(user, &format!("t{t}-w{w}"), op, kwargs));
+                let (v, _, policies) = verdict(&response);
+                assert_eq!((v, policies), (Verdict::Refuse, vec![(*rule).to_owned()]), "task {t} write {w}");
+                counts.refused_as_in_the_benchmark += 1;
+                continue;
+            }
+            // Mutations first, each against the data as it stands before the real write.
+            for (m, mutation) in mutations(&d, user, op, kwargs, engine.store_mut()).into_iter().enumerate() {
+                let turn = format!("t{t}-w{w}-m{m}");
+                if let Some((table, key, change)) = &mutation.data {
+                    let saved = engine.store_mut().record(table, key).unwrap().unwrap().value;
+                    overwrite(engine.store_mut(), table, key, |v| change(v), &format!("{turn}-a"));
+                    let response = decide(&mut engine, &request(user, &turn, op, &mutation.kwargs));
+                    overwrite(engine.store_mut(), table, key, |v| *v = saved, &format!("{turn}-b"));
+                    record(&mut counts, &mut failures, &mutation, &response, &turn);
+                } else {
+                    let response = decide(&mut engine, &request(user, &turn, op, &mutation.kwargs));
+                    record(&mut counts, &mut failures, &mutation, &response, &turn);
+                }
+            }
+            counts.writes += 1;
+            let turn = format!("t{t}-w{w}");
+            let held = decide(&mut engine, &request(user, &turn, op, kwargs));
+            let (v, codes, _) = verdict(&held);
+            let entry = counts.mutations.entry("no confirmation").or_default();
+            entry.0 += 1;
+            if v != Verdict::Hold || codes != ["confirmation_required"] {
+                failures.push(format!("task {t} write {w} `{op}`: expected hold, got {v:?} {codes:?} {:?}", held.acts[0].reasons));
+                continue;
+            }
+            entry.1 += 1;
+            let interaction = held.interactions[0].id.clone();
+            let confirmed = decide(&mut engine, &answer(user, &format!("{turn}-yes"), &format!("c-{turn}"), &interaction));
+            let (v, codes, _) = verdict(&confirmed);
+            if v == Verdict::Commit && confirmed.effects.len() == 1 {
+                counts.committed += 1;
+            } else {
+                failures.push(format!("task {t} write {w} `{op}`: confirmed but {v:?} {codes:?} {:?}", confirmed.acts[0].reasons));
+            }
+        }
+    }
+    println!(
+        "retail conformance: {} of {} τ-bench writes committed after confirmation; {} more refused with the rule the benchmark's own tool enforces",
+        counts.committed, counts.writes, counts.refused_as_in_the_benchmark
+    );
+    let mut total = (0, 0);
+    for (name, (tried, held)) in &counts.mutations {
+        println!("  {name}: {held} of {tried} refused or held with the rule's reason");
+        total.0 += tried;
+        total.1 += held;
+    }
+    println!("  mutations: {} of {} named their broken rule", total.1, total.0);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(counts.writes + counts.refused_as_in_the_benchmark, 178, "every write action of the test tasks is exercised");
+    assert_eq!(counts.refused_as_in_the_benchmark, BREAKS_A_PRECONDITION.len());
+    assert_eq!(counts.committed, counts.writes);
+    for name in [
+        "another user's order",
+        "a wrong status",
+        "a reason outside the set",
+        "an unknown item",
+        "a foreign item",
+        "a new item of another product",
+        "an unavailable new item",
+        "a foreign payment method",
+        "a gift card that cannot cover",
+        "no confirmation",
+    ] {
+        assert!(counts.mutations.get(name).is_some_and(|(tried, _)| *tried > 0), "no mutation `{name}` was tried");
+    }
+}
+
+fn record(counts: &mut Counts, failures: &mut Vec<String>, mutation: &Mutation, response: &TurnResponse, turn: &str) {
+    let entry = counts.mutations.entry(mutation.name).or_default();
+    entry.0 += 1;
+    let (v, codes, policies) = verdict(response);
+    let (want_verdict, want_code, want_policy) = mutation.expect;
+    let ok = v == want_verdict && codes.iter().any(|c| c == want_code) && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
+    if ok {
+        entry.1 += 1;
+    } else {
+        failures.push(format!(
+            "{turn} `{}`: expected {want_verdict:?} {want_code} {want_policy:?}, got {v:?} {codes:?} {policies:?} {:?}",
+            mutation.name, response.acts[0].reasons
+        ));
+    }
+    assert!(response.effects.is_empty(), "{turn}: a mutation authorized an effect");
+}

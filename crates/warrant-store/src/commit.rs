@@ -1,0 +1,92 @@
+//! What one turn writes and what an executor reports back, as values, with the outcomes a
+//! caller must handle. A stale revision or a closed interaction is an outcome, not an error:
+//! the engine turns it into a verdict.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn};
+
+/// The outcomes an executor may report for an effect.
+pub const EFFECT_OUTCOMES: [&str; 3] = ["done", "failed", "unknown"];
+
+/// A write to an existing record, applied only if the record is still at `expected_revision`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordWrite {
+    pub table: String,
+    pub key: String,
+    /// The revision the decision was made against.
+    pub expected_revision: i64,
+    /// The whole new value; it replaces the stored one.
+    pub value: serde_json::Value,
+}
+
+/// An answer to an open interaction, by option id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub interaction: String,
+    pub option: String,
+}
+
+/// Everything one turn writes, committed in one transaction or not at all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    /// The turn and its replay record. Its `seq` is ignored: the store assigns it.
+    pub turn: StoredTurn,
+    /// Writes to records, each checked against its expected revision.
+    pub writes: Vec<RecordWrite>,
+    /// New effects. Their `outcome` is ignored: a new effect has none yet.
+    pub effects: Vec<EffectRow>,
+    /// New events, stored in this order. Their `seq` is ignored: the store assigns it.
+    pub events: Vec<EventRow>,
+    /// New interactions. Their `state` is ignored: a new interaction is open.
+    pub opened: Vec<InteractionRow>,
+    /// Answers to interactions that must be open now; the answering turn is `turn.turn`.
+    pub answered: Vec<Answer>,
+}
+
+/// What became of a commit. Every variant but `Committed` wrote nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CommitOutcome {
+    /// Everything was written; `seq` is the turn's position in commit order.
+    Committed { seq: i64 },
+    /// The turn (conversation, turn) was stored before; this is the stored one.
+    Duplicate(StoredTurn),
+    /// A record was not at the expected revision (`actual` is `None` when it does not exist).
+    StaleRevision { table: String, key: String, expected: i64, actual: Option<i64> },
+    /// An answered interaction is not open (answered before, or unknown).
+    InteractionClosed { id: String },
+    /// An effect with this idempotency key is stored already, or the commit repeats it.
+    DuplicateEffect { idempotency_key: String },
+}
+
+/// An executor's report on an effect, with the event that records it and the record writes
+/// that follow from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeReport {
+    pub effect: String,
+    /// One of [`EFFECT_OUTCOMES`].
+    pub outcome: String,
+    /// Its `seq` is ignored: the store assigns it.
+    pub event: EventRow,
+    pub writes: Vec<RecordWrite>,
+}
+
+/// What became of an outcome report. Every variant but `Recorded` wrote nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum OutcomeResult {
+    Recorded,
+    /// The effect's outcome was reported before; `outcome` is the one stored, which stands
+    /// whether or not this report agrees with it.
+    AlreadyRecorded {
+        outcome: String,
+    },
+    UnknownEffect,
+    StaleRevision {
+        table: String,
+        key: String,
+        expected: i64,
+        actual: Option<i64>,
+    },
+}

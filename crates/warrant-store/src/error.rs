@@ -1,0 +1,61 @@
+//! The ways the store itself can fail. Outcomes a caller must decide on (a stale revision, a
+//! duplicate turn) are not here: they are values of [`crate::CommitOutcome`] and
+//! [`crate::OutcomeResult`].
+
+/// A failure of the store: the database, the stored data, or input it cannot keep.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+
+    #[error("postgresql: {}", with_causes(.0))]
+    Postgres(#[from] postgres::Error),
+
+    /// What the database returned does not have the shape this crate wrote.
+    #[error("stored data is corrupt: {what}")]
+    Corrupt { what: String },
+
+    /// The database was migrated by a newer build; this one must not write to it.
+    #[error("the schema is at version {found}, newer than version {known} that this build knows")]
+    SchemaTooNew { found: i64, known: i64 },
+
+    /// SQLite did not switch to write-ahead logging, which concurrent readers and writers need.
+    #[error("the database refused write-ahead logging: its journal mode is `{mode}`")]
+    NoWriteAheadLog { mode: String },
+
+    #[error(
+        "`{schema}` is not a schema name: use lowercase ASCII letters, digits and `_`, \
+         starting with a letter, at most 63 bytes"
+    )]
+    InvalidSchemaName { schema: String },
+
+    /// PostgreSQL cannot store U+0000 in text or JSONB, so neither backend accepts it, and the
+    /// two behave the same.
+    #[error("{field} contains the character U+0000, which the store cannot keep")]
+    NulCharacter { field: String },
+
+    #[error("effect outcome `{outcome}` is not one of `done`, `failed`, `unknown`")]
+    UnknownOutcome { outcome: String },
+
+    /// An event names an effect that is neither stored nor part of the same commit.
+    #[error("event `{event}` names the effect `{effect}`, which is not stored")]
+    UnknownEffectReference { event: String, effect: String },
+
+    /// An id the caller generated is taken; ids are not idempotency keys, so this is a bug
+    /// in the caller, and the commit is rolled back.
+    #[error("{kind} id `{id}` is taken")]
+    IdTaken { kind: &'static str, id: String },
+}
+
+/// The client's own message says only "db error" or "error connecting to server"; what the
+/// server or the socket said is in its causes.
+fn with_causes(error: &postgres::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    message
+}

@@ -1,0 +1,139 @@
+//! Input both backends can keep. PostgreSQL refuses U+0000 in text and in JSONB while SQLite
+//! keeps it; checking before either backend sees the input makes them behave the same.
+
+use serde_json::Value;
+
+use crate::commit::{Commit, OutcomeReport, RecordWrite};
+use crate::error::StoreError;
+use crate::rows::EventRow;
+
+/// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
+/// storable finds nothing, in both backends.
+pub(crate) fn storable(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+fn text(field: impl FnOnce() -> String, value: &str) -> Result<(), StoreError> {
+    if storable(value) { Ok(()) } else { Err(StoreError::NulCharacter { field: field() }) }
+}
+
+fn json(field: impl FnOnce() -> String, value: &Value) -> Result<(), StoreError> {
+    if json_storable(value) { Ok(()) } else { Err(StoreError::NulCharacter { field: field() }) }
+}
+
+fn json_storable(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => true,
+        Value::String(s) => storable(s),
+        Value::Array(items) => items.iter().all(json_storable),
+        Value::Object(map) => map.iter().all(|(k, v)| storable(k) && json_storable(v)),
+    }
+}
+
+pub(crate) fn check_seed(table: &str, rows: &[(String, Value)]) -> Result<(), StoreError> {
+    text(|| "the table name".to_owned(), table)?;
+    for (i, (key, value)) in rows.iter().enumerate() {
+        text(|| format!("the key of seed row {i}"), key)?;
+        json(|| format!("the value of seed row {i} (`{}`)", key.escape_debug()), value)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
+    let turn = &commit.turn;
+    text(|| "`turn.conversation`".to_owned(), &turn.conversation)?;
+    text(|| "`turn.turn`".to_owned(), &turn.turn)?;
+    json(|| "`turn.request`".to_owned(), &turn.request)?;
+    json(|| "`turn.response`".to_owned(), &turn.response)?;
+    json(|| "`turn.replay`".to_owned(), &turn.replay)?;
+    for (i, write) in commit.writes.iter().enumerate() {
+        check_write(|| format!("writes[{i}]"), write)?;
+    }
+    for (i, effect) in commit.effects.iter().enumerate() {
+        let at = |f: &str| format!("`effects[{i}].{f}`");
+        text(|| at("id"), &effect.id)?;
+        text(|| at("idempotency_key"), &effect.idempotency_key)?;
+        text(|| at("conversation"), &effect.conversation)?;
+        text(|| at("turn"), &effect.turn)?;
+        text(|| at("op"), &effect.op)?;
+        json(|| at("payload"), &effect.payload)?;
+    }
+    for (i, event) in commit.events.iter().enumerate() {
+        check_event(|| format!("events[{i}]"), event)?;
+    }
+    for (i, opened) in commit.opened.iter().enumerate() {
+        let at = |f: &str| format!("`opened[{i}].{f}`");
+        text(|| at("id"), &opened.id)?;
+        text(|| at("conversation"), &opened.conversation)?;
+        text(|| at("turn"), &opened.turn)?;
+        json(|| at("payload"), &opened.payload)?;
+        for (j, option) in opened.options.iter().enumerate() {
+            text(|| at(&format!("options[{j}]")), option)?;
+        }
+    }
+    for (i, answer) in commit.answered.iter().enumerate() {
+        text(|| format!("`answered[{i}].interaction`"), &answer.interaction)?;
+        text(|| format!("`answered[{i}].option`"), &answer.option)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_report(report: &OutcomeReport) -> Result<(), StoreError> {
+    if !crate::commit::EFFECT_OUTCOMES.contains(&report.outcome.as_str()) {
+        return Err(StoreError::UnknownOutcome { outcome: report.outcome.clone() });
+    }
+    text(|| "`effect`".to_owned(), &report.effect)?;
+    check_event(|| "event".to_owned(), &report.event)?;
+    for (i, write) in report.writes.iter().enumerate() {
+        check_write(|| format!("writes[{i}]"), write)?;
+    }
+    Ok(())
+}
+
+fn check_write(at: impl Fn() -> String, write: &RecordWrite) -> Result<(), StoreError> {
+    text(|| format!("`{}.table`", at()), &write.table)?;
+    text(|| format!("`{}.key`", at()), &write.key)?;
+    json(|| format!("`{}.value`", at()), &write.value)
+}
+
+fn check_event(at: impl Fn() -> String, event: &EventRow) -> Result<(), StoreError> {
+    text(|| format!("`{}.id`", at()), &event.id)?;
+    text(|| format!("`{}.conversation`", at()), &event.conversation)?;
+    text(|| format!("`{}.kind`", at()), &event.kind)?;
+    json(|| format!("`{}.payload`", at()), &event.payload)?;
+    if let Some(effect) = &event.effect {
+        text(|| format!("`{}.effect`", at()), effect)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_nul_anywhere_in_json_is_refused() {
+        assert!(json_storable(&json!({"a": [1, "b", {"c": null}]})));
+        assert!(!json_storable(&json!({"a": [1, "b\u{0}"]})));
+        assert!(!json_storable(&json!({"a\u{0}": 1})));
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_refused_before_anything_else() {
+        let report = OutcomeReport {
+            effect: "e".into(),
+            outcome: "maybe".into(),
+            event: EventRow {
+                seq: 0,
+                id: "v".into(),
+                conversation: "c".into(),
+                kind: "k".into(),
+                payload: Value::Null,
+                effect: None,
+            },
+            writes: vec![],
+        };
+        assert!(matches!(check_report(&report), Err(StoreError::UnknownOutcome { .. })));
+    }
+}

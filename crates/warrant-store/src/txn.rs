@@ -1,0 +1,230 @@
+//! The order of a commit and its decisions, written once for both backends. A backend only
+//! says how to perform each step inside its own transaction; what the steps are, in which
+//! order, and which result rolls everything back is decided here, so SQLite and PostgreSQL
+//! cannot drift apart.
+
+use serde_json::Value;
+
+use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::error::StoreError;
+use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
+
+/// Whether a new effect went in, or its idempotency key was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EffectInsert {
+    Inserted,
+    KeyTaken,
+}
+
+/// What the backend does with the transaction once the steps are done.
+#[derive(Debug)]
+pub(crate) enum Settled<T> {
+    /// Commit it, and answer `T`.
+    Keep(T),
+    /// Roll it back, and answer `T`.
+    Discard(T),
+}
+
+/// The steps of a commit, as one backend performs them inside one open transaction.
+pub(crate) trait Txn {
+    /// The stored turn (conversation, turn), if any. A backend that lets commits run
+    /// concurrently first waits here for any commit of the same turn in flight, so that the
+    /// duplicate is found before its record writes could be mistaken for stale ones.
+    fn claim_turn(
+        &mut self,
+        conversation: &str,
+        turn: &str,
+    ) -> Result<Option<StoredTurn>, StoreError>;
+
+    /// Inserts a record at revision 1 unless one with its key exists; whether it did.
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &Value,
+    ) -> Result<bool, StoreError>;
+
+    /// Applies the write if the record is at the expected revision; whether it did.
+    fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError>;
+
+    fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError>;
+
+    /// Inserts a new effect, without an outcome.
+    fn insert_effect(&mut self, effect: &EffectRow) -> Result<EffectInsert, StoreError>;
+
+    /// Inserts a new interaction, open.
+    fn insert_interaction(&mut self, interaction: &InteractionRow) -> Result<(), StoreError>;
+
+    /// Answers the interaction if it is open; whether it did.
+    fn answer(&mut self, answer: &Answer, turn: &str) -> Result<bool, StoreError>;
+
+    /// Waits until this transaction is the only one that may take sequence numbers until it
+    /// ends, so that sequence numbers follow commit order.
+    fn lock_commit_order(&mut self) -> Result<(), StoreError>;
+
+    /// Inserts the turn and answers its sequence number, or `None` when (conversation, turn)
+    /// is taken.
+    fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError>;
+
+    /// Inserts the event and answers its sequence number.
+    fn insert_event(&mut self, event: &EventRow) -> Result<i64, StoreError>;
+
+    /// Locks the effect against concurrent reports and answers its outcome: `None` when there
+    /// is no such effect, `Some(None)` when none is recorded yet.
+    fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError>;
+
+    fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError>;
+}
+
+/// The steps of seeding: each row goes in unless its key is there.
+pub(crate) fn seed(
+    tx: &mut impl Txn,
+    table: &str,
+    rows: &[(String, Value)],
+) -> Result<usize, StoreError> {
+    let mut inserted = 0;
+    for (key, value) in rows {
+        if tx.insert_record_if_absent(table, key, value)? {
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
+/// A stale write, as the outcome types report it.
+struct Stale {
+    table: String,
+    key: String,
+    expected: i64,
+    actual: Option<i64>,
+}
+
+/// Applies the writes in (table, key) order, so that two transactions that lock the same
+/// records lock them in the same order and cannot deadlock. Stops at the first stale one.
+fn apply_writes(tx: &mut impl Txn, writes: &[RecordWrite]) -> Result<Option<Stale>, StoreError> {
+    let mut ordered: Vec<&RecordWrite> = writes.iter().collect();
+    ordered.sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
+    for write in ordered {
+        if !tx.update_record(write)? {
+            return Ok(Some(Stale {
+                table: write.table.clone(),
+                key: write.key.clone(),
+                expected: write.expected_revision,
+                actual: tx.record_revision(&write.table, &write.key)?,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The steps of a commit. `None` means the turn's unique constraint fired: a concurrent commit
+/// of the same turn won the race, and the caller reads the stored turn after the rollback and
+/// answers it as a duplicate.
+pub(crate) fn commit(
+    tx: &mut impl Txn,
+    commit: &Commit,
+) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
+    use Settled::{Discard, Keep};
+    let turn = &commit.turn;
+    if let Some(stored) = tx.claim_turn(&turn.conversation, &turn.turn)? {
+        return Ok(Discard(Some(CommitOutcome::Duplicate(stored))));
+    }
+    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &commit.writes)? {
+        let stale = CommitOutcome::StaleRevision { table, key, expected, actual };
+        return Ok(Discard(Some(stale)));
+    }
+    // Sorted for the same reason as the writes: unique keys are locked as they go in.
+    let mut effects: Vec<&EffectRow> = commit.effects.iter().collect();
+    effects.sort_by(|a, b| a.idempotency_key.cmp(&b.idempotency_key));
+    for effect in effects {
+        if tx.insert_effect(effect)? == EffectInsert::KeyTaken {
+            let key = effect.idempotency_key.clone();
+            return Ok(Discard(Some(CommitOutcome::DuplicateEffect { idempotency_key: key })));
+        }
+    }
+    let mut opened: Vec<&InteractionRow> = commit.opened.iter().collect();
+    opened.sort_by(|a, b| a.id.cmp(&b.id));
+    for interaction in opened {
+        tx.insert_interaction(interaction)?;
+    }
+    let mut answered: Vec<&Answer> = commit.answered.iter().collect();
+    answered.sort_by(|a, b| a.interaction.cmp(&b.interaction));
+    for answer in answered {
+        if !tx.answer(answer, &turn.turn)? {
+            let id = answer.interaction.clone();
+            return Ok(Discard(Some(CommitOutcome::InteractionClosed { id })));
+        }
+    }
+    // Sequence numbers last: whatever waited on row locks above did so without holding up
+    // the commits of other conversations.
+    tx.lock_commit_order()?;
+    let Some(seq) = tx.insert_turn(turn)? else {
+        return Ok(Discard(None));
+    };
+    for event in &commit.events {
+        tx.insert_event(event)?;
+    }
+    Ok(Keep(Some(CommitOutcome::Committed { seq })))
+}
+
+/// The steps of an outcome report. The effect is locked first, so of two concurrent reports
+/// the second finds the first one's outcome and writes nothing.
+pub(crate) fn report_outcome(
+    tx: &mut impl Txn,
+    report: &OutcomeReport,
+) -> Result<Settled<OutcomeResult>, StoreError> {
+    match tx.lock_effect_outcome(&report.effect)? {
+        None => return Ok(Settled::Discard(OutcomeResult::UnknownEffect)),
+        Some(Some(outcome)) => {
+            return Ok(Settled::Discard(OutcomeResult::AlreadyRecorded { outcome }));
+        }
+        Some(None) => {}
+    }
+    tx.set_outcome(&report.effect, &report.outcome)?;
+    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &report.writes)? {
+        return Ok(Settled::Discard(OutcomeResult::StaleRevision { table, key, expected, actual }));
+    }
+    tx.lock_commit_order()?;
+    tx.insert_event(&report.event)?;
+    Ok(Settled::Keep(OutcomeResult::Recorded))
+}
+
+/// The interaction state stored as a state name and the answer's two columns.
+pub(crate) fn interaction_state(
+    id: &str,
+    state: &str,
+    option: Option<String>,
+    turn: Option<String>,
+) -> Result<InteractionState, StoreError> {
+    match (state, option, turn) {
+        ("open", None, None) => Ok(InteractionState::Open),
+        ("answered", Some(option), Some(turn)) => Ok(InteractionState::Answered { option, turn }),
+        (state, ..) => Err(StoreError::Corrupt {
+            what: format!(
+                "interaction `{id}` has state `{state}` with an answer that does not fit it"
+            ),
+        }),
+    }
+}
+
+/// The options of an interaction, stored as a JSON array of strings.
+pub(crate) fn interaction_options(id: &str, options: Value) -> Result<Vec<String>, StoreError> {
+    serde_json::from_value(options).map_err(|e| StoreError::Corrupt {
+        what: format!("the options of interaction `{id}` are not a list of strings: {e}"),
+    })
+}
+
+/// The options of an interaction as the JSON array both backends store.
+pub(crate) fn options_json(options: &[String]) -> Value {
+    Value::Array(options.iter().cloned().map(Value::String).collect())
+}
+
+/// The turn's unique constraint fired, yet the turn is not there: turns are never deleted, so
+/// the database is not what this crate wrote.
+pub(crate) fn vanished(conversation: &str, turn: &str) -> StoreError {
+    StoreError::Corrupt {
+        what: format!(
+            "turn `{conversation}`/`{turn}` was stored by a concurrent commit but cannot be read"
+        ),
+    }
+}

@@ -1,0 +1,67 @@
+//! The store's conformance suite: every test is written once, over `&Fixture`, and runs against
+//! SQLite and PostgreSQL alike (`sqlite::…` and `postgres::…`). PostgreSQL comes from
+//! `WARRANT_TEST_POSTGRES` (default: `host=127.0.0.1 port=5432 user=postgres dbname=test`);
+//! when it cannot be reached, the postgres tests fail, they are never skipped.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod build;
+mod concurrency;
+mod conformance;
+mod fixture;
+mod roundtrip;
+mod schema;
+
+/// Generates one test per backend for each generic test function `module::name(&Fixture)`.
+macro_rules! conformance {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    crate::$module::$name(&crate::fixture::Fixture::sqlite());
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    crate::$module::$name(&crate::fixture::Fixture::postgres());
+                }
+            )*
+        }
+    };
+}
+
+conformance! {
+    conformance::migrating_twice_is_a_no_op,
+    conformance::first_migrations_racing_from_two_connections_both_succeed,
+    conformance::seeded_records_read_back_at_revision_one,
+    conformance::seeding_twice_inserts_nothing_new,
+    conformance::a_commit_stores_everything_of_the_turn,
+    conformance::a_stale_revision_rolls_back_the_whole_commit,
+    conformance::a_write_to_a_missing_record_is_stale_with_no_actual_revision,
+    conformance::a_duplicate_turn_returns_the_first_and_writes_nothing,
+    conformance::a_retried_turn_is_a_duplicate_not_a_stale_revision,
+    conformance::a_duplicate_idempotency_key_rolls_back_the_commit,
+    conformance::a_commit_repeating_an_idempotency_key_rolls_back,
+    conformance::an_interaction_is_answered_once,
+    conformance::an_interaction_opened_and_answered_in_one_commit,
+    conformance::answering_an_unknown_interaction_is_closed,
+    conformance::an_outcome_is_recorded_once,
+    conformance::a_stale_outcome_report_records_nothing,
+    conformance::an_outcome_for_an_unknown_effect_records_nothing,
+    conformance::turns_come_in_commit_order_after_a_sequence_number,
+    conformance::events_come_in_commit_order_of_every_or_one_conversation,
+    conformance::refused_input_writes_nothing,
+    conformance::a_taken_id_is_an_error_and_writes_nothing,
+    conformance::an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing,
+    roundtrip::json_reads_back_as_written,
+    roundtrip::nul_is_refused_and_never_found,
+    concurrency::two_writers_of_one_record_one_commits_one_is_stale,
+    concurrency::two_commits_of_one_turn_one_commits_one_is_a_duplicate,
+    concurrency::two_answers_to_one_interaction_one_is_closed,
+    concurrency::two_reports_of_one_effect_one_is_recorded,
+    concurrency::two_writers_of_two_records_in_opposite_orders_do_not_deadlock,
+    concurrency::a_reader_tailing_turns_misses_none_while_writers_commit,
+}

@@ -1,0 +1,65 @@
+//! The two backends keep the same tables with the same columns in the same order, so that
+//! data and tools move between them.
+
+use crate::fixture::{Backend, Fixture, admin};
+
+/// Every table with its columns, in declaration order, sorted by table name.
+type Shape = Vec<(String, Vec<String>)>;
+
+fn shape(fx: &Fixture) -> Shape {
+    match &fx.backend {
+        Backend::Sqlite { path, .. } => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            let mut tables = conn
+                .prepare(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table'
+                     AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                )
+                .unwrap();
+            let names: Vec<String> =
+                tables.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
+            names
+                .into_iter()
+                .map(|table| {
+                    let mut columns = conn
+                        .prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")
+                        .unwrap();
+                    let columns = columns
+                        .query_map([&table], |row| row.get(0))
+                        .unwrap()
+                        .map(Result::unwrap)
+                        .collect();
+                    (table, columns)
+                })
+                .collect()
+        }
+        Backend::Postgres { conninfo, schema } => {
+            let mut client = admin(conninfo);
+            let mut shape: Shape = Vec::new();
+            for row in client
+                .query(
+                    "SELECT table_name::text, column_name::text FROM information_schema.columns
+                     WHERE table_schema = $1 ORDER BY table_name, ordinal_position",
+                    &[schema],
+                )
+                .unwrap()
+            {
+                let (table, column): (String, String) = (row.get(0), row.get(1));
+                match shape.last_mut() {
+                    Some((last, columns)) if *last == table => columns.push(column),
+                    _ => shape.push((table, vec![column])),
+                }
+            }
+            shape
+        }
+    }
+}
+
+#[test]
+fn both_backends_keep_the_same_tables_and_columns() {
+    let sqlite = shape(&Fixture::sqlite());
+    let postgres = shape(&Fixture::postgres());
+    let tables: Vec<&str> = sqlite.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(tables, ["effects", "events", "interactions", "records", "schema_version", "turns"]);
+    assert_eq!(sqlite, postgres);
+}
