@@ -11,7 +11,6 @@ use crate::money::Money;
 use crate::operation::{Arg, ArgKind, Operation};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::reason::ReasonCode;
-use crate::records::Record;
 use crate::turn::{Finding, RowRef, Workspace};
 
 /// An argument's value after its checks.
@@ -75,8 +74,9 @@ impl Checked {
 pub(crate) struct ArgContext<'a> {
     pub(crate) clock: &'a TurnClock,
     pub(crate) actor_row: Option<RowRef>,
-    /// The latest user entry, numbered, if the turn has one.
-    pub(crate) user_text: Option<&'a NumberedText<'a>>,
+    /// The user entry text pointers point into, if the turn has one. It is numbered only when
+    /// an argument points into it.
+    pub(crate) user_text: Option<&'a str>,
 }
 
 /// Checks every argument of `op` in `args`. The first failure ends the check.
@@ -196,10 +196,12 @@ fn check_one(
             }
             let pointer: TextPointer = serde_json::from_value(value.clone())
                 .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}")))?;
-            let numbered = ctx.user_text.ok_or_else(|| Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into()))?;
-            let resolved = pointer::resolve(numbered, &pointer)
+            let text = ctx.user_text.ok_or_else(|| Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into()))?;
+            let numbered = NumberedText::new(text);
+            let resolved = pointer::resolve(&numbered, &pointer)
                 .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
-            Ok(Checked::Text(resolved.value.to_owned()))
+            let value = resolved.value.to_owned();
+            Ok(Checked::Text(value))
         }
         ArgKind::Date => {
             let expr: DateExpr = serde_json::from_value(value.clone())
@@ -257,7 +259,7 @@ fn locate_members(
     key: Option<&str>,
     ids: &[String],
 ) -> Result<Vec<MemberRef>, Finding> {
-    let record: Record = work.row(row)?.ok_or_else(|| unknown_record(row))?;
+    let record = work.row(row)?.ok_or_else(|| unknown_record(row))?;
     let collection = record.value.get(path);
     let mut used: Vec<usize> = Vec::new();
     let mut found = Vec::with_capacity(ids.len());
@@ -313,7 +315,7 @@ fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<Stri
             }
             Some(Checked::Records(pair_rows)) => pair_rows
                 .iter()
-                .map(|r| work.row(r)?.map(|rec| rec.value).ok_or_else(|| unknown_record(r)))
+                .map(|r| work.row(r)?.map(|rec| (*rec.value).clone()).ok_or_else(|| unknown_record(r)))
                 .collect::<Result<_, _>>()?,
             _ => continue,
         };

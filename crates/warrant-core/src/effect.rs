@@ -61,7 +61,7 @@ impl Eval<'_> {
 
     /// Every value `path` reaches, stepping through lists.
     fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
-        let mut starts: Vec<(String, Value)> = Vec::new();
+        let mut starts: Vec<(String, std::sync::Arc<Value>)> = Vec::new();
         if path.root == "actor" {
             let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
             let record = work.row(&row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
@@ -78,10 +78,10 @@ impl Eval<'_> {
                         starts.push((row.table.clone(), record.value));
                     }
                 }
-                Some(Checked::Member(m)) => starts.push((m.row.table.clone(), member_value(work, m)?)),
+                Some(Checked::Member(m)) => starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?))),
                 Some(Checked::Members(ms)) => {
                     for m in ms {
-                        starts.push((m.row.table.clone(), member_value(work, m)?));
+                        starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)));
                     }
                 }
                 Some(Checked::Absent) => {}
@@ -89,33 +89,24 @@ impl Eval<'_> {
             }
         }
         let mut leaves = Vec::new();
-        for (table, start) in starts {
-            let mut current = vec![start];
+        for (table, start) in &starts {
+            // Walk by reference; only the leaves are copied.
+            let mut current: Vec<&Value> = vec![start.as_ref()];
             for field in &path.fields {
                 let mut next = Vec::new();
                 for value in current {
                     match value {
-                        Value::Array(items) => {
-                            for item in items {
-                                if let Some(v) = item.get(field) {
-                                    next.push(v.clone());
-                                }
-                            }
-                        }
-                        other => {
-                            if let Some(v) = other.get(field) {
-                                next.push(v.clone());
-                            }
-                        }
+                        Value::Array(items) => next.extend(items.iter().filter_map(|item| item.get(field))),
+                        other => next.extend(other.get(field)),
                     }
                 }
                 current = next;
             }
-            let money = path.fields.last().is_some_and(|f| self.is_money(&table, f));
+            let money = path.fields.last().is_some_and(|f| self.is_money(table, f));
             for value in current {
                 match value {
-                    Value::Array(items) => leaves.extend(items.into_iter().map(|value| Leaf { value, money })),
-                    value => leaves.push(Leaf { value, money }),
+                    Value::Array(items) => leaves.extend(items.iter().map(|value| Leaf { value: value.clone(), money })),
+                    value => leaves.push(Leaf { value: value.clone(), money }),
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! one it read, so a replay can decide again from exactly the same facts.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -13,7 +14,6 @@ use sha2::{Digest, Sha256};
 use crate::args::{self, ArgContext, Checked};
 use crate::contract::Contract;
 use crate::effect::Eval;
-use crate::pointer::NumberedText;
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
@@ -318,8 +318,18 @@ pub struct Decision {
 struct Slot {
     /// The row as read from the facts (`None` when it does not exist).
     read: Option<Record>,
-    /// The working value after this turn's effects so far.
-    current: Option<Value>,
+    /// The working value after this turn's effects so far, shared until an effect changes it
+    /// (so that taking a snapshot before each act costs no copy of the rows).
+    current: Option<Arc<Value>>,
+}
+
+/// A row as the turn sees it now: the revision it was read at, and its current value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowView {
+    /// The revision read.
+    pub revision: i64,
+    /// The value after this turn's effects so far.
+    pub value: Arc<Value>,
 }
 
 /// The rows a turn has read, with the changes its effects have made so far.
@@ -342,18 +352,20 @@ impl<'f> Workspace<'f> {
     }
 
     /// The row as the turn sees it now (read revision, current value).
-    pub fn row(&mut self, row: &RowRef) -> Result<Option<Record>, Finding> {
-        self.touched.insert(row.clone());
+    pub fn row(&mut self, row: &RowRef) -> Result<Option<RowView>, Finding> {
+        if !self.touched.contains(row) {
+            self.touched.insert(row.clone());
+        }
         if !self.rows.contains_key(row) {
             let read = self.facts.record(&row.table, &row.key).map_err(|e| {
                 Finding::refuse(ReasonCode::FactUnavailable).detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
-            let current = read.as_ref().map(|r| r.value.clone());
+            let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
             self.rows.insert(row.clone(), Slot { read, current });
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
-            (Some(read), Some(current)) => Some(Record { value: current.clone(), ..read.clone() }),
+            (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
             _ => None,
         })
     }
@@ -369,9 +381,10 @@ impl<'f> Workspace<'f> {
         if self.row(row)?.is_none() {
             return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
         }
-        let Some(Slot { current: Some(value), .. }) = self.rows.get_mut(row) else {
+        let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row) else {
             return Err(inapplicable(format!("row `{}` vanished", row.key)));
         };
+        let value = Arc::make_mut(shared);
         let Some((last, parents)) = pointer.split_last() else {
             *value = make(Some(value))?;
             return Ok(());
@@ -410,11 +423,11 @@ impl<'f> Workspace<'f> {
         Ok(self.interactions.get(id).cloned().flatten())
     }
 
-    fn snapshot(&self) -> BTreeMap<RowRef, Option<Value>> {
+    fn snapshot(&self) -> BTreeMap<RowRef, Option<Arc<Value>>> {
         self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
     }
 
-    fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Value>>) {
+    fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
         for (row, current) in snapshot {
             if let Some(slot) = self.rows.get_mut(&row) {
                 slot.current = current;
@@ -422,12 +435,17 @@ impl<'f> Workspace<'f> {
         }
     }
 
-    fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Value>>) -> Vec<RowRef> {
+    fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
+        let same = |a: &Option<Arc<Value>>, b: &Option<Arc<Value>>| match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            (None, None) => true,
+            _ => false,
+        };
         self.rows
             .iter()
             .filter(|(row, slot)| match since.get(*row) {
-                Some(before) => *before != slot.current,
-                None => slot.current != slot.read.as_ref().map(|r| r.value.clone()),
+                Some(before) => !same(before, &slot.current),
+                None => slot.current.as_deref() != slot.read.as_ref().map(|r| &r.value),
             })
             .map(|(row, _)| row.clone())
             .collect()
@@ -576,8 +594,7 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
         };
         let before = work.snapshot();
         work.touched.clear();
-        let numbered = proposal.user_text.as_deref().map(NumberedText::new);
-        let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: numbered.as_ref() };
+        let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
         match decide_act(contract, &ctx, &mut work, &proposal, conflicts) {
             Err(finding) => {
                 work.restore(before);
@@ -643,8 +660,8 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
             Some(read) => {
                 facts_read.records.push(read.clone());
                 if let Some(current) = &slot.current
-                    && *current != read.value {
-                        writes.push(RowWrite { row: row.clone(), expected_revision: read.revision, before: read.value.clone(), value: current.clone() });
+                    && **current != read.value {
+                        writes.push(RowWrite { row: row.clone(), expected_revision: read.revision, before: read.value.clone(), value: (**current).clone() });
                     }
             }
             None => facts_read.records.push(Record { table: row.table.clone(), key: row.key.clone(), revision: 0, value: Value::Null }),
@@ -698,8 +715,8 @@ fn decide_act(
 
     // Policy.
     let exponent = contract.currency().map_or(0, |c| c.exponent);
-    let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t))) {
-        (Some(record), Some(table)) => PolicyEntity { entity_type: table.entity.clone(), id: record.key.clone(), attrs: cedar_attrs(table, &record.key, &record.value, exponent) },
+    let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t)), &ctx.actor_row) {
+        (Some(record), Some(table), Some(row)) => PolicyEntity { entity_type: table.entity.clone(), id: row.key.clone(), attrs: cedar_attrs(table, &row.key, &record.value, exponent) },
         _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
     };
     let resource = match op.resource.as_ref().and_then(|r| checked.get(r)) {
