@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
-use crate::operation::{Change, Expr, Operation, Path, Step};
+use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
 use crate::records::{minor_units, units_to_json};
 use crate::turn::{Finding, RowRef, Workspace};
@@ -242,6 +242,72 @@ impl Eval<'_> {
                     let units = minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
                     let sum = units.checked_add(delta).ok_or_else(|| inapplicable("the amount overflows".into()))?;
                     Ok(units_to_json(sum, exponent))
+                })
+            }
+            Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
+                let matches = |value: &Value, conditions: &[(String, Value)]| conditions.iter().all(|(k, v)| value.get(k) == Some(v));
+                let elements: Vec<Value> = self.leaves(work, list)?.into_iter().map(|l| l.value).collect();
+                let targets = self.targets(into)?;
+                let list_table = self.args.get(&list.root).and_then(|c| match c {
+                    Checked::Record(row) => Some(row.table.clone()),
+                    _ => None,
+                });
+                for element in elements.iter().filter(|e| matches(e, when_element)) {
+                    let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
+                    let units = match element.get(amount) {
+                        Some(Value::Number(n)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
+                            minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?
+                        }
+                        _ => return Err(inapplicable(format!("`{amount}` of an element of `{}` is not a money field", list.root))),
+                    };
+                    for (row, prefix) in &targets {
+                        let Some(container) = work.row(row)? else { continue };
+                        let mut member_value: &Value = &container.value;
+                        for part in prefix {
+                            member_value = member_value.get(part).unwrap_or(&Value::Null);
+                        }
+                        let Some(member) = member_value.get(member_id) else { continue };
+                        if !matches(member, when_member) {
+                            continue;
+                        }
+                        let mut pointer = prefix.clone();
+                        pointer.push(member_id.to_owned());
+                        pointer.push(field.clone());
+                        work.update(row, &pointer, |old| {
+                            let Some(Value::Number(n)) = old else {
+                                return Err(inapplicable(format!("`{field}` of `{member_id}` is not a number")));
+                            };
+                            let before = minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
+                            let after = before.checked_add(units).ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                            Ok(units_to_json(after, exponent))
+                        })?;
+                    }
+                }
+                Ok(())
+            }
+            Change::Append { path, entry } => {
+                let mut object = serde_json::Map::new();
+                for (name, source) in entry {
+                    let value = match source {
+                        EntryValue::Value(v) => v.clone(),
+                        EntryValue::Arg(arg) => self.args.get(arg).map_or(Value::Null, Checked::to_json),
+                        EntryValue::Money(expr) => match self.eval(work, expr)? {
+                            Derived::Int(units) => units_to_json(units, exponent),
+                            Derived::Json(v) => return Err(inapplicable(format!("`{v}` is not an amount"))),
+                        },
+                        EntryValue::Derived(name) => self.derived.get(name).map_or(Value::Null, Derived::to_json),
+                    };
+                    object.insert(name.clone(), value);
+                }
+                let object = Value::Object(object);
+                self.set(work, path, |old| match old {
+                    Some(Value::Array(items)) => {
+                        let mut items = items.clone();
+                        items.push(object.clone());
+                        Ok(Value::Array(items))
+                    }
+                    None | Some(Value::Null) => Ok(Value::Array(vec![object.clone()])),
+                    Some(_) => Err(inapplicable("appending to a field that is not a list".into())),
                 })
             }
             Change::Swap { members, with, fields } => {

@@ -134,6 +134,35 @@ pub enum Change {
     /// Replaces each member named by `members` with the row its pair in `with` names, copying
     /// `fields` from that row.
     Swap { members: String, with: String, fields: Vec<String> },
+    /// For each element of the list at `list` (those whose fields equal `when_element`): adds
+    /// its money field `amount` to the `field` of the member of the object at `into` that its
+    /// field `key` names (members whose fields equal `when_member` only). A cancellation
+    /// refunds gift cards this way.
+    AddEach {
+        list: Path,
+        into: Path,
+        key: String,
+        amount: String,
+        field: String,
+        when_element: Vec<(String, Value)>,
+        when_member: Vec<(String, Value)>,
+    },
+    /// Appends an entry to the list at `path`, each field from a literal, an argument or a
+    /// derived quantity.
+    Append { path: Path, entry: Vec<(String, EntryValue)> },
+}
+
+/// Where a field of an appended entry comes from.
+#[derive(Debug, Clone)]
+pub enum EntryValue {
+    /// A literal.
+    Value(Value),
+    /// An argument's checked value.
+    Arg(String),
+    /// A derived quantity, written as money.
+    Money(Expr),
+    /// A derived value, as is.
+    Derived(String),
 }
 
 #[derive(Debug, Deserialize)]
@@ -182,10 +211,30 @@ struct RawArg {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawEntryValue {
+    value: Option<toml::Value>,
+    arg: Option<String>,
+    money: Option<String>,
+    derived: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawStep {
     set: Option<String>,
     add: Option<String>,
     swap: Option<String>,
+    add_each: Option<String>,
+    append: Option<String>,
+    into: Option<String>,
+    key: Option<String>,
+    field: Option<String>,
+    #[serde(default)]
+    when_element: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    when_member: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    entry: BTreeMap<String, RawEntryValue>,
     value: Option<toml::Value>,
     arg: Option<String>,
     args: Option<Vec<String>>,
@@ -545,6 +594,52 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
     let mut when = Vec::new();
     for (path, value) in &raw.when {
         when.push((compile_path(op, path)?, toml_to_json(value)?));
+    }
+    let kinds = [&raw.set, &raw.add, &raw.swap, &raw.add_each, &raw.append].iter().filter(|k| k.is_some()).count();
+    if kinds != 1 {
+        return Err("an effect step needs exactly one of `set`, `add`, `swap`, `add_each`, `append`".into());
+    }
+    if let Some(list) = &raw.add_each {
+        let list = compile_path(op, list)?;
+        let into = compile_path(op, raw.into.as_deref().ok_or("effect `add_each` needs `into`")?)?;
+        let need = |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("effect `add_each` needs `{what}`"));
+        let pairs = |m: &BTreeMap<String, toml::Value>| -> Result<Vec<(String, Value)>, String> {
+            m.iter().map(|(k, v)| Ok((k.clone(), toml_to_json(v)?))).collect()
+        };
+        return Ok(Step {
+            change: Change::AddEach {
+                list,
+                into,
+                key: need(&raw.key, "key")?,
+                amount: need(&raw.amount, "amount")?,
+                field: need(&raw.field, "field")?,
+                when_element: pairs(&raw.when_element)?,
+                when_member: pairs(&raw.when_member)?,
+            },
+            when,
+        });
+    }
+    if let Some(append) = &raw.append {
+        let path = compile_path(op, append)?;
+        if raw.entry.is_empty() {
+            return Err(format!("effect `append = \"{append}\"` needs `entry` fields"));
+        }
+        let mut entry = Vec::new();
+        for (name, source) in &raw.entry {
+            let value = match (&source.value, &source.arg, &source.money, &source.derived) {
+                (Some(v), None, None, None) => EntryValue::Value(toml_to_json(v)?),
+                (None, Some(arg), None, None) if op.arg(arg).is_some() => EntryValue::Arg(arg.clone()),
+                (None, None, Some(money), None) => {
+                    let expr = parse_expr(money)?;
+                    check_expr(op, &expr)?;
+                    EntryValue::Money(expr)
+                }
+                (None, None, None, Some(name)) if op.derive.iter().any(|(n, _)| n == name) => EntryValue::Derived(name.clone()),
+                _ => return Err(format!("entry field `{name}` needs exactly one of `value`, a declared `arg`, `money`, a derived `derived`")),
+            };
+            entry.push((name.clone(), value));
+        }
+        return Ok(Step { change: Change::Append { path, entry }, when });
     }
     let change = match (&raw.set, &raw.add, &raw.swap) {
         (Some(set), None, None) => {

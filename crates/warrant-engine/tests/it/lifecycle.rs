@@ -190,3 +190,28 @@ fn replay_is_identical_with_the_same_contract_and_names_changes_with_another() {
     assert_eq!(changed_turns, ["t1", "t2", "t3"], "{:?}", report.changes);
     assert!(report.changes.iter().all(|c| c.after.contains("not_in_closed_set")), "{:?}", report.changes);
 }
+
+#[test]
+fn a_cancelled_gift_card_order_is_refunded_onto_the_card_at_once() {
+    let (mut engine, _dir) = retail_engine();
+    // Task 30 of τ-bench: #W9373487 was paid with gift card 7711863.
+    let order = "#W9373487";
+    let owner = engine.store_mut().record("order", order).unwrap().unwrap().value["user_id"].as_str().unwrap().to_owned();
+    let card = "gift_card_7711863";
+    let balance = |engine: &mut Engine<SqliteStore>| {
+        engine.store_mut().record("user", &owner).unwrap().unwrap().value["payment_methods"][card]["balance"].clone()
+    };
+    let before = balance(&mut engine);
+    let mut ask = request("g1", json!([{"op": "cancel_pending_order", "args": {"order_id": order, "reason": "no longer needed"}}]), json!([]));
+    ask["actor"] = json!(owner);
+    let (held, _) = decide(&mut engine, &ask);
+    let mut yes = request("g2", json!([]), confirm(&held.interactions[0].id));
+    yes["actor"] = json!(owner);
+    let (done, _) = decide(&mut engine, &yes);
+    assert_eq!(done.acts[0].verdict, Verdict::Commit, "{:?}", done.acts[0]);
+    let after = balance(&mut engine);
+    let cents = |v: &Value| (v.as_f64().unwrap() * 100.0).round() as i64;
+    assert_eq!(cents(&after) - cents(&before), 10927, "{before} -> {after}");
+    let history = engine.store_mut().record("order", order).unwrap().unwrap().value["payment_history"].clone();
+    assert_eq!(history[1], json!({"transaction_type": "refund", "amount": 109.27, "payment_method_id": card}));
+}
