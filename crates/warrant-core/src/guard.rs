@@ -674,6 +674,7 @@ read_file = ["그 파일을"]
         assert_eq!(findings.len(), 1);
         assert!(findings.iter().all(|f| f.replacement.is_none() && f.mode == Mode::Observe));
         assert_eq!(reply, "Let me check that file.");
+        assert!(g.observe(&reply, &[call("read_file")]).is_empty());
         // Declared `enforce`, but with no promotion record the guard only observes.
         let reviewed = review(&g, &reply, &[], None);
         assert!(reviewed.iter().all(|f| f.replacement.is_none() && f.mode == Mode::Observe));
