@@ -97,6 +97,15 @@ fn main() -> ExitCode {
                 c.score().clauses().len(),
                 c.score().passive().count()
             );
+            if let Some(guard) = c.guards().announcement() {
+                println!(
+                    "announcement guard {}: {} sentences over {} tools, declared {:?}",
+                    guard.version(),
+                    guard.sentences(),
+                    guard.tools().len(),
+                    guard.mode()
+                );
+            }
         }),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {

@@ -630,11 +630,18 @@ read_file = ["그 파일을"]
     fn seed_002_a_quoted_announcement_after_a_colon_is_not_flagged() {
         let reply = "Last week I made a mistake. I wrote this and never ran the tool:\nLet me check that file.\nThat was wrong of me.";
         assert!(flagged(reply, &[]).is_empty());
-        assert!(flagged("I wrote:\r\nLet me check that file.", &[]).is_empty());
-        assert!(flagged("I wrote:\u{2028}Let me check that file.", &[]).is_empty());
         let reply = "Here is what I said:\n\nLet me check that file.";
         // A blank line ends the introduction: the announcement stands alone again.
         assert_eq!(flagged(reply, &[]), [1]);
+    }
+
+    #[test]
+    fn a_crlf_after_a_colon_line_does_not_end_the_introduction() {
+        // Splitting on each break character made `\r\n` look like a blank line between the
+        // colon line and the quote, which ended the introduction.
+        assert!(flagged("I wrote:\r\nLet me check that file.", &[]).is_empty());
+        assert!(flagged("I wrote:\u{2028}Let me check that file.", &[]).is_empty());
+        assert_eq!(flagged("I wrote:\r\n\r\nLet me check that file.", &[]), [1]);
     }
 
     #[test]

@@ -167,9 +167,9 @@ pub enum Refusal {
     /// The false-positive rate is not under the bar.
     #[error("false-positive rate {rate:.4} ({false_positives} of {audited}) is not under {max}")]
     FalsePositiveRate { rate: f64, false_positives: u64, audited: u64, max: f64 },
-    /// The adversarial corpus failed.
-    #[error("the adversarial corpus failed {failed} cases, the bar allows {max}")]
-    Corpus { failed: u64, max: u64 },
+    /// The adversarial corpus failed, or ran no case at all.
+    #[error("the adversarial corpus passed {passed} and failed {failed} cases; it must pass some and fail at most {max}")]
+    Corpus { passed: u64, failed: u64, max: u64 },
     /// The record was earned by another version.
     #[error("the promotion is for version `{promoted}`, the current version is `{current}`")]
     VersionMismatch { promoted: String, current: String },
@@ -254,7 +254,7 @@ fn check_bars(audits: &AuditSummary, corpus: CorpusRun, bars: &Bars) -> Result<(
         });
     }
     if corpus.failed > bars.max_corpus_failures || corpus.passed == 0 {
-        return Err(Refusal::Corpus { failed: corpus.failed, max: bars.max_corpus_failures });
+        return Err(Refusal::Corpus { passed: corpus.passed, failed: corpus.failed, max: bars.max_corpus_failures });
     }
     Ok(())
 }
@@ -357,6 +357,9 @@ mod tests {
         assert!(matches!(promote(50, 1, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(100, 2, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(50, 0, 1), Err(Refusal::Corpus { .. })));
+        let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
+        let empty = Ladder::promote(subject("v1"), audits, CorpusRun::default(), Bars::default(), "ana".into(), "t".into());
+        assert!(matches!(empty, Err(Refusal::Corpus { passed: 0, .. })), "an empty corpus run is no adversarial pass");
         assert!(promote(50, 0, 0).is_ok());
         assert!(promote(101, 2, 0).is_ok());
     }
