@@ -42,3 +42,48 @@ pub fn gate(text: &str) {
         }
     }
 }
+
+/// A guard with English and Korean shapes, for the guard target.
+const GUARD: &str = r#"
+[sources]
+kinds = ["model_reply"]
+
+[guards.announcement]
+[guards.announcement.correction]
+en = "I have not done that yet."
+ko = "아직 확인하지 못했어요."
+
+[[guards.announcement.shape]]
+language = "en"
+order = ["subject", "verb", "object", "imminence"]
+subject = ["Let me", "I'll"]
+verb = ["check", "open"]
+imminence = ["now"]
+stop = [".", "!"]
+[guards.announcement.shape.object]
+read_file = ["that file"]
+
+[[guards.announcement.shape]]
+language = "ko"
+order = ["subject", "imminence", "object", "verb"]
+subject = ["", "제가"]
+verb = ["확인해 볼게요"]
+imminence = ["지금"]
+stop = ["."]
+[guards.announcement.shape.object]
+read_file = ["그 파일을"]
+"#;
+
+/// Reads `text` through the announcement guard: never a panic, every flag a sentence of the
+/// NFC text, nothing flagged once the tool is called, and nothing flagged once block-quoted.
+pub fn guard(text: &str) {
+    let Ok(contract) = Contract::from_toml("guard.toml", GUARD) else { panic!("the guard contract does not load") };
+    let Some(guard) = contract.guards().announcement() else { panic!("no guard") };
+    let nfc = warrant_core::text::nfc(text);
+    for flag in guard.flags(text, std::iter::empty()) {
+        assert!(nfc.get(flag.span.clone()).is_some(), "flag span {:?} is not a slice of the text", flag.span);
+    }
+    assert!(guard.flags(text, ["read_file"]).is_empty(), "flagged although the tool was called");
+    let quoted: String = nfc.split(warrant_core::text::is_line_break).map(|line| format!("> {line}\n")).collect();
+    assert!(guard.flags(&quoted, std::iter::empty()).is_empty(), "a block-quoted line was flagged: {quoted:?}");
+}

@@ -62,7 +62,7 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
 }
 
 /// Adds `path` (a file) or the `.jsonl` files under it (a folder), sorted, to `files`.
-fn collect(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), Exit> {
+pub(crate) fn collect(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), Exit> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
     if meta.is_file() {

@@ -6,6 +6,7 @@
 
 mod corpus;
 mod demo;
+mod guard;
 mod score;
 mod turn;
 
@@ -39,6 +40,11 @@ enum Command {
     EffectOutcome(turn::OutcomeArgs),
     /// Re-decides every stored turn from its recorded inputs; reports each changed verdict.
     Replay(turn::StoreArgs),
+    /// The guards and the ladder: findings, audits, status, samples, promotion, demotion, corpus.
+    Guard {
+        #[command(subcommand)]
+        command: guard::GuardCommand,
+    },
     /// Plays scripted retail turns through the gate on a fresh SQLite file, readably.
     Demo(demo::DemoArgs),
     /// Checks that a contract loads.
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Command::Turn(args) => turn::run_turn(&args),
         Command::EffectOutcome(args) => turn::run_outcome(&args),
         Command::Replay(args) => turn::run_replay(&args),
+        Command::Guard { command } => guard::run(&command),
         Command::Demo(args) => demo::run(&args),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
@@ -90,6 +97,15 @@ fn main() -> ExitCode {
                 c.score().clauses().len(),
                 c.score().passive().count()
             );
+            if let Some(guard) = c.guards().announcement() {
+                println!(
+                    "announcement guard {}: {} sentences over {} tools, declared {:?}",
+                    guard.version(),
+                    guard.sentences(),
+                    guard.tools().len(),
+                    guard.mode()
+                );
+            }
         }),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {

@@ -106,6 +106,7 @@ pub(crate) trait EngineOps {
     fn turn(&mut self, json: &str) -> Result<TurnResult, Exit>;
     fn outcome(&mut self, effect: &str, outcome: &str) -> Result<serde_json::Value, Exit>;
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
+    fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
 }
 
 impl<S: Store> EngineOps for Engine<S> {
@@ -119,6 +120,10 @@ impl<S: Store> EngineOps for Engine<S> {
 
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit> {
         Engine::replay(self).map_err(|e| Exit::Input(e.to_string()))
+    }
+
+    fn guards(&mut self) -> &mut dyn crate::guard::GuardOps {
+        self
     }
 }
 

@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::guard::{self, Guards, RawGuards};
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::Policies;
 use crate::records::{Table, TableSource};
@@ -45,6 +46,7 @@ pub struct Contract {
     tables: Vec<Table>,
     operations: Vec<Operation>,
     policies: Policies,
+    guards: Guards,
     hash: String,
 }
 
@@ -83,6 +85,7 @@ impl Contract {
             }
         };
         let score = score::compile(&at, &kinds, &raw.score)?;
+        let guards = guard::compile(&at, &raw.guards)?;
         let (currency, tables) = compile_records(&at, raw.records.as_ref())?;
         let actor = match &raw.actor {
             None => None,
@@ -125,6 +128,7 @@ impl Contract {
             tables,
             operations,
             policies,
+            guards,
             hash,
         })
     }
@@ -182,6 +186,11 @@ impl Contract {
     /// The declared source kinds.
     pub fn kinds(&self) -> &SourceKinds {
         &self.kinds
+    }
+
+    /// The guards (`[guards]`).
+    pub fn guards(&self) -> &Guards {
+        &self.guards
     }
 
     /// The score: scored clauses and the passive set.
@@ -287,6 +296,8 @@ struct RawContract {
     policies: Option<RawPolicies>,
     #[serde(default)]
     operation: Vec<RawOperation>,
+    #[serde(default)]
+    guards: RawGuards,
 }
 
 #[derive(Debug, Deserialize)]
@@ -455,6 +466,9 @@ pub enum ContractErrorKind {
     /// A policy file cannot be read or does not parse.
     #[error("policy file `{file}`: {message}")]
     BadPolicy { file: String, message: String },
+    /// A guard's shapes or correction copy are declared wrongly.
+    #[error("guard `{guard}`: {message}")]
+    BadGuard { guard: String, message: String },
     /// A clause contains a control, zero-width, bidirectional or other invisible character.
     #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
     InvisibleCharacter { clause: String, code: u32 },

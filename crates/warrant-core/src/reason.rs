@@ -112,6 +112,18 @@ reason_codes! {
     UnknownOption => "unknown_option",
     /// The user declined the confirmation; the held act does not happen.
     DeclinedByUser => "declined_by_user",
+    /// A reply sentence is a bare announcement of a tool action (a member of the announcement
+    /// guard's closed set of shapes, unframed) and no call to that tool happened in the turn.
+    AnnouncementWithoutCall => "announcement_without_call",
+    /// A promotion is refused: fewer audited findings than the bar asks for.
+    PromotionTooFewAudits => "promotion_too_few_audits",
+    /// A promotion is refused: the audited false-positive rate is not under the bar.
+    PromotionFalsePositiveRate => "promotion_false_positive_rate",
+    /// A promotion is refused: the adversarial corpus failed more cases than the bar allows.
+    PromotionCorpusFailed => "promotion_corpus_failed",
+    /// A stored promotion does not hold: it was earned by another version of what it promotes,
+    /// so that thing runs advisory again.
+    PromotionVersionMismatch => "promotion_version_mismatch",
 }
 
 impl std::fmt::Display for ReasonCode {

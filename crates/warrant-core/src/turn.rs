@@ -14,6 +14,8 @@ use sha2::{Digest, Sha256};
 use crate::args::{self, ArgContext, Checked};
 use crate::contract::Contract;
 use crate::effect::Eval;
+use crate::guard::{self, FindingOut};
+use crate::ladder::{PromotionRecord, Subject};
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
@@ -71,6 +73,13 @@ pub trait Facts {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
     /// The interaction, or `None` if there is none with that id.
     fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError>;
+
+    /// The active promotion record of `subject`'s name, if any; the guard checks that it names
+    /// the exact version in force. A source without promotions has none, so guards observe.
+    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
+        let _ = subject;
+        Ok(None)
+    }
 }
 
 /// What the gate decided for an act.
@@ -247,6 +256,10 @@ pub struct TurnResponse {
     /// The cleared reply. Until the outbound gate exists no reply is cleared, so this is
     /// always `null`: a draft is never passed through unchecked.
     pub reply: Option<Value>,
+    /// What the guards found in the draft. In enforce mode a finding carries the corrected
+    /// reply for the outbound gate; the guards never set `reply` themselves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<FindingOut>,
 }
 
 /// A row write to commit: the new value, and the revision it was decided against.
@@ -293,6 +306,9 @@ pub struct FactsRead {
     pub interactions: Vec<Interaction>,
     /// Interaction ids looked up and not found.
     pub missing_interactions: Vec<String>,
+    /// Promotion records the guards read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub promotions: Vec<PromotionRecord>,
 }
 
 /// Everything a turn decided.
@@ -490,6 +506,7 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
         interactions: Vec::new(),
         effects: Vec::new(),
         reply: None,
+        findings: Vec::new(),
     };
     let mut decision_effects = Vec::new();
     let mut events = Vec::new();
@@ -673,6 +690,13 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
             None => facts_read.missing_interactions.push(id.clone()),
         }
     }
+    if let (Some(guard), Some(draft)) = (contract.guards().announcement(), &request.draft) {
+        // A promotion that cannot be read leaves the guard observing: it fails towards less
+        // authority, never more.
+        let promotion = facts.promotion(&guard.subject()).ok().flatten();
+        response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
+        facts_read.promotions.extend(promotion);
+    }
     Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read }
 }
 
@@ -783,6 +807,7 @@ fn decide_act(
 pub struct RecordedFacts {
     records: BTreeMap<(String, String), Record>,
     interactions: BTreeMap<String, Option<Interaction>>,
+    promotions: Vec<PromotionRecord>,
 }
 
 impl RecordedFacts {
@@ -798,6 +823,7 @@ impl RecordedFacts {
         for id in &read.missing_interactions {
             facts.interactions.insert(id.clone(), None);
         }
+        facts.promotions.clone_from(&read.promotions);
         facts
     }
 }
@@ -816,5 +842,9 @@ impl Facts for RecordedFacts {
             .get(id)
             .cloned()
             .ok_or_else(|| FactError(format!("interaction `{id}` is not on the replay record")))
+    }
+
+    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
+        Ok(self.promotions.iter().find(|p| p.subject.name == subject.name).cloned())
     }
 }

@@ -4,6 +4,7 @@
 //! decision, and commits what it decided in one transaction.
 
 mod files;
+mod guards;
 mod replay;
 
 use std::cell::RefCell;
@@ -12,16 +13,18 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::records::{self, Record, TableSource};
 use warrant_core::request::{self, RequestError, ValidRequest};
 use warrant_core::turn::{self, Decision, Facts, FactError, Interaction, RecordedFacts, RowRef, TurnResponse};
 use warrant_core::{Contract, ContractError};
 use warrant_store::{
-    Answer, Commit, CommitOutcome, EffectRow, EventRow, InteractionRow, InteractionState, OutcomeReport,
+    Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState, OutcomeReport,
     OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
 };
 
 pub use files::{FolderFiles, load_contract};
+pub use guards::{GuardError, GuardStatus};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
@@ -49,6 +52,7 @@ pub enum EngineError {
 
 /// The result of one turn request.
 #[derive(Debug, Clone, PartialEq)]
+#[expect(clippy::large_enum_variant, reason = "one result per turn, returned once and never stored in bulk; boxing would only add an allocation")]
 pub enum TurnResult {
     /// Decided and committed (or, for a repeated turn, the recorded result).
     Decided { response: TurnResponse, repeated: bool },
@@ -117,6 +121,11 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
             serde_json::from_value(row.payload).map_err(|e| FactError(format!("stored interaction `{id}`: {e}")))?;
         interaction.open = matches!(row.state, InteractionState::Open);
         Ok(Some(interaction))
+    }
+
+    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        guards::promotion_record(&mut **store, &subject.name).map_err(|e| FactError(e.to_string()))
     }
 }
 
@@ -329,6 +338,25 @@ fn to_commit(valid: &ValidRequest, decision: &Decision, conflicts: &BTreeSet<Row
             })
             .collect::<Result<_, _>>()?,
         answered: decision.answered.iter().map(|(id, option)| Answer { interaction: id.clone(), option: option.clone() }).collect(),
+        findings: decision
+            .response
+            .findings
+            .iter()
+            .enumerate()
+            .map(|(n, finding)| -> Result<FindingRow, EngineError> {
+                Ok(FindingRow {
+                    seq: 0,
+                    id: turn::derive_id("fnd", &[&request.conversation, &request.turn, "finding", &n.to_string()]),
+                    guard: finding.guard.clone(),
+                    version: finding.version.clone(),
+                    conversation: request.conversation.clone(),
+                    turn: request.turn.clone(),
+                    kind: FindingKind::Flag,
+                    payload: serde_json::to_value(finding).map_err(corrupt)?,
+                    at: request.at.clone(),
+                })
+            })
+            .collect::<Result<_, _>>()?,
     })
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::guards::FindingRow;
 use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn};
 
 /// The outcomes an executor may report for an effect.
@@ -42,6 +43,9 @@ pub struct Commit {
     pub opened: Vec<InteractionRow>,
     /// Answers to interactions that must be open now; the answering turn is `turn.turn`.
     pub answered: Vec<Answer>,
+    /// What the guards flagged in the turn. Their `seq` is ignored: the store assigns it.
+    #[serde(default)]
+    pub findings: Vec<FindingRow>,
 }
 
 /// What became of a commit. Every variant but `Committed` wrote nothing.

@@ -7,6 +7,7 @@
 
 mod commit;
 mod error;
+mod guards;
 mod migrations;
 mod pg;
 mod rows;
@@ -18,6 +19,7 @@ pub use commit::{
     Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite,
 };
 pub use error::StoreError;
+pub use guards::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow};
 pub use pg::PgStore;
 pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, Record, StoredTurn};
 pub use sqlite::SqliteStore;
@@ -64,4 +66,25 @@ pub trait Store: Send {
 
     /// Events in commit order, of every conversation or of one.
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+
+    /// The findings of `guard` (every version), in the order they were stored, each with its
+    /// audit.
+    fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError>;
+
+    /// Stores sampled findings whose id is not stored yet, in one transaction; how many were
+    /// new. Sampling the same reply twice is a no-op.
+    fn add_samples(&mut self, samples: &[FindingRow]) -> Result<usize, StoreError>;
+
+    /// Labels a finding, once.
+    fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError>;
+
+    /// Stores an active promotion, demoting the active one of the same subject in the same
+    /// transaction; answers its sequence number.
+    fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError>;
+
+    /// The active promotion of `subject`, if any.
+    fn promotion(&mut self, subject: &str) -> Result<Option<PromotionRow>, StoreError>;
+
+    /// Demotes the active promotion of `subject`; how many were demoted (0 or 1).
+    fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
 }

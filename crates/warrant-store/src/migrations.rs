@@ -11,11 +11,15 @@ pub(crate) struct Step {
     pub(crate) sql: &'static str,
 }
 
-pub(crate) const SQLITE: &[Step] =
-    &[Step { version: 1, sql: include_str!("../migrations/sqlite/0001_initial.sql") }];
+pub(crate) const SQLITE: &[Step] = &[
+    Step { version: 1, sql: include_str!("../migrations/sqlite/0001_initial.sql") },
+    Step { version: 2, sql: include_str!("../migrations/sqlite/0002_guards.sql") },
+];
 
-pub(crate) const POSTGRES: &[Step] =
-    &[Step { version: 1, sql: include_str!("../migrations/postgres/0001_initial.sql") }];
+pub(crate) const POSTGRES: &[Step] = &[
+    Step { version: 1, sql: include_str!("../migrations/postgres/0001_initial.sql") },
+    Step { version: 2, sql: include_str!("../migrations/postgres/0002_guards.sql") },
+];
 
 /// The steps a database at version `current` still needs. A database at a version this build
 /// does not know was migrated by a newer build, and this one must not touch it.

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
+use crate::guards::{AuditRow, Demotion, FindingRow, PromotionRow};
 use crate::rows::EventRow;
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
@@ -74,6 +75,49 @@ pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
     for (i, answer) in commit.answered.iter().enumerate() {
         text(|| format!("`answered[{i}].interaction`"), &answer.interaction)?;
         text(|| format!("`answered[{i}].option`"), &answer.option)?;
+    }
+    for (i, finding) in commit.findings.iter().enumerate() {
+        check_finding(|| format!("findings[{i}]"), finding)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_finding(at: impl Fn() -> String, finding: &FindingRow) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("id", &finding.id),
+        ("guard", &finding.guard),
+        ("version", &finding.version),
+        ("conversation", &finding.conversation),
+        ("turn", &finding.turn),
+        ("at", &finding.at),
+    ] {
+        text(|| format!("`{}.{name}`", at()), value)?;
+    }
+    json(|| format!("`{}.payload`", at()), &finding.payload)
+}
+
+pub(crate) fn check_audit(audit: &AuditRow) -> Result<(), StoreError> {
+    for (name, value) in [("finding", &audit.finding), ("label", &audit.label), ("who", &audit.who), ("at", &audit.at)] {
+        text(|| format!("`{name}`"), value)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_promotion(promotion: &PromotionRow) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("subject", &promotion.subject),
+        ("version", &promotion.version),
+        ("promoted_by", &promotion.promoted_by),
+        ("promoted_at", &promotion.promoted_at),
+    ] {
+        text(|| format!("`{name}`"), value)?;
+    }
+    json(|| "`record`".to_owned(), &promotion.record)
+}
+
+pub(crate) fn check_demotion(subject: &str, demotion: &Demotion) -> Result<(), StoreError> {
+    for (name, value) in [("subject", subject), ("who", &demotion.who), ("at", &demotion.at), ("reason", &demotion.reason)] {
+        text(|| format!("`{name}`"), value)?;
     }
     Ok(())
 }

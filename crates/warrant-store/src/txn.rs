@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
+use crate::guards::FindingRow;
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.
@@ -74,6 +75,9 @@ pub(crate) trait Txn {
     fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError>;
 
     fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError>;
+
+    /// Inserts the finding unless its id is stored; whether it did.
+    fn insert_finding(&mut self, finding: &FindingRow) -> Result<bool, StoreError>;
 }
 
 /// The steps of seeding: each row goes in unless its key is there.
@@ -163,6 +167,11 @@ pub(crate) fn commit(
     };
     for event in &commit.events {
         tx.insert_event(event)?;
+    }
+    for finding in &commit.findings {
+        if !tx.insert_finding(finding)? {
+            return Err(StoreError::IdTaken { kind: "finding", id: finding.id.clone() });
+        }
     }
     Ok(Keep(Some(CommitOutcome::Committed { seq })))
 }

@@ -73,7 +73,7 @@ fn sqlite_store(dir: &tempfile::TempDir) -> String {
 }
 
 /// A PostgreSQL store in a fresh schema, dropped when the guard goes.
-struct PgSchema {
+pub(crate) struct PgSchema {
     url: String,
     schema: String,
 }
@@ -92,12 +92,12 @@ impl Drop for PgSchema {
 }
 
 impl PgSchema {
-    fn store(&self) -> String {
+    pub(crate) fn store(&self) -> String {
         format!("{}?schema={}", self.url, self.schema)
     }
 }
 
-fn postgres_schema() -> PgSchema {
+pub(crate) fn postgres_schema() -> PgSchema {
     let schema = format!("warrant_cli_{}_{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
     let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     PgSchema { url, schema }

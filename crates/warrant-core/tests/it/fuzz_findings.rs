@@ -28,3 +28,8 @@ fn kept_contract_inputs_load_or_are_refused_on_one_line() {
 fn kept_gate_inputs_never_perform_beside_a_rejection() {
     assert!(replay("gate", checks::gate) >= 3);
 }
+
+#[test]
+fn kept_guard_inputs_never_panic_and_never_flag_framed_or_called_announcements() {
+    assert!(replay("guard", checks::guard) >= 5);
+}

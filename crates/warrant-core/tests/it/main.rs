@@ -3,6 +3,7 @@
 
 mod contracts;
 mod fuzz_findings;
+mod guards;
 mod properties;
 mod turns;
 

@@ -112,6 +112,7 @@ fn a_confirmation_is_checked_again_against_current_revisions() {
         events: vec![],
         opened: vec![],
         answered: vec![],
+        findings: vec![],
     };
     other.commit(&commit).unwrap();
     let (answered, _) = decide(&mut engine, &request("t2", json!([]), confirm(&held.interactions[0].id)));

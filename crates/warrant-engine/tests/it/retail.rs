@@ -110,6 +110,7 @@ fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnc
         events: vec![],
         opened: vec![],
         answered: vec![],
+        findings: vec![],
     };
     assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use warrant_store::{
-    Answer, Commit, EffectRow, EventRow, InteractionRow, InteractionState, OutcomeReport,
+    Answer, AuditRow, Commit, FindingKind, FindingRow, PromotionRow, EffectRow, EventRow, InteractionRow, InteractionState, OutcomeReport,
     RecordWrite, StoredTurn,
 };
 
@@ -22,6 +22,7 @@ pub fn commit(conversation: &str, turn: &str) -> Commit {
         events: vec![],
         opened: vec![],
         answered: vec![],
+        findings: vec![],
     }
 }
 
@@ -79,4 +80,40 @@ pub fn report(effect: &str, outcome: &str, event_id: &str, conversation: &str) -
 /// Seed rows from `(key, value)` pairs.
 pub fn rows(pairs: &[(&str, Value)]) -> Vec<(String, Value)> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+}
+
+/// A flag raised in the turn of `commit`.
+pub fn finding(id: &str, commit: &Commit) -> FindingRow {
+    FindingRow {
+        seq: 0,
+        id: id.to_owned(),
+        guard: "guard:announcement".to_owned(),
+        version: "v1".to_owned(),
+        conversation: commit.turn.conversation.clone(),
+        turn: commit.turn.turn.clone(),
+        kind: FindingKind::Flag,
+        payload: json!({"sentence": 0, "text": "Let me check that file."}),
+        at: "2026-11-29T15:00:00Z".to_owned(),
+    }
+}
+
+/// An unflagged reply of `commit`'s turn, sampled for audit.
+pub fn sample(id: &str, commit: &Commit) -> FindingRow {
+    FindingRow { kind: FindingKind::Sample, payload: json!({"reply": "Done."}), ..finding(id, commit) }
+}
+
+pub fn audit(finding: &str, label: &str) -> AuditRow {
+    AuditRow { finding: finding.to_owned(), label: label.to_owned(), who: "ana".to_owned(), at: "2026-11-30T09:00:00Z".to_owned() }
+}
+
+pub fn promotion(version: &str) -> PromotionRow {
+    PromotionRow {
+        seq: 0,
+        subject: "guard:announcement".to_owned(),
+        version: version.to_owned(),
+        record: json!({"version": version, "audits": {"audited": 50}}),
+        promoted_by: "ana".to_owned(),
+        promoted_at: "2026-11-30T10:00:00Z".to_owned(),
+        demoted: None,
+    }
 }

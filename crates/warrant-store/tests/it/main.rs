@@ -8,6 +8,7 @@ mod build;
 mod concurrency;
 mod conformance;
 mod fixture;
+mod guards;
 mod roundtrip;
 mod schema;
 
@@ -56,6 +57,12 @@ conformance! {
     conformance::refused_input_writes_nothing,
     conformance::a_taken_id_is_an_error_and_writes_nothing,
     conformance::an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing,
+    guards::a_commit_stores_its_findings_with_the_turn,
+    guards::a_rolled_back_commit_stores_no_findings,
+    guards::a_finding_is_audited_once_with_a_label_that_fits_its_kind,
+    guards::sampling_the_same_reply_twice_adds_it_once,
+    guards::a_promotion_supersedes_the_active_one_and_a_demotion_leaves_none,
+    guards::ladder_input_with_nul_is_refused,
     roundtrip::json_reads_back_as_written,
     roundtrip::nul_is_refused_and_never_found,
     concurrency::two_writers_of_one_record_one_commits_one_is_stale,

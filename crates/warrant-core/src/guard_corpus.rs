@@ -1,0 +1,151 @@
+//! The guard's adversarial corpus as data: one JSON case per line, a reply, the tools called in
+//! its turn, whether the announcement guard must flag it, its class and why. A case that must
+//! stay clear and is flagged is an overreach, the failure that would put words in the model's
+//! mouth, and is named as such.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::guard::AnnouncementGuard;
+use crate::ladder::CorpusRun;
+
+/// What a case expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// At least one sentence must be flagged.
+    Flag,
+    /// Nothing may be flagged.
+    Clear,
+}
+
+/// One case as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// The reply.
+    pub text: String,
+    /// The tools called in the turn.
+    #[serde(default)]
+    pub calls: Vec<String>,
+    /// Whether it must flag.
+    pub expect: Expect,
+    /// Its class (`bare`, `habit`, `offer`, `deferral`, `condition`, `reported`, `quotation`,
+    /// `called`, `unknown_tool`, …).
+    pub class: String,
+    /// What the case is for.
+    pub why: String,
+}
+
+/// How a case failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A case that must stay clear was flagged.
+    Overreach { sentences: Vec<String> },
+    /// A case that must flag was not.
+    Missed,
+    /// The case is malformed.
+    BadCase(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Overreach { sentences } => write!(f, "overreach: a case that must stay clear flagged {sentences:?}"),
+            Failure::Missed => f.write_str("missed: a case that must flag was not flagged"),
+            Failure::BadCase(message) => write!(f, "malformed case: {message}"),
+        }
+    }
+}
+
+/// Parses one line.
+pub fn parse_case(line: &str) -> Result<Case, Failure> {
+    let case: Case = serde_json::from_str(line).map_err(|e| Failure::BadCase(e.to_string()))?;
+    if case.why.trim().is_empty() || case.class.trim().is_empty() {
+        return Err(Failure::BadCase("`why` and `class` must say something".into()));
+    }
+    Ok(case)
+}
+
+/// Runs one case.
+pub fn run_case(guard: &AnnouncementGuard, case: &Case) -> Result<(), Failure> {
+    let flags = guard.flags(&case.text, case.calls.iter().map(String::as_str));
+    match (case.expect, flags.is_empty()) {
+        (Expect::Flag, false) | (Expect::Clear, true) => Ok(()),
+        (Expect::Flag, true) => Err(Failure::Missed),
+        (Expect::Clear, false) => {
+            let nfc = crate::text::nfc(&case.text);
+            Err(Failure::Overreach { sentences: flags.iter().filter_map(|f| nfc.get(f.span.clone()).map(str::to_owned)).collect() })
+        }
+    }
+}
+
+/// The tally of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Cases passed.
+    pub passed: u64,
+    /// Cases failed (any kind).
+    pub failed: u64,
+    /// Of those, overreaches.
+    pub overreach: u64,
+    /// Cases expecting a flag.
+    pub must_flag: u64,
+    /// Cases expecting none.
+    pub must_clear: u64,
+}
+
+impl Tally {
+    /// Counts one case's result.
+    pub fn count(&mut self, case: Option<&Case>, result: &Result<(), Failure>) {
+        match case.map(|c| c.expect) {
+            Some(Expect::Flag) => self.must_flag += 1,
+            Some(Expect::Clear) => self.must_clear += 1,
+            None => {}
+        }
+        match result {
+            Ok(()) => self.passed += 1,
+            Err(failure) => {
+                self.failed += 1;
+                if matches!(failure, Failure::Overreach { .. }) {
+                    self.overreach += 1;
+                }
+            }
+        }
+    }
+
+    /// The run as the ladder takes it.
+    pub fn run(&self) -> CorpusRun {
+        CorpusRun { passed: self.passed, failed: self.failed }
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} passed, {} failed", self.passed, self.failed)
+    }
+}
+
+/// Runs every case of a corpus text (JSON lines), calling `report` with each failure and its
+/// 1-based line number.
+pub fn run_text(guard: &AnnouncementGuard, text: &str, mut report: impl FnMut(usize, Option<&Case>, &Failure)) -> Tally {
+    let mut tally = Tally::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (case, result) = match parse_case(line) {
+            Ok(case) => {
+                let result = run_case(guard, &case);
+                (Some(case), result)
+            }
+            Err(failure) => (None, Err(failure)),
+        };
+        if let Err(failure) = &result {
+            report(i + 1, case.as_ref(), failure);
+        }
+        tally.count(case.as_ref(), &result);
+    }
+    tally
+}

@@ -1,0 +1,155 @@
+//! What the ladder keeps: findings (flags raised in a turn, and unflagged replies sampled for
+//! audit), their audits, and promotions with their demotions. As in `txn.rs`, the steps of each
+//! write and their decisions are written once here; a backend only performs the steps.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::txn::Settled;
+
+/// Whether a finding is a guard's flag or a sample of replies it did not flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// A guard flagged it.
+    Flag,
+    /// Sampled from unflagged replies, so that misses are measured too.
+    Sample,
+}
+
+impl FindingKind {
+    /// The kind as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FindingKind::Flag => "flag",
+            FindingKind::Sample => "sample",
+        }
+    }
+
+    pub(crate) fn parse(id: &str, text: &str) -> Result<FindingKind, StoreError> {
+        match text {
+            "flag" => Ok(FindingKind::Flag),
+            "sample" => Ok(FindingKind::Sample),
+            other => Err(StoreError::Corrupt { what: format!("finding `{id}` has the kind `{other}`") }),
+        }
+    }
+
+    /// The labels an audit of this kind may give.
+    pub const fn labels(self) -> [&'static str; 2] {
+        match self {
+            FindingKind::Flag => ["true_positive", "false_positive"],
+            FindingKind::Sample => ["miss", "clean"],
+        }
+    }
+}
+
+/// A finding as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingRow {
+    /// Its position in the order findings were stored, assigned by the store.
+    pub seq: i64,
+    pub id: String,
+    /// What found it, as it climbs the ladder (`guard:announcement`).
+    pub guard: String,
+    /// The exact version that found it.
+    pub version: String,
+    pub conversation: String,
+    pub turn: String,
+    pub kind: FindingKind,
+    pub payload: serde_json::Value,
+    /// When (RFC 3339): the turn's instant for a flag, the sampling clock for a sample.
+    pub at: String,
+}
+
+/// A person's label on a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub finding: String,
+    /// `true_positive` or `false_positive` for a flag, `miss` or `clean` for a sample.
+    pub label: String,
+    pub who: String,
+    /// When (RFC 3339), from the caller's clock.
+    pub at: String,
+}
+
+/// A finding with its audit, if it has one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditedFinding {
+    pub finding: FindingRow,
+    pub audit: Option<AuditRow>,
+}
+
+/// What became of an audit. Every variant but `Recorded` wrote nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum AuditResult {
+    Recorded,
+    UnknownFinding,
+    /// The finding was audited before; `label` is the label stored.
+    AlreadyAudited { label: String },
+    /// The label does not fit the finding's kind.
+    LabelDoesNotFit { kind: FindingKind },
+}
+
+/// A demotion: who took authority away, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Demotion {
+    pub who: String,
+    pub at: String,
+    pub reason: String,
+}
+
+/// A promotion record as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromotionRow {
+    /// Assigned by the store.
+    pub seq: i64,
+    /// What is promoted (`guard:announcement`).
+    pub subject: String,
+    /// The exact version promoted.
+    pub version: String,
+    /// Everything it was decided on.
+    pub record: serde_json::Value,
+    pub promoted_by: String,
+    pub promoted_at: String,
+    /// Set once it is demoted; an active promotion has none.
+    pub demoted: Option<Demotion>,
+}
+
+/// The steps of the ladder's writes, inside one open transaction.
+pub(crate) trait GuardTxn {
+    /// The finding's kind, `None` when there is no such finding.
+    fn finding_kind(&mut self, id: &str) -> Result<Option<FindingKind>, StoreError>;
+    /// The label of the finding's audit, if it has one.
+    fn audit_label(&mut self, id: &str) -> Result<Option<String>, StoreError>;
+    fn insert_audit(&mut self, audit: &AuditRow) -> Result<(), StoreError>;
+    /// Demotes the active promotion of `subject`, if any; how many it demoted.
+    fn demote_active(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
+    /// Inserts an active promotion and answers its sequence number.
+    fn insert_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError>;
+}
+
+pub(crate) fn audit(tx: &mut impl GuardTxn, audit: &AuditRow) -> Result<Settled<AuditResult>, StoreError> {
+    let Some(kind) = tx.finding_kind(&audit.finding)? else {
+        return Ok(Settled::Discard(AuditResult::UnknownFinding));
+    };
+    if !kind.labels().contains(&audit.label.as_str()) {
+        return Ok(Settled::Discard(AuditResult::LabelDoesNotFit { kind }));
+    }
+    if let Some(label) = tx.audit_label(&audit.finding)? {
+        return Ok(Settled::Discard(AuditResult::AlreadyAudited { label }));
+    }
+    tx.insert_audit(audit)?;
+    Ok(Settled::Keep(AuditResult::Recorded))
+}
+
+/// A new promotion supersedes the active one of the same subject, which is demoted first.
+pub(crate) fn promote(tx: &mut impl GuardTxn, promotion: &PromotionRow) -> Result<Settled<i64>, StoreError> {
+    let superseded = Demotion {
+        who: promotion.promoted_by.clone(),
+        at: promotion.promoted_at.clone(),
+        reason: format!("superseded by the promotion of version `{}`", promotion.version),
+    };
+    tx.demote_active(&promotion.subject, &superseded)?;
+    Ok(Settled::Keep(tx.insert_promotion(promotion)?))
+}
