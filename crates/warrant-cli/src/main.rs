@@ -7,6 +7,7 @@
 mod corpus;
 mod demo;
 mod score;
+mod serve;
 mod turn;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +42,13 @@ enum Command {
     Replay(turn::StoreArgs),
     /// Plays scripted retail turns through the gate on a fresh SQLite file, readably.
     Demo(demo::DemoArgs),
+    /// Serves the HTTP API and the review page for the tenants of a store.
+    Serve(serve::ServeArgs),
+    /// Manages the tenants of a store.
+    Tenant {
+        #[command(subcommand)]
+        command: serve::TenantCommand,
+    },
     /// Checks that a contract loads.
     Check {
         /// The contract file.
@@ -82,6 +90,8 @@ fn main() -> ExitCode {
         Command::EffectOutcome(args) => turn::run_outcome(&args),
         Command::Replay(args) => turn::run_replay(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Serve(args) => serve::run_serve(&args),
+        Command::Tenant { command } => serve::run_tenant(&command),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",

@@ -9,6 +9,7 @@ mod commit;
 mod error;
 mod migrations;
 mod pg;
+mod registry;
 mod rows;
 mod sqlite;
 mod storable;
@@ -19,6 +20,7 @@ pub use commit::{
 };
 pub use error::StoreError;
 pub use pg::PgStore;
+pub use registry::{Added, Registry};
 pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, Record, StoredTurn};
 pub use sqlite::SqliteStore;
 
