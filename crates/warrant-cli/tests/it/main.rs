@@ -3,6 +3,7 @@
 
 mod corpus;
 mod score;
+mod serve;
 mod turns;
 
 use std::path::PathBuf;
