@@ -134,8 +134,8 @@ pub fn key_matches(key: &str, stored: &str) -> bool {
     bool::from(computed.as_slice().ct_eq(stored.as_slice()))
 }
 
-/// Adds the tenant `name` to the registry at `location`, creates its store, and returns its
-/// new key (shown once; only its hash is kept).
+/// Adds the tenant `name` to the registry at `location` and returns its
+/// new key (shown once; only its hash is kept). The tenant's store is made on first use.
 pub fn add_tenant(location: &StoreLocation, name: &str) -> Result<String, ServerError> {
     let tenant = TenantName::parse(name).ok_or_else(|| {
         ServerError::Config(format!(

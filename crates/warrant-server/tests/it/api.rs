@@ -153,3 +153,22 @@ async fn health_and_the_review_page_need_no_key() {
     assert_eq!(status, StatusCode::OK);
     assert!(page.as_str().unwrap().contains("/v1/turns?limit="));
 }
+
+#[tokio::test]
+async fn a_store_that_cannot_open_is_a_json_500_and_the_next_request_tries_again() {
+    let mut place = Place::sqlite();
+    let (name, key) = place.tenant("broken");
+    let crate::Place::Sqlite(dir) = &place else { unreachable!() };
+    // A folder where the tenant's SQLite file should be.
+    let blocker = dir.path().join(format!("t_{name}.sqlite"));
+    std::fs::create_dir(&blocker).unwrap();
+    let app = place.router();
+    let k = Some(key.as_str());
+    let (status, error) = call(&app, "GET", ORDER_PATH, k, None).await;
+    assert_eq!((status, &error["error"]["code"]), (StatusCode::INTERNAL_SERVER_ERROR, &json!("internal")), "{error}");
+    std::fs::remove_dir(&blocker).unwrap();
+    let (status, record) = call(&app, "GET", ORDER_PATH, k, None).await;
+    assert_eq!((status, &record["revision"]), (StatusCode::OK, &json!(1)), "{record}");
+    let (_, metrics) = call(&app, "GET", "/metrics", None, None).await;
+    assert!(metrics.as_str().unwrap().contains("warrant_http_errors_total{code=\"internal\"} 1"), "{metrics}");
+}
