@@ -8,6 +8,7 @@ mod corpus;
 mod demo;
 mod guard;
 mod score;
+mod serve;
 mod turn;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +48,13 @@ enum Command {
     },
     /// Plays scripted retail turns through the gate on a fresh SQLite file, readably.
     Demo(demo::DemoArgs),
+    /// Serves the HTTP API and the review page for the tenants of a store.
+    Serve(serve::ServeArgs),
+    /// Manages the tenants of a store.
+    Tenant {
+        #[command(subcommand)]
+        command: serve::TenantCommand,
+    },
     /// Checks that a contract loads.
     Check {
         /// The contract file.
@@ -89,6 +97,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => turn::run_replay(&args),
         Command::Guard { command } => guard::run(&command),
         Command::Demo(args) => demo::run(&args),
+        Command::Serve(args) => serve::run_serve(&args),
+        Command::Tenant { command } => serve::run_tenant(&command),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",

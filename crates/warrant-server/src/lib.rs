@@ -1,1 +1,208 @@
 //! The HTTP API and the review page. Only this crate knows HTTP types.
+//!
+//! Every request of a tenant is served by an engine over that tenant's own store (its own
+//! SQLite file or PostgreSQL schema), chosen by the API key alone: there is no tenant column a
+//! query could forget. The synchronous engine runs on blocking threads, a few engines per
+//! tenant. A request is committed whole or not at all: each one is one engine call, and the
+//! engine commits a turn in one transaction.
+
+mod api;
+mod metrics;
+mod pool;
+mod store;
+pub mod tenants;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub use api::{ROUTES, router};
+pub use pool::PoolError;
+pub use store::AnyStore;
+pub use tenants::{StoreLocation, TenantName, add_tenant};
+
+/// What stops the server from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{0}")]
+    Config(String),
+    #[error("store: {0}")]
+    Store(#[from] warrant_store::StoreError),
+    #[error(transparent)]
+    Engine(#[from] warrant_engine::EngineError),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How a server is set up.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The contract file.
+    pub contract: PathBuf,
+    /// `sqlite:FOLDER` or `postgres://…[?schema=NAME]`.
+    pub store: String,
+    /// The address to listen on; port 0 picks a free one.
+    pub listen: String,
+    /// Engines (store connections) per tenant.
+    pub engines_per_tenant: usize,
+    /// The largest request body, in bytes.
+    pub body_limit: usize,
+}
+
+impl ServeConfig {
+    /// A configuration with the default pool size (4 engines per tenant; 1 on SQLite, whose
+    /// writers take turns anyway) and body limit (1 MiB).
+    pub fn new(contract: PathBuf, store: String, listen: String) -> ServeConfig {
+        let engines_per_tenant = if store.starts_with("sqlite:") { 1 } else { 4 };
+        ServeConfig { contract, store, listen, engines_per_tenant, body_limit: 1 << 20 }
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pools: Arc<pool::Pools>,
+    /// `None` only while the state is dropped.
+    registry: Arc<Mutex<Option<warrant_store::Registry>>>,
+    /// Key hashes already read from the registry, by tenant.
+    keys: Mutex<std::collections::BTreeMap<TenantName, String>>,
+    metrics: metrics::Metrics,
+    body_limit: usize,
+}
+
+impl AppState {
+    /// Loads the contract and opens the registry.
+    pub fn new(config: &ServeConfig) -> Result<AppState, ServerError> {
+        let location = StoreLocation::parse(&config.store)?;
+        let (contract, folder) = warrant_engine::load_contract(&config.contract)?;
+        let registry = location.registry()?;
+        Ok(AppState {
+            inner: Arc::new(Inner {
+                pools: Arc::new(pool::Pools::new(contract, folder, location, config.engines_per_tenant)),
+                registry: Arc::new(Mutex::new(Some(registry))),
+                keys: Mutex::new(std::collections::BTreeMap::new()),
+                metrics: metrics::Metrics::default(),
+                body_limit: config.body_limit,
+            }),
+        })
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(mut registry) = self.registry.lock() {
+            drop_off_runtime(registry.take());
+        }
+    }
+}
+
+/// Drops `value` on a thread of its own when called on an async runtime's thread: the blocking
+/// PostgreSQL client runs a runtime of its own and may not be dropped on another's thread.
+pub(crate) fn drop_off_runtime<T: Send + 'static>(value: T) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let _ = std::thread::spawn(move || drop(value)).join();
+    } else {
+        drop(value);
+    }
+}
+
+/// Binds the listener and returns its address with the future that serves until `shutdown`
+/// resolves.
+pub async fn bind(
+    config: &ServeConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>), ServerError> {
+    // Opening the registry blocks (the PostgreSQL client runs a runtime of its own).
+    let owned = config.clone();
+    let state = tokio::task::spawn_blocking(move || AppState::new(&owned))
+        .await
+        .map_err(|e| ServerError::Config(format!("the registry task did not finish: {e}")))??;
+    let listener = tokio::net::TcpListener::bind(&config.listen).await?;
+    let addr = listener.local_addr()?;
+    let serving = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).into_future();
+    Ok((addr, serving))
+}
+
+/// Serves until interrupted (Ctrl-C or SIGTERM), calling `ready` with the bound address first.
+pub fn serve(config: &ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (addr, serving) = bind(config, interrupted()).await?;
+        ready(addr);
+        serving.await?;
+        Ok(())
+    })
+}
+
+async fn interrupted() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// A server running on a thread of its own, stopped when dropped. For tests and benchmarks.
+#[derive(Debug)]
+pub struct Running {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,
+}
+
+impl Running {
+    /// Starts a server for `config` and returns once it listens.
+    pub fn start(config: &ServeConfig) -> Result<Running, ServerError> {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, address) = std::sync::mpsc::channel::<Result<SocketAddr, ServerError>>();
+        let config = config.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(async move {
+                match bind(&config, async move { let _ = stopped.await; }).await {
+                    Ok((addr, serving)) => {
+                        let _ = ready.send(Ok(addr));
+                        serving.await?;
+                        Ok(())
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        Ok(())
+                    }
+                }
+            })
+        });
+        let addr = address.recv().map_err(|_| ServerError::Config("the server thread ended before listening".into()))??;
+        Ok(Running { addr, stop: Some(stop), thread: Some(thread) })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -10,6 +10,7 @@ mod error;
 mod guards;
 mod migrations;
 mod pg;
+mod registry;
 mod rows;
 mod sqlite;
 mod storable;
@@ -21,6 +22,7 @@ pub use commit::{
 pub use error::StoreError;
 pub use guards::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow};
 pub use pg::PgStore;
+pub use registry::{Added, Registry};
 pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, Record, StoredTurn};
 pub use sqlite::SqliteStore;
 

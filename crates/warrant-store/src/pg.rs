@@ -103,7 +103,7 @@ impl PgStore {
 
 /// Whether `schema` is a plain lowercase identifier, which needs no quoting rules to be safe
 /// in the statements that name it.
-fn schema_name(schema: &str) -> bool {
+pub(crate) fn schema_name(schema: &str) -> bool {
     let mut bytes = schema.bytes();
     bytes.next().is_some_and(|b| b.is_ascii_lowercase())
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')

@@ -4,6 +4,7 @@
 mod corpus;
 mod guards;
 mod score;
+mod serve;
 mod turns;
 
 use std::path::PathBuf;

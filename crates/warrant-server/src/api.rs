@@ -1,0 +1,375 @@
+//! The routes, their handlers and the JSON errors. Each handler checks the request's shape,
+//! finds the tenant from its key, and makes one engine call; errors are `{"error":{code,field,
+//! message}}` with a stable code, whatever went wrong.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use warrant_core::report::{self, ScoreRequest};
+use warrant_engine::{EngineError, TurnResult};
+use warrant_store::Store;
+
+use crate::pool::PoolError;
+use crate::tenants::{self, TenantName};
+use crate::AppState;
+
+/// Every route: method and path, as the OpenAPI document lists them. The router is built from
+/// this list and nothing else, and a test holds the list and the document to each other.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/health"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+    ("POST", "/v1/turns"),
+    ("GET", "/v1/turns"),
+    ("POST", "/v1/effects/{id}/outcome"),
+    ("POST", "/v1/score"),
+    ("GET", "/v1/records/{table}/{key}"),
+];
+
+const OPENAPI: &str = include_str!("openapi.json");
+const REVIEW_PAGE: &str = include_str!("review.html");
+
+/// The most turns `GET /v1/turns` answers with.
+const MAX_TURNS: usize = 200;
+
+fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
+    Some(match (method, path) {
+        ("GET", "/") => get(review_page),
+        ("GET", "/health") => get(health),
+        ("GET", "/metrics") => get(metrics),
+        ("GET", "/openapi.json") => get(openapi),
+        ("POST", "/v1/turns") => post(post_turn),
+        ("GET", "/v1/turns") => get(list_turns),
+        ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
+        ("POST", "/v1/score") => post(post_score),
+        ("GET", "/v1/records/{table}/{key}") => get(get_record),
+        _ => return None,
+    })
+}
+
+/// The application: every route of [`ROUTES`], JSON errors for the rest, request metrics,
+/// the body limit, and a JSON 500 for a handler that panics.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for (method, path) in ROUTES {
+        if let Some(endpoint) = endpoint(method, path) {
+            router = router.route(path, endpoint);
+        }
+    }
+    let limit = state.inner.body_limit;
+    router
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", None, "no such route".into()) })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", None, "the route does not take this method".into())
+        })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, "the handler failed".into()).into_response()
+        }))
+        .with_state(state)
+}
+
+/// A JSON error answer.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    field: Option<String>,
+    message: String,
+}
+
+/// The code of an error answer, for the metrics layer.
+#[derive(Debug, Clone)]
+struct ErrorCode(String);
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, field: Option<&str>, message: String) -> ApiError {
+        ApiError { status, code, field: field.map(str::to_owned), message }
+    }
+
+    fn bad(code: &'static str, field: Option<&str>, message: String) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, field, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        error_response(self.status, self.code, json!({"error": {"code": self.code, "field": self.field, "message": self.message}}))
+    }
+}
+
+fn error_response(status: StatusCode, code: &str, body: Value) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    response.extensions_mut().insert(ErrorCode(code.to_owned()));
+    response
+}
+
+impl From<PoolError> for ApiError {
+    fn from(error: PoolError) -> ApiError {
+        match error {
+            PoolError::Engine(EngineError::Contention(_)) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "contention", None, error.to_string())
+            }
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, other.to_string()),
+        }
+    }
+}
+
+async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let metrics = &state.inner.metrics;
+    metrics.latency(started.elapsed());
+    if let Some(ErrorCode(code)) = response.extensions().get::<ErrorCode>() {
+        metrics.error(code);
+    }
+    response
+}
+
+/// The tenant whose key came with the request.
+#[derive(Debug)]
+pub(crate) struct Tenant(TenantName);
+
+impl FromRequestParts<AppState> for Tenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Tenant, ApiError> {
+        let unauthorized =
+            |message: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", Some("authorization"), message.into());
+        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| unauthorized("give `Authorization: Bearer KEY`"))?;
+        let key = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .ok_or_else(|| unauthorized("give `Authorization: Bearer KEY`"))?
+            .trim()
+            .to_owned();
+        let tenant = tenants::claimed_tenant(&key).ok_or_else(|| unauthorized("the key is not valid"))?;
+        let cached = state.inner.keys.lock().ok().and_then(|keys| keys.get(&tenant).cloned());
+        let stored = match cached {
+            Some(hash) => Some(hash),
+            None => {
+                let registry = state.inner.registry.clone();
+                let name = tenant.clone();
+                let found = tokio::task::spawn_blocking(move || {
+                    let mut registry = registry.lock().map_err(|_| "the registry lock is poisoned".to_owned())?;
+                    let registry = registry.as_mut().ok_or_else(|| "the registry is closed".to_owned())?;
+                    registry.key_hash(name.as_str()).map_err(|e| e.to_string())
+                })
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r)
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, format!("registry: {e}")))?;
+                if let (Some(hash), Ok(mut keys)) = (&found, state.inner.keys.lock()) {
+                    keys.insert(tenant.clone(), hash.clone());
+                }
+                found
+            }
+        };
+        match stored {
+            Some(hash) if tenants::key_matches(&key, &hash) => Ok(Tenant(tenant)),
+            _ => Err(unauthorized("the key is not valid")),
+        }
+    }
+}
+
+/// The body of a JSON request: the right content type, within the size limit, UTF-8.
+fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None, "the body is over the size limit".into())
+        } else {
+            ApiError::bad("invalid_input", None, rejection.body_text())
+        }
+    })?;
+    if !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            Some("content-type"),
+            "send `Content-Type: application/json`".into(),
+        ));
+    }
+    String::from_utf8(body.to_vec()).map_err(|_| ApiError::bad("invalid_input", None, "the body is not UTF-8".into()))
+}
+
+async fn review_page() -> Html<&'static str> {
+    Html(REVIEW_PAGE)
+}
+
+async fn health() -> axum::Json<Value> {
+    axum::Json(json!({"status": "ok"}))
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = state.inner.metrics.render().into_response();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+    response
+}
+
+async fn openapi() -> Response {
+    let mut response = OPENAPI.into_response();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn post_turn(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let text = json_body(&headers, body)?;
+    let result = state.inner.pools.with_engine(&tenant, move |engine| engine.turn(&text)).await?;
+    let metrics = &state.inner.metrics;
+    Ok(match &result {
+        TurnResult::Decided { response, repeated } => {
+            metrics.turn(if *repeated { "repeated" } else { "decided" });
+            if !repeated {
+                for act in &response.acts {
+                    if let Ok(Value::String(verdict)) = serde_json::to_value(act.verdict) {
+                        metrics.act(&verdict);
+                    }
+                }
+            }
+            (StatusCode::OK, axum::Json(result.to_json())).into_response()
+        }
+        TurnResult::Rejected(error) => {
+            metrics.turn("rejected");
+            error_response(StatusCode::BAD_REQUEST, error.code.as_str(), result.to_json())
+        }
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutcomeBody {
+    outcome: String,
+}
+
+async fn post_outcome(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let Path(id) = id.map_err(|e| ApiError::bad("invalid_input", Some("id"), e.body_text()))?;
+    let text = json_body(&headers, body)?;
+    let body: OutcomeBody =
+        serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", Some("outcome"), e.to_string()))?;
+    let answer = state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
+    let status = match answer.pointer("/error/code").and_then(Value::as_str) {
+        None => return Ok((StatusCode::OK, axum::Json(answer)).into_response()),
+        Some("unknown_effect") => StatusCode::NOT_FOUND,
+        Some(_) => StatusCode::BAD_REQUEST,
+    };
+    let code = answer.pointer("/error/code").and_then(Value::as_str).unwrap_or("invalid_input").to_owned();
+    Ok(error_response(status, &code, answer))
+}
+
+async fn post_score(
+    State(state): State<AppState>,
+    Tenant(_): Tenant,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let text = json_body(&headers, body)?;
+    let request: ScoreRequest = serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", None, e.to_string()))?;
+    match report::score_line(state.inner.pools.contract(), &request) {
+        Ok(line) => {
+            let mut response = line.into_response();
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            Ok(response)
+        }
+        Err(error) => Ok(error_response(
+            StatusCode::BAD_REQUEST,
+            error.code.as_str(),
+            json!({"error": {"code": error.code, "field": error.field, "message": error.message}}),
+        )),
+    }
+}
+
+async fn get_record(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path((table, key)) = path.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
+    let (table_name, key_name) = (table.clone(), key.clone());
+    let record = state
+        .inner
+        .pools
+        .with_engine(&tenant, move |engine| engine.store_mut().record(&table_name, &key_name).map_err(EngineError::from))
+        .await?;
+    match record {
+        Some(record) => Ok(axum::Json(json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value})).into_response()),
+        None => Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_record", Some("key"), format!("no record `{key}` in `{table}`"))),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnsQuery {
+    limit: Option<usize>,
+}
+
+/// Turns are read in pages of this many, oldest first, keeping the newest.
+const TURN_PAGE: usize = 256;
+
+async fn list_turns(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    query: Result<Query<TurnsQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad("invalid_input", Some("limit"), e.body_text()))?;
+    let limit = query.limit.unwrap_or(20).clamp(1, MAX_TURNS);
+    let turns = state
+        .inner
+        .pools
+        .with_engine(&tenant, move |engine| {
+            let mut newest: VecDeque<warrant_store::StoredTurn> = VecDeque::with_capacity(limit + 1);
+            let mut after = 0;
+            loop {
+                let page = engine.store_mut().turns(after, TURN_PAGE)?;
+                let full = page.len() == TURN_PAGE;
+                for turn in page {
+                    after = turn.seq;
+                    newest.push_back(turn);
+                    if newest.len() > limit {
+                        newest.pop_front();
+                    }
+                }
+                if !full {
+                    return Ok(newest);
+                }
+            }
+        })
+        .await?;
+    let turns: Vec<Value> = turns
+        .into_iter()
+        .rev()
+        .map(|t| json!({"seq": t.seq, "conversation": t.conversation, "turn": t.turn, "request": t.request, "response": t.response}))
+        .collect();
+    Ok(axum::Json(json!({"turns": turns})).into_response())
+}

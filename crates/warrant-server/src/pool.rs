@@ -1,0 +1,109 @@
+//! A few engines per tenant, each with its own store connection, so that requests of one tenant
+//! run side by side on PostgreSQL while the synchronous engine stays off the async threads.
+//! Engines are made on first use and kept; one whose store failed is dropped, not reused.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+
+use warrant_core::Contract;
+use warrant_engine::{Engine, EngineError};
+
+use crate::store::AnyStore;
+use crate::tenants::{StoreLocation, TenantName};
+
+/// What a pooled call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("store: {0}")]
+    Store(#[from] warrant_store::StoreError),
+    /// The blocking task did not finish (it panicked or the runtime is shutting down).
+    #[error("the engine task did not finish: {0}")]
+    Task(String),
+    #[error("the engine pool is closed")]
+    Closed,
+}
+
+/// One tenant's engines.
+struct TenantPool {
+    idle: Mutex<Vec<Engine<AnyStore>>>,
+    permits: Arc<Semaphore>,
+}
+
+impl Drop for TenantPool {
+    fn drop(&mut self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            crate::drop_off_runtime(std::mem::take(&mut *idle));
+        }
+    }
+}
+
+/// Every tenant's engines, made on first use.
+pub(crate) struct Pools {
+    contract: Contract,
+    folder: PathBuf,
+    location: StoreLocation,
+    per_tenant: usize,
+    tenants: Mutex<BTreeMap<TenantName, Arc<TenantPool>>>,
+}
+
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pools").field("location", &self.location).field("per_tenant", &self.per_tenant).finish_non_exhaustive()
+    }
+}
+
+impl Pools {
+    pub(crate) fn new(contract: Contract, folder: PathBuf, location: StoreLocation, per_tenant: usize) -> Pools {
+        Pools { contract, folder, location, per_tenant: per_tenant.max(1), tenants: Mutex::new(BTreeMap::new()) }
+    }
+
+    pub(crate) fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    fn pool(&self, tenant: &TenantName) -> Result<Arc<TenantPool>, PoolError> {
+        let mut tenants = self.tenants.lock().map_err(|_| PoolError::Closed)?;
+        Ok(tenants
+            .entry(tenant.clone())
+            .or_insert_with(|| {
+                Arc::new(TenantPool { idle: Mutex::new(Vec::new()), permits: Arc::new(Semaphore::new(self.per_tenant)) })
+            })
+            .clone())
+    }
+
+    /// Runs `f` with one of `tenant`'s engines on a blocking thread, waiting for a free engine
+    /// when all of them are busy.
+    pub(crate) async fn with_engine<T: Send + 'static>(
+        self: &Arc<Self>,
+        tenant: &TenantName,
+        f: impl FnOnce(&mut Engine<AnyStore>) -> Result<T, EngineError> + Send + 'static,
+    ) -> Result<T, PoolError> {
+        let pool = self.pool(tenant)?;
+        let permit = pool.permits.clone().acquire_owned().await.map_err(|_| PoolError::Closed)?;
+        let this = Arc::clone(self);
+        let tenant = tenant.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let reused = pool.idle.lock().map_err(|_| PoolError::Closed)?.pop();
+            let mut engine = match reused {
+                Some(engine) => engine,
+                None => {
+                    let store = this.location.tenant_store(&tenant)?;
+                    Engine::new(this.contract.clone(), &this.folder, store)?
+                }
+            };
+            let result = f(&mut engine);
+            // An engine whose store failed may hold a broken connection: let it go.
+            if !matches!(result, Err(EngineError::Store(_))) {
+                pool.idle.lock().map_err(|_| PoolError::Closed)?.push(engine);
+            }
+            result.map_err(PoolError::from)
+        });
+        task.await.map_err(|e| PoolError::Task(e.to_string()))?
+    }
+}

@@ -1,0 +1,78 @@
+//! One store type for both backends, so that the engine pool of a server holds one kind of
+//! engine whichever backend it was started with.
+
+use serde_json::Value;
+
+use warrant_store::{
+    AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, EffectRow, EventRow, FindingRow,
+    InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, Record, SqliteStore, Store, StoreError,
+    StoredTurn,
+};
+
+/// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
+/// much larger than a SQLite connection.
+#[derive(Debug)]
+pub enum AnyStore {
+    Sqlite(SqliteStore),
+    Postgres(Box<PgStore>),
+}
+
+macro_rules! both {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            AnyStore::Sqlite($s) => $e,
+            AnyStore::Postgres($s) => $e,
+        }
+    };
+}
+
+impl Store for AnyStore {
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        both!(self, s => s.migrate())
+    }
+    fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError> {
+        both!(self, s => s.seed_records(table, rows))
+    }
+    fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError> {
+        both!(self, s => s.record(table, key))
+    }
+    fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
+        both!(self, s => s.turn(conversation, turn))
+    }
+    fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError> {
+        both!(self, s => s.interaction(id))
+    }
+    fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError> {
+        both!(self, s => s.effect(id))
+    }
+    fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        both!(self, s => s.commit(commit))
+    }
+    fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError> {
+        both!(self, s => s.report_outcome(report))
+    }
+    fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        both!(self, s => s.turns(after, limit))
+    }
+    fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError> {
+        both!(self, s => s.events(conversation))
+    }
+    fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {
+        both!(self, s => s.findings(guard))
+    }
+    fn add_samples(&mut self, samples: &[FindingRow]) -> Result<usize, StoreError> {
+        both!(self, s => s.add_samples(samples))
+    }
+    fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError> {
+        both!(self, s => s.audit(audit))
+    }
+    fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
+        both!(self, s => s.promote(promotion))
+    }
+    fn promotion(&mut self, subject: &str) -> Result<Option<PromotionRow>, StoreError> {
+        both!(self, s => s.promotion(subject))
+    }
+    fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError> {
+        both!(self, s => s.demote(subject, demotion))
+    }
+}

@@ -1,0 +1,189 @@
+//! Tenants and their API keys: names that are safe as schema and file names, keys that are
+//! high-entropy random strings stored only as SHA-256 hashes, and where each tenant's own store
+//! lives. A tenant's store is separate from every other's, so isolation does not rest on every
+//! query remembering a tenant column.
+
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use warrant_store::{Added, PgStore, Registry, SqliteStore, StoreError};
+
+use crate::ServerError;
+use crate::store::AnyStore;
+
+/// The longest tenant name: `t_` and the name must fit PostgreSQL's 63-byte identifiers.
+const MAX_TENANT_NAME: usize = 40;
+
+/// Bytes of randomness in a key.
+const KEY_BYTES: usize = 32;
+
+/// A key begins with this, so that a leaked key is recognizable.
+const KEY_PREFIX: &str = "wrt_";
+
+/// Where the registry and the tenants' stores are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// A folder: `control.sqlite` holds the registry, `t_<tenant>.sqlite` each tenant's store.
+    Sqlite(PathBuf),
+    /// One PostgreSQL database: the registry in `schema`, each tenant in schema `t_<tenant>`.
+    Postgres { conninfo: String, schema: String },
+}
+
+impl StoreLocation {
+    /// Parses `sqlite:FOLDER` or `postgres://…[?schema=NAME]` (registry schema default
+    /// `warrant_control`).
+    pub fn parse(text: &str) -> Result<StoreLocation, ServerError> {
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err(ServerError::Config("`--store sqlite:` needs a folder".into()));
+            }
+            return Ok(StoreLocation::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            let (base, query) = text.split_once('?').unwrap_or((text, ""));
+            let mut schema = String::from("warrant_control");
+            let mut rest = Vec::new();
+            for pair in query.split('&').filter(|p| !p.is_empty()) {
+                match pair.strip_prefix("schema=") {
+                    Some(name) => schema = name.to_owned(),
+                    None => rest.push(pair),
+                }
+            }
+            let conninfo = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+            return Ok(StoreLocation::Postgres { conninfo, schema });
+        }
+        Err(ServerError::Config(format!("`--store {text}`: give `sqlite:FOLDER` or `postgres://…`")))
+    }
+
+    /// Opens the registry.
+    pub fn registry(&self) -> Result<Registry, StoreError> {
+        match self {
+            StoreLocation::Sqlite(folder) => {
+                std::fs::create_dir_all(folder).map_err(|e| StoreError::Corrupt {
+                    what: format!("cannot create `{}`: {e}", folder.display()),
+                })?;
+                Registry::open_sqlite(&folder.join("control.sqlite"))
+            }
+            StoreLocation::Postgres { conninfo, schema } => Registry::connect_postgres(conninfo, schema),
+        }
+    }
+
+    /// Opens the store of `tenant` (a checked name), a connection of its own.
+    pub fn tenant_store(&self, tenant: &TenantName) -> Result<AnyStore, StoreError> {
+        match self {
+            StoreLocation::Sqlite(folder) => {
+                Ok(AnyStore::Sqlite(SqliteStore::open(&folder.join(format!("t_{}.sqlite", tenant.as_str())))?))
+            }
+            StoreLocation::Postgres { conninfo, .. } => {
+                Ok(AnyStore::Postgres(Box::new(PgStore::connect(conninfo, &format!("t_{}", tenant.as_str()))?)))
+            }
+        }
+    }
+}
+
+/// A tenant's name: lowercase ASCII letters, digits and `_`, starting with a letter, at most
+/// 40 bytes, so that it is safe inside a schema or file name without quoting.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TenantName(String);
+
+impl TenantName {
+    /// Checks `name`.
+    pub fn parse(name: &str) -> Option<TenantName> {
+        let mut bytes = name.bytes();
+        let first = bytes.next()?;
+        let ok = first.is_ascii_lowercase()
+            && name.len() <= MAX_TENANT_NAME
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        ok.then(|| TenantName(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A new API key for `tenant`: `wrt_<tenant>.<64 hex digits>`. The tenant's name is part of the
+/// key so that the server finds the one hash to compare against without scanning.
+pub fn new_key(tenant: &TenantName) -> Result<String, ServerError> {
+    let mut random = [0u8; KEY_BYTES];
+    getrandom::fill(&mut random).map_err(|e| ServerError::Config(format!("no randomness for a key: {e}")))?;
+    Ok(format!("{KEY_PREFIX}{}.{}", tenant.as_str(), hex::encode(random)))
+}
+
+/// The hex SHA-256 of a key, as the registry keeps it.
+pub fn key_hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// The tenant a key claims to belong to, if it has a key's shape.
+pub fn claimed_tenant(key: &str) -> Option<TenantName> {
+    let rest = key.strip_prefix(KEY_PREFIX)?;
+    let (tenant, random) = rest.split_once('.')?;
+    if random.len() != 2 * KEY_BYTES || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    TenantName::parse(tenant)
+}
+
+/// Whether `key` hashes to `stored` (hex), compared in constant time.
+pub fn key_matches(key: &str, stored: &str) -> bool {
+    let Ok(stored) = hex::decode(stored) else { return false };
+    let computed = Sha256::digest(key.as_bytes());
+    bool::from(computed.as_slice().ct_eq(stored.as_slice()))
+}
+
+/// Adds the tenant `name` to the registry at `location` and returns its
+/// new key (shown once; only its hash is kept). The tenant's store is made on first use.
+pub fn add_tenant(location: &StoreLocation, name: &str) -> Result<String, ServerError> {
+    let tenant = TenantName::parse(name).ok_or_else(|| {
+        ServerError::Config(format!(
+            "`{name}` is not a tenant name: use lowercase ASCII letters, digits and `_`, starting with a letter, at most {MAX_TENANT_NAME} bytes"
+        ))
+    })?;
+    let key = new_key(&tenant)?;
+    let mut registry = location.registry()?;
+    match registry.add(tenant.as_str(), &key_hash(&key))? {
+        Added::Added => Ok(key),
+        Added::Exists => Err(ServerError::Config(format!("tenant `{name}` exists"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_key_names_its_tenant_and_matches_only_its_hash() {
+        let tenant = TenantName::parse("acme_2").unwrap();
+        let key = new_key(&tenant).unwrap();
+        assert_eq!(claimed_tenant(&key), Some(tenant));
+        let hash = key_hash(&key);
+        assert!(key_matches(&key, &hash));
+        let other = new_key(&TenantName::parse("acme_2").unwrap()).unwrap();
+        assert!(!key_matches(&other, &hash));
+        assert!(!key_matches(&key, "zz"));
+    }
+
+    #[test]
+    fn tenant_names_are_plain_identifiers() {
+        for bad in ["", "Acme", "1a", "a-b", "a.b", "a b", &"a".repeat(41)] {
+            assert_eq!(TenantName::parse(bad), None, "{bad}");
+        }
+        assert!(TenantName::parse("a_1").is_some());
+        assert_eq!(claimed_tenant("wrt_acme.short"), None);
+        assert_eq!(claimed_tenant("Bearer x"), None);
+    }
+
+    #[test]
+    fn store_locations_parse() {
+        assert_eq!(StoreLocation::parse("sqlite:/tmp/w").ok(), Some(StoreLocation::Sqlite("/tmp/w".into())));
+        assert_eq!(
+            StoreLocation::parse("postgres://p@h/test?schema=c1").ok(),
+            Some(StoreLocation::Postgres { conninfo: "postgres://p@h/test".into(), schema: "c1".into() })
+        );
+        assert!(StoreLocation::parse("mysql://x").is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! The tenant registry: which tenants exist and the hash of each one's API key, in a small
+//! control store of its own (a SQLite file, or one PostgreSQL schema). Tenants' records never
+//! live here; each tenant has a store of its own, so no query can reach another's rows.
+
+use postgres::{Client, NoTls};
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::error::StoreError;
+
+/// The registry's table, the same text for both backends. Separate from the store's numbered
+/// migrations: the registry is owned by the server and changes on its own schedule.
+const TENANTS: &str = include_str!("../migrations/registry/0001_tenants.sql");
+
+/// The advisory lock under which a registry schema is created, so that two processes starting
+/// at once do not both try.
+const LOCK_CREATE_REGISTRY: i32 = 0x5741_0010;
+
+/// Whether a tenant was added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Added {
+    Added,
+    /// A tenant of that name exists; nothing changed.
+    Exists,
+}
+
+/// A connection to the tenant registry.
+pub enum Registry {
+    Sqlite(Connection),
+    Postgres(Client),
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Registry::Sqlite(_) => f.write_str("Registry::Sqlite"),
+            Registry::Postgres(_) => f.write_str("Registry::Postgres"),
+        }
+    }
+}
+
+impl Registry {
+    /// Opens (or creates) the registry in the SQLite file at `path`.
+    pub fn open_sqlite(path: &std::path::Path) -> Result<Registry, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(TENANTS)?;
+        Ok(Registry::Sqlite(conn))
+    }
+
+    /// Connects to the registry in `schema` of the PostgreSQL database at `conninfo`,
+    /// creating the schema and its table if they are missing.
+    pub fn connect_postgres(conninfo: &str, schema: &str) -> Result<Registry, StoreError> {
+        if !crate::pg::schema_name(schema) {
+            return Err(StoreError::InvalidSchemaName { schema: schema.to_owned() });
+        }
+        let mut client = Client::connect(conninfo, NoTls)?;
+        let mut tx = client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CREATE_REGISTRY, &schema])?;
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"; {TENANTS}"))?;
+        tx.commit()?;
+        client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
+        Ok(Registry::Postgres(client))
+    }
+
+    /// Adds a tenant with the hash of its key.
+    pub fn add(&mut self, name: &str, key_hash: &str) -> Result<Added, StoreError> {
+        let inserted = match self {
+            Registry::Sqlite(conn) => conn.execute(
+                "INSERT INTO tenants (name, key_hash) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                [name, key_hash],
+            )? as u64,
+            Registry::Postgres(client) => client.execute(
+                "INSERT INTO tenants (name, key_hash) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                &[&name, &key_hash],
+            )?,
+        };
+        Ok(if inserted == 1 { Added::Added } else { Added::Exists })
+    }
+
+    /// The key hash of the tenant `name`, if it exists.
+    pub fn key_hash(&mut self, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(match self {
+            Registry::Sqlite(conn) => conn
+                .query_row("SELECT key_hash FROM tenants WHERE name = ?1", [name], |row| row.get(0))
+                .optional()?,
+            Registry::Postgres(client) => {
+                client.query_opt("SELECT key_hash FROM tenants WHERE name = $1", &[&name])?.map(|row| row.get(0))
+            }
+        })
+    }
+
+    /// Every tenant's name, in order.
+    pub fn names(&mut self) -> Result<Vec<String>, StoreError> {
+        Ok(match self {
+            Registry::Sqlite(conn) => {
+                let mut statement = conn.prepare("SELECT name FROM tenants ORDER BY name")?;
+                statement.query_map([], |row| row.get(0))?.collect::<Result<Vec<String>, _>>()?
+            }
+            Registry::Postgres(client) => {
+                client.query("SELECT name FROM tenants ORDER BY name", &[])?.iter().map(|row| row.get(0)).collect()
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_tenant_is_added_once_and_its_hash_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = Registry::open_sqlite(&dir.path().join("control.sqlite")).unwrap();
+        assert_eq!(registry.add("acme", "aa").unwrap(), Added::Added);
+        assert_eq!(registry.add("acme", "bb").unwrap(), Added::Exists);
+        assert_eq!(registry.key_hash("acme").unwrap().as_deref(), Some("aa"));
+        assert_eq!(registry.key_hash("other").unwrap(), None);
+        assert_eq!(registry.names().unwrap(), vec!["acme".to_owned()]);
+    }
+}
