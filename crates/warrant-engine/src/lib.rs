@@ -289,6 +289,7 @@ fn to_commit(valid: &ValidRequest, decision: &Decision, conflicts: &BTreeSet<Row
         "contract": decision.response.contract,
         "facts": decision.facts,
         "conflicts": conflicts,
+        "findings": decision.response.findings,
     });
     let mut effects = Vec::new();
     for record in &decision.effects {

@@ -209,7 +209,15 @@ fn the_ladder_end_to_end(store: &str) {
 #[test]
 fn sqlite_the_ladder_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    the_ladder_end_to_end(&format!("sqlite:{}", dir.path().join("w.sqlite").display()));
+    let path = dir.path().join("w.sqlite");
+    the_ladder_end_to_end(&format!("sqlite:{}", path.display()));
+    // The replay record of the enforcing turn keeps its findings and the promotion it read.
+    use warrant_store::Store;
+    let mut store = warrant_store::SqliteStore::open(&path).unwrap();
+    let replay = store.turn("g", "t7").unwrap().unwrap().replay;
+    assert_eq!(replay["findings"][0]["mode"], "enforce", "{replay}");
+    assert_eq!(replay["facts"]["promotions"].as_array().unwrap().len(), 1, "{replay}");
+    assert_eq!(store.findings("guard:announcement").unwrap().iter().filter(|f| f.finding.turn == "t7").count(), 1);
 }
 
 #[test]
