@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
-use crate::storable::{check_commit, check_report, check_seed, storable};
+use crate::rows::{EffectRow, EventRow, InteractionRow, PromotionRow, PromptRow, Record, StoredTurn};
+use crate::storable::{check_commit, check_promotion, check_prompt, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Settled, Txn};
 use crate::{Store, migrations};
 
@@ -151,11 +151,13 @@ impl Store for PgStore {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )",
         )?;
-        let current: i64 = tx
-            .query_one("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_version", &[])?
-            .try_get(0)?;
-        let steps = migrations::pending(migrations::POSTGRES, current)?;
-        for step in steps {
+        let applied: std::collections::BTreeSet<i64> = tx
+            .query("SELECT version FROM schema_version", &[])?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let steps = migrations::pending(migrations::POSTGRES, &applied)?;
+        for step in &steps {
             tx.batch_execute(step.sql)?;
             tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&step.version])?;
         }
@@ -305,6 +307,45 @@ impl Store for PgStore {
                     payload: row.try_get(4)?,
                     effect: row.try_get(5)?,
                 })
+            })
+            .collect()
+    }
+
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
+        check_prompt(prompt)?;
+        let rows = self.query(
+            "INSERT INTO prompt_versions (task, version, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
+            &[&prompt.task, &prompt.version, &prompt.text],
+        )?;
+        Ok(!rows.is_empty())
+    }
+
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError> {
+        if !storable(task) || !storable(version) {
+            return Ok(None);
+        }
+        let row = self.query_opt("SELECT text FROM prompt_versions WHERE task = $1 AND version = $2", &[&task, &version])?;
+        row.map(|row| Ok(PromptRow { task: task.to_owned(), version: version.to_owned(), text: row.try_get(0)? })).transpose()
+    }
+
+    fn record_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
+        check_promotion(promotion)?;
+        let row = self.query_opt(
+            "INSERT INTO prompt_promotions (task, version, accepted, report) VALUES ($1, $2, $3, $4) RETURNING seq",
+            &[&promotion.task, &promotion.version, &promotion.accepted, &promotion.report],
+        )?;
+        let row = row.ok_or_else(|| StoreError::Corrupt { what: "a promotion insert returned no row".into() })?;
+        Ok(row.try_get(0)?)
+    }
+
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromotionRow>, StoreError> {
+        if !storable(task) {
+            return Ok(Vec::new());
+        }
+        self.query("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = $1 ORDER BY seq", &[&task])?
+            .iter()
+            .map(|row| {
+                Ok(PromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
             })
             .collect()
     }

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
-use crate::rows::EventRow;
+use crate::rows::{EventRow, PromotionRow, PromptRow};
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
 /// storable finds nothing, in both backends.
@@ -76,6 +76,18 @@ pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
         text(|| format!("`answered[{i}].option`"), &answer.option)?;
     }
     Ok(())
+}
+
+pub(crate) fn check_prompt(prompt: &PromptRow) -> Result<(), StoreError> {
+    text(|| "`task`".to_owned(), &prompt.task)?;
+    text(|| "`version`".to_owned(), &prompt.version)?;
+    text(|| "`text`".to_owned(), &prompt.text)
+}
+
+pub(crate) fn check_promotion(promotion: &PromotionRow) -> Result<(), StoreError> {
+    text(|| "`task`".to_owned(), &promotion.task)?;
+    text(|| "`version`".to_owned(), &promotion.version)?;
+    json(|| "`report`".to_owned(), &promotion.report)
 }
 
 pub(crate) fn check_report(report: &OutcomeReport) -> Result<(), StoreError> {

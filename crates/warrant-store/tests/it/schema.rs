@@ -60,6 +60,6 @@ fn both_backends_keep_the_same_tables_and_columns() {
     let sqlite = shape(&Fixture::sqlite());
     let postgres = shape(&Fixture::postgres());
     let tables: Vec<&str> = sqlite.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(tables, ["effects", "events", "interactions", "records", "schema_version", "turns"]);
+    assert_eq!(tables, ["effects", "events", "interactions", "prompt_promotions", "prompt_versions", "records", "schema_version", "turns"]);
     assert_eq!(sqlite, postgres);
 }
