@@ -6,6 +6,7 @@
 
 mod corpus;
 mod demo;
+mod prompt;
 mod score;
 mod turn;
 
@@ -41,6 +42,11 @@ enum Command {
     Replay(turn::StoreArgs),
     /// Plays scripted retail turns through the gate on a fresh SQLite file, readably.
     Demo(demo::DemoArgs),
+    /// The prompt registry of the model tasks: add versions, list them, promote one.
+    Prompt {
+        #[command(subcommand)]
+        command: prompt::PromptCommand,
+    },
     /// Checks that a contract loads.
     Check {
         /// The contract file.
@@ -82,6 +88,7 @@ fn main() -> ExitCode {
         Command::EffectOutcome(args) => turn::run_outcome(&args),
         Command::Replay(args) => turn::run_replay(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Prompt { command } => prompt::run(&command),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",
