@@ -126,3 +126,43 @@ fn a_replay_uses_the_recorded_answers_and_needs_no_model() {
     assert!(report.changes.is_empty());
     assert_eq!(offline.replay().unwrap(), report, "the same every time");
 }
+
+/// Holds each request until `expect` are in flight together (or a deadline passes), and keeps
+/// the most it saw.
+struct Gathering {
+    expect: usize,
+    state: std::sync::Mutex<(usize, usize)>,
+    changed: std::sync::Condvar,
+}
+
+impl Provider for Gathering {
+    fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut state = self.state.lock().unwrap();
+        state.0 += 1;
+        state.1 = state.1.max(state.0);
+        self.changed.notify_all();
+        while state.1 < self.expect && std::time::Instant::now() < deadline {
+            state = self.changed.wait_timeout(state, Duration::from_millis(50)).unwrap().0;
+        }
+        state.0 -= 1;
+        Ok(ChatAnswer { content: r#"{"answer":"yes"}"#.into(), prompt_tokens: 1, completion_tokens: 1 })
+    }
+}
+
+#[test]
+fn the_checks_of_one_turn_are_in_flight_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = std::sync::Arc::new(Gathering { expect: 2, state: std::sync::Mutex::new((0, 0)), changed: std::sync::Condvar::new() });
+    let mut engine = engine(&dir, Some(setup(provider.clone())));
+    let request = serde_json::json!({
+        "conversation": "c1", "turn": "t1", "actor": "kim", "at": "2026-11-29T15:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": "my full name is Kim Lee"}],
+        "acts": [{"op": "rename_full", "args": {"given": {"ptr": [5, 5], "copy": "Kim"}, "family": {"ptr": [6, 6], "copy": "Lee"}}}],
+    });
+    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else { panic!("rejected") };
+    assert_eq!(response.acts[0].verdict, Verdict::Commit, "{:?}", response.acts[0].reasons);
+    assert_eq!(provider.state.lock().unwrap().1, 2, "both checks were in flight together");
+    let record = replay_record(&mut engine);
+    assert_eq!(record["model_calls"].as_array().unwrap().len(), 2);
+}
