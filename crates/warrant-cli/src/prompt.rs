@@ -10,7 +10,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use warrant_model::corpus::{self, Case, CaseResult};
-use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Runner, TurnBudget};
+use warrant_model::openai::{EndpointConfig, OpenAiProvider};
+use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Recorder, Runner, TurnBudget};
 use warrant_store::{PgStore, PromotionRow, PromptRow, SqliteStore, Store};
 
 use crate::Exit;
@@ -37,6 +38,25 @@ pub(crate) enum PromptCommand {
     /// Replays the task's recorded corpus with a kept version; makes it active only if every
     /// case gets its verdict, else refuses (exit 1) and names the cases.
     Promote(PromoteArgs),
+    /// Runs the task's corpus with a kept version against the live endpoint the environment
+    /// names (`WARRANT_MODEL_BASE_URL`), appending every exchange to a cassette for `promote`.
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecordArgs {
+    #[command(flatten)]
+    at: At,
+    /// The corpus: JSON lines `{"name","input","expect"}`.
+    #[arg(long)]
+    cases: PathBuf,
+    /// The cassette to append to.
+    #[arg(long)]
+    cassette: PathBuf,
+    /// The task.
+    task: String,
+    /// The kept version to record.
+    version: String,
 }
 
 #[derive(Debug, Args)]
@@ -100,7 +120,50 @@ pub(crate) fn run(command: &PromptCommand) -> Result<(), Exit> {
             Ok(())
         }
         PromptCommand::Promote(args) => promote(args),
+        PromptCommand::Record(args) => record(args),
     }
+}
+
+fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, Exit> {
+    let text = std::fs::read_to_string(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
+    let mut cases = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let case: Case = serde_json::from_str(line).map_err(|e| Exit::Input(format!("`{}` line {}: {e}", path.display(), i + 1)))?;
+        cases.push(case);
+    }
+    if cases.is_empty() {
+        return Err(Exit::Input(format!("`{}` has no case", path.display())));
+    }
+    Ok(cases)
+}
+
+fn kept(store: &mut dyn Store, task: &str, version: &str) -> Result<Prompts, Exit> {
+    let kept = store
+        .prompt(task, version)
+        .map_err(store_error)?
+        .ok_or_else(|| Exit::Input(format!("version `{version}` of `{task}` is not kept: `warrant prompt add` it first")))?;
+    let mut prompts = Prompts::default();
+    prompts.set(PromptVersion { task: kept.task, version: kept.version, text: kept.text });
+    Ok(prompts)
+}
+
+fn record(args: &RecordArgs) -> Result<(), Exit> {
+    corpus::schema(&args.task).map_err(|e| Exit::Input(e.to_string()))?;
+    let cases = read_cases(&args.cases)?;
+    let config = EndpointConfig::from_env()
+        .ok_or_else(|| Exit::Input(format!("`{}` is unset: recording needs a live endpoint", warrant_model::openai::ENV_BASE_URL)))?;
+    let model = config.model.clone();
+    let live = OpenAiProvider::new(config).map_err(|e| Exit::Input(e.to_string()))?;
+    let recorder = Recorder::new(live, &args.cassette).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut store = open(&args.at)?;
+    let prompts = kept(store.as_mut(), &args.task, &args.version)?;
+    for case in &cases {
+        let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
+        let runner = Runner { provider: &recorder, model: &model, budget: &budget, prompts: &prompts };
+        let result = corpus::run_case(&runner, &args.task, case).map_err(|e| Exit::Input(e.to_string()))?;
+        println!("{}", json!({"case": result.name, "expect": result.expect, "got": result.got.as_ref().map_err(String::as_str), "passed": result.passed()}));
+    }
+    Ok(())
 }
 
 fn builtin(task: &str) -> Result<PromptVersion, Exit> {
@@ -118,23 +181,10 @@ fn builtin(task: &str) -> Result<PromptVersion, Exit> {
 fn promote(args: &PromoteArgs) -> Result<(), Exit> {
     // Validate what was written before any IO on the store.
     corpus::schema(&args.task).map_err(|e| Exit::Input(e.to_string()))?;
-    let text = std::fs::read_to_string(&args.cases).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", args.cases.display())))?;
-    let mut cases = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let case: Case = serde_json::from_str(line).map_err(|e| Exit::Input(format!("`{}` line {}: {e}", args.cases.display(), i + 1)))?;
-        cases.push(case);
-    }
-    if cases.is_empty() {
-        return Err(Exit::Input(format!("`{}` has no case: a promotion needs a corpus", args.cases.display())));
-    }
+    let cases = read_cases(&args.cases)?;
     let provider = RecordedProvider::load(&args.cassette).map_err(|e| Exit::Input(e.to_string()))?;
     let mut store = open(&args.at)?;
-    let kept = store
-        .prompt(&args.task, &args.version)
-        .map_err(store_error)?
-        .ok_or_else(|| Exit::Input(format!("version `{}` of `{}` is not kept: `warrant prompt add` it first", args.version, args.task)))?;
-    let mut prompts = Prompts::default();
-    prompts.set(PromptVersion { task: kept.task.clone(), version: kept.version.clone(), text: kept.text.clone() });
+    let prompts = kept(store.as_mut(), &args.task, &args.version)?;
     let mut results: Vec<CaseResult> = Vec::new();
     for case in &cases {
         // Each case has a budget of its own, as a turn would.

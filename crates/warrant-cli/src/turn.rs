@@ -8,7 +8,7 @@ use clap::Args;
 
 use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
-use warrant_model::RecordedProvider;
+use warrant_model::{BudgetLimits, RecordedProvider};
 use warrant_store::{PgStore, SqliteStore, Store};
 
 use crate::Exit;
@@ -121,9 +121,37 @@ pub(crate) fn model_from_env() -> Result<Option<ModelSetup>, Exit> {
     Ok(Some(ModelSetup::new(Box::new(provider), &model)))
 }
 
+/// A turn's model budget from `WARRANT_MODEL_CALLS`, `WARRANT_MODEL_TOKENS` and
+/// `WARRANT_MODEL_DEADLINE_MS`, each defaulting to [`BudgetLimits::default`]'s.
+pub(crate) fn budget_from_env() -> Result<BudgetLimits, Exit> {
+    let read = |name: &str| -> Result<Option<u64>, Exit> {
+        match std::env::var(name) {
+            Ok(text) if !text.is_empty() => {
+                text.parse::<u64>().map(Some).map_err(|_| Exit::Input(format!("`{name}={text}` is not a whole number")))
+            }
+            _ => Ok(None),
+        }
+    };
+    let mut limits = BudgetLimits::default();
+    let narrow = |n: u64, name: &str| u32::try_from(n).map_err(|_| Exit::Input(format!("`{name}` is too large")));
+    if let Some(n) = read("WARRANT_MODEL_CALLS")? {
+        limits.calls = narrow(n, "WARRANT_MODEL_CALLS")?;
+    }
+    if let Some(n) = read("WARRANT_MODEL_TOKENS")? {
+        limits.tokens = narrow(n, "WARRANT_MODEL_TOKENS")?;
+    }
+    if let Some(n) = read("WARRANT_MODEL_DEADLINE_MS")? {
+        limits.deadline = std::time::Duration::from_millis(n);
+    }
+    Ok(limits)
+}
+
 fn with_model<S: Store>(engine: Engine<S>) -> Result<Engine<S>, Exit> {
     match model_from_env()? {
-        Some(model) => engine.with_model(model).map_err(|e| Exit::Input(e.to_string())),
+        Some(mut model) => {
+            model.limits = budget_from_env()?;
+            engine.with_model(model).map_err(|e| Exit::Input(e.to_string()))
+        }
         None => Ok(engine),
     }
 }

@@ -123,3 +123,82 @@ fn a_turn_answers_its_checks_from_a_cassette_and_replays_without_one() {
     let replayed = warrant(&["replay", "--contract", contract.to_str().unwrap(), "--store", &store], "");
     assert!(replayed.status.success(), "{}", stdout(&replayed));
 }
+
+/// An OpenAI-compatible endpoint on 127.0.0.1 that answers every request with `content`.
+fn endpoint(content: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": 9, "completion_tokens": 3}}).to_string();
+            let mut stream = stream;
+            write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len()).unwrap();
+        }
+    });
+    base
+}
+
+#[test]
+fn a_cassette_recorded_from_a_live_endpoint_decides_the_promotion() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let cases_file = root().join("corpus/model/value_stated.jsonl");
+    let prompt = dir.path().join("p.md");
+    std::fs::write(&prompt, "Answer no.").unwrap();
+    let version = stdout(&warrant(&["prompt", "add", "--store", &store, "value_stated", prompt.to_str().unwrap()], "")).trim().to_owned();
+    let cassette = dir.path().join("live.jsonl");
+    let recorded = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["prompt", "record", "--store", &store, "--cases", cases_file.to_str().unwrap(), "--cassette", cassette.to_str().unwrap(), "value_stated", &version])
+        .env("WARRANT_MODEL_BASE_URL", endpoint(r#"{"answer":"no"}"#))
+        .env_remove("WARRANT_MODEL")
+        .output()
+        .unwrap();
+    assert!(recorded.status.success(), "{recorded:?}");
+    assert_eq!(stdout(&recorded).lines().count(), cases().len());
+    // An endpoint that says no to everything blocks the names the users gave: refused.
+    let promoted = warrant(&["prompt", "promote", "--store", &store, "--cases", cases_file.to_str().unwrap(), "--cassette", cassette.to_str().unwrap(), "value_stated", &version], "");
+    assert_eq!(promoted.status.code(), Some(1));
+    assert!(stdout(&promoted).contains("regression: case `the_name_the_user_gave_is_stated` expects pass and got block"));
+}
+
+#[test]
+fn the_turn_budget_comes_from_the_environment_and_an_empty_one_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let contract = root().join("examples/rename/contract.toml");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["turn", "--contract", contract.to_str().unwrap(), "--store", &store, "--request", "examples/rename/turns/stated.json"])
+        .current_dir(root())
+        .env("WARRANT_MODEL_BASE_URL", endpoint(r#"{"answer":"yes"}"#))
+        .env("WARRANT_MODEL_CALLS", "0")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let response: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(response["acts"][0]["verdict"], "ask");
+    assert_eq!(response["acts"][0]["reasons"][0]["code"], "check_budget_exhausted");
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["turn", "--contract", contract.to_str().unwrap(), "--store", &store, "--request", "examples/rename/turns/stated.json"])
+        .current_dir(root())
+        .env("WARRANT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("WARRANT_MODEL_CALLS", "many")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
