@@ -196,3 +196,38 @@ fn a_recording_replays_the_same_outcome_and_an_unrecorded_request_fails_loudly()
     let text = std::fs::read_to_string(&cassette).unwrap().replace("needs changing", "needs fixing");
     assert!(RecordedProvider::parse("edited.jsonl", &text).unwrap_err().to_string().contains("line 1"));
 }
+
+mod any_answer {
+    //! Whatever a model writes, reading it never panics, and a passing verdict comes only with
+    //! the whole schema satisfied.
+    use proptest::prelude::*;
+    use warrant_core::check::CheckVerdict;
+    use warrant_model::tasks::*;
+
+    fn texts() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "\\{\"(answer|found|from|to|copy|text|uncovered|unlisted_claim)\": ?(\"(yes|no|unsure|)\"|true|false|-?[0-9]{1,3}|null|\\[\\])(, ?\"[a-z]{1,5}\": ?[0-9])?\\}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn no_answer_panics_a_reader_and_a_pass_needs_the_schema(answer in texts()) {
+            let stated = ValueStatedInput { op: "rename".into(), field: "name".into(), message: "call me Sam".into(), ptr: [3, 3], value: "Sam".into() };
+            if let Ok((CheckVerdict::Pass, ())) = ValueStated::read(&stated, &answer) {
+                let parsed: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+                prop_assert_eq!(parsed, serde_json::json!({"answer": "yes"}));
+            }
+            let located = LocateInput { field: "name".into(), proposed: "Sam".into(), message: "call me Sam".into() };
+            if let Ok((CheckVerdict::Pass, found)) = Locate::read(&located, &answer) {
+                prop_assert!("call me Sam".contains(found.unwrap().value.as_str()));
+            }
+            let _ = UncoveredRequest::read(&UncoveredRequestInput { message: "x".into(), acts: vec![] }, &answer);
+            let _ = ClaimsCoverage::read(&ClaimsCoverageInput { text: "x".into(), claims: vec![] }, &answer);
+            if let Ok((_, Some(draft))) = Rewrite::read(&RewriteInput { facts: vec![] }, &answer) {
+                prop_assert!(!draft.text.trim().is_empty());
+            }
+        }
+    }
+}
