@@ -12,7 +12,7 @@ use serde_json::json;
 use warrant_model::corpus::{self, Case, CaseResult};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Recorder, Runner, TurnBudget};
-use warrant_store::{PgStore, PromotionRow, PromptRow, SqliteStore, Store};
+use warrant_store::{PgStore, PromptPromotionRow, PromptRow, SqliteStore, Store};
 
 use crate::Exit;
 use crate::turn::StoreUrl;
@@ -202,7 +202,7 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
     });
     let previous = store.active_prompt(&args.task).map_err(store_error)?;
     store
-        .record_promotion(&PromotionRow { seq: 0, task: args.task.clone(), version: args.version.clone(), accepted, report: report.clone() })
+        .record_promotion(&PromptPromotionRow { seq: 0, task: args.task.clone(), version: args.version.clone(), accepted, report: report.clone() })
         .map_err(store_error)?;
     for r in &regressions {
         let got = match &r.got {

@@ -19,7 +19,7 @@ pub use commit::{
 };
 pub use error::StoreError;
 pub use pg::PgStore;
-pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, PromotionRow, PromptRow, Record, StoredTurn};
+pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn};
 pub use sqlite::SqliteStore;
 
 /// A connection to warrant's store. One value is one connection: give each thread its own.
@@ -74,10 +74,10 @@ pub trait Store: Send {
 
     /// Records a promotion decision (accepted or refused) of a kept version; its sequence
     /// number.
-    fn record_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError>;
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError>;
 
     /// Every promotion decided for `task`, in decision order.
-    fn promotions(&mut self, task: &str) -> Result<Vec<PromotionRow>, StoreError>;
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
 
     /// The active version of `task`: that of its latest accepted promotion, if any.
     fn active_prompt(&mut self, task: &str) -> Result<Option<String>, StoreError> {

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::rows::{EffectRow, EventRow, InteractionRow, PromotionRow, PromptRow, Record, StoredTurn};
-use crate::storable::{check_commit, check_promotion, check_prompt, check_report, check_seed, storable};
+use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
+use crate::storable::{check_commit, check_prompt_promotion, check_prompt, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Settled, Txn};
 use crate::{Store, migrations};
 
@@ -328,8 +328,8 @@ impl Store for PgStore {
         row.map(|row| Ok(PromptRow { task: task.to_owned(), version: version.to_owned(), text: row.try_get(0)? })).transpose()
     }
 
-    fn record_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
-        check_promotion(promotion)?;
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
+        check_prompt_promotion(promotion)?;
         let row = self.query_opt(
             "INSERT INTO prompt_promotions (task, version, accepted, report) VALUES ($1, $2, $3, $4) RETURNING seq",
             &[&promotion.task, &promotion.version, &promotion.accepted, &promotion.report],
@@ -338,14 +338,14 @@ impl Store for PgStore {
         Ok(row.try_get(0)?)
     }
 
-    fn promotions(&mut self, task: &str) -> Result<Vec<PromotionRow>, StoreError> {
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
         if !storable(task) {
             return Ok(Vec::new());
         }
         self.query("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = $1 ORDER BY seq", &[&task])?
             .iter()
             .map(|row| {
-                Ok(PromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
+                Ok(PromptPromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
             })
             .collect()
     }

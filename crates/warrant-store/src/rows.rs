@@ -92,7 +92,7 @@ pub struct PromptRow {
 /// A promotion decided for a prompt version, accepted or refused, with the report that decided
 /// it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PromotionRow {
+pub struct PromptPromotionRow {
     /// The position in decision order, assigned by the store.
     pub seq: i64,
     pub task: String,

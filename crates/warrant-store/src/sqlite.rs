@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::rows::{EffectRow, EventRow, InteractionRow, PromotionRow, PromptRow, Record, StoredTurn};
-use crate::storable::{check_commit, check_promotion, check_prompt, check_report, check_seed, storable};
+use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
+use crate::storable::{check_commit, check_prompt_promotion, check_prompt, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Settled, Txn};
 use crate::{Store, migrations};
 
@@ -295,8 +295,8 @@ impl Store for SqliteStore {
             .map(|text| PromptRow { task: task.to_owned(), version: version.to_owned(), text }))
     }
 
-    fn record_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
-        check_promotion(promotion)?;
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
+        check_prompt_promotion(promotion)?;
         let report = promotion.report.to_string();
         let seq = self
             .conn
@@ -305,7 +305,7 @@ impl Store for SqliteStore {
         Ok(seq)
     }
 
-    fn promotions(&mut self, task: &str) -> Result<Vec<PromotionRow>, StoreError> {
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
         if !storable(task) {
             return Ok(Vec::new());
         }
@@ -316,7 +316,7 @@ impl Store for SqliteStore {
             .collect::<Result<_, _>>()?;
         raw.into_iter()
             .map(|(seq, version, accepted, report)| {
-                Ok(PromotionRow {
+                Ok(PromptPromotionRow {
                     seq,
                     task: task.to_owned(),
                     version,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
-use crate::rows::{EventRow, PromotionRow, PromptRow};
+use crate::rows::{EventRow, PromptPromotionRow, PromptRow};
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
 /// storable finds nothing, in both backends.
@@ -84,7 +84,7 @@ pub(crate) fn check_prompt(prompt: &PromptRow) -> Result<(), StoreError> {
     text(|| "`text`".to_owned(), &prompt.text)
 }
 
-pub(crate) fn check_promotion(promotion: &PromotionRow) -> Result<(), StoreError> {
+pub(crate) fn check_prompt_promotion(promotion: &PromptPromotionRow) -> Result<(), StoreError> {
     text(|| "`task`".to_owned(), &promotion.task)?;
     text(|| "`version`".to_owned(), &promotion.version)?;
     json(|| "`report`".to_owned(), &promotion.report)

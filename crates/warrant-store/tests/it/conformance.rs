@@ -565,7 +565,7 @@ pub fn an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing(fx: &Fix
 }
 
 pub fn prompt_versions_are_kept_and_the_latest_accepted_promotion_is_active(fx: &Fixture) {
-    use warrant_store::{PromotionRow, PromptRow};
+    use warrant_store::{PromptPromotionRow, PromptRow};
     let mut store = fx.open();
     let v1 = PromptRow { task: "value_stated".into(), version: "aaa".into(), text: "first".into() };
     let v2 = PromptRow { task: "value_stated".into(), version: "bbb".into(), text: "second".into() };
@@ -575,7 +575,7 @@ pub fn prompt_versions_are_kept_and_the_latest_accepted_promotion_is_active(fx: 
     assert_eq!(store.prompt("value_stated", "bbb").unwrap(), Some(v2.clone()));
     assert_eq!(store.prompt("value_stated", "zzz").unwrap(), None);
     assert_eq!(store.active_prompt("value_stated").unwrap(), None);
-    let promote = |version: &str, accepted: bool| PromotionRow {
+    let promote = |version: &str, accepted: bool| PromptPromotionRow {
         seq: 0,
         task: "value_stated".into(),
         version: version.into(),
