@@ -7,6 +7,7 @@
 mod corpus;
 mod demo;
 mod guard;
+mod prompt;
 mod score;
 mod serve;
 mod turn;
@@ -55,6 +56,11 @@ enum Command {
         #[command(subcommand)]
         command: serve::TenantCommand,
     },
+    /// The prompt registry of the model tasks: add versions, list them, promote one.
+    Prompt {
+        #[command(subcommand)]
+        command: prompt::PromptCommand,
+    },
     /// Checks that a contract loads.
     Check {
         /// The contract file.
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run_serve(&args),
         Command::Tenant { command } => serve::run_tenant(&command),
+        Command::Prompt { command } => prompt::run(&command),
         Command::Check { contract } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use warrant_engine::{Engine, TurnResult, load_contract};
+use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
+use warrant_model::openai::{EndpointConfig, OpenAiProvider};
+use warrant_model::{BudgetLimits, RecordedProvider};
 use warrant_store::{PgStore, SqliteStore, Store};
 
 use crate::Exit;
@@ -90,14 +92,67 @@ pub(crate) fn with_engine<T>(
     match url {
         StoreUrl::Sqlite(path) => {
             let store = SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
-            let mut engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
-            f(&mut engine)
+            let engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
+            f(&mut with_model(engine)?)
         }
         StoreUrl::Postgres { conninfo, schema } => {
             let store = PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?;
-            let mut engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
-            f(&mut engine)
+            let engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
+            f(&mut with_model(engine)?)
         }
+    }
+}
+
+/// A cassette to answer model checks from, instead of a live endpoint.
+pub(crate) const ENV_CASSETTE: &str = "WARRANT_MODEL_CASSETTE";
+
+/// The model the environment names: a cassette (`WARRANT_MODEL_CASSETTE`), or an
+/// OpenAI-compatible endpoint (`WARRANT_MODEL_BASE_URL`, `WARRANT_MODEL`, `WARRANT_MODEL_KEY`).
+/// Without either, every check fails as unfinished and the acts that need one are asked.
+pub(crate) fn model_from_env() -> Result<Option<ModelSetup>, Exit> {
+    if let Some(path) = std::env::var_os(ENV_CASSETTE).filter(|p| !p.is_empty()) {
+        let provider = RecordedProvider::load(Path::new(&path)).map_err(|e| Exit::Input(e.to_string()))?;
+        let model = std::env::var(warrant_model::openai::ENV_MODEL).unwrap_or_else(|_| "default".to_owned());
+        return Ok(Some(ModelSetup::new(Box::new(provider), &model)));
+    }
+    let Some(config) = EndpointConfig::from_env() else { return Ok(None) };
+    let model = config.model.clone();
+    let provider = OpenAiProvider::new(config).map_err(|e| Exit::Input(e.to_string()))?;
+    Ok(Some(ModelSetup::new(Box::new(provider), &model)))
+}
+
+/// A turn's model budget from `WARRANT_MODEL_CALLS`, `WARRANT_MODEL_TOKENS` and
+/// `WARRANT_MODEL_DEADLINE_MS`, each defaulting to [`BudgetLimits::default`]'s.
+pub(crate) fn budget_from_env() -> Result<BudgetLimits, Exit> {
+    let read = |name: &str| -> Result<Option<u64>, Exit> {
+        match std::env::var(name) {
+            Ok(text) if !text.is_empty() => {
+                text.parse::<u64>().map(Some).map_err(|_| Exit::Input(format!("`{name}={text}` is not a whole number")))
+            }
+            _ => Ok(None),
+        }
+    };
+    let mut limits = BudgetLimits::default();
+    let narrow = |n: u64, name: &str| u32::try_from(n).map_err(|_| Exit::Input(format!("`{name}` is too large")));
+    if let Some(n) = read("WARRANT_MODEL_CALLS")? {
+        limits.calls = narrow(n, "WARRANT_MODEL_CALLS")?;
+    }
+    if let Some(n) = read("WARRANT_MODEL_TOKENS")? {
+        limits.tokens = narrow(n, "WARRANT_MODEL_TOKENS")?;
+    }
+    if let Some(n) = read("WARRANT_MODEL_DEADLINE_MS")? {
+        limits.deadline = std::time::Duration::from_millis(n);
+    }
+    Ok(limits)
+}
+
+fn with_model<S: Store>(engine: Engine<S>) -> Result<Engine<S>, Exit> {
+    match model_from_env()? {
+        Some(mut model) => {
+            model.limits = budget_from_env()?;
+            engine.with_model(model).map_err(|e| Exit::Input(e.to_string()))
+        }
+        None => Ok(engine),
     }
 }
 

@@ -4,6 +4,7 @@
 //! the same decisions, and a replay can prove it.
 
 pub mod args;
+pub mod check;
 pub mod contract;
 pub mod corpus;
 pub mod date;

@@ -48,6 +48,9 @@ pub struct Arg {
     pub kind: ArgKind,
     /// Whether the act may leave it out.
     pub optional: bool,
+    /// Semantic checks (model tasks, `crate::check::ARG_CHECKS`) the value must pass once its
+    /// structure is checked; each can only take away.
+    pub checks: Vec<String>,
 }
 
 /// The kinds of argument (DESIGN.md §5).
@@ -207,6 +210,8 @@ struct RawArg {
     allow_empty: bool,
     min: Option<i64>,
     max: Option<i64>,
+    #[serde(default)]
+    check: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -414,7 +419,19 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
     };
-    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional })
+    for check in &raw.check {
+        if !crate::check::ARG_CHECKS.contains(&check.as_str()) {
+            return Err(format!(
+                "argument `{name}` of operation `{op}` names the unknown check `{}` ({})",
+                crate::text::visible(check),
+                crate::check::ARG_CHECKS.join(", ")
+            ));
+        }
+        if !matches!(kind, ArgKind::Text { .. }) {
+            return Err(format!("argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"));
+        }
+    }
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks: raw.check.clone() })
 }
 
 /// Checks that `of` and `pairs_with` name arguments of the right kind.

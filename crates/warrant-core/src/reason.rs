@@ -124,6 +124,29 @@ reason_codes! {
     /// A stored promotion does not hold: it was earned by another version of what it promotes,
     /// so that thing runs advisory again.
     PromotionVersionMismatch => "promotion_version_mismatch",
+    /// A semantic check (a model task) has no answer: none was supplied, or it was never run.
+    /// A check that did not finish counts as failed; the user is asked instead.
+    CheckUnfinished => "check_unfinished",
+    /// The turn's or the task's model budget (calls, tokens, deadline) ran out before the
+    /// check finished; it counts as failed and the user is asked instead.
+    CheckBudgetExhausted => "check_budget_exhausted",
+    /// The model provider did not answer a check in time; it counts as failed and the user is
+    /// asked instead.
+    CheckTimeout => "check_timeout",
+    /// The model provider could not be reached, or answered with an error (also after one
+    /// retry in place); the check counts as failed and the user is asked instead.
+    CheckProviderFailed => "check_provider_failed",
+    /// The model's answer to a check did not fit the task's schema, also after one repair
+    /// round quoting the error; the check counts as failed and the user is asked instead.
+    CheckAnswerInvalid => "check_answer_invalid",
+    /// The `value_stated` check found that the pointed words are not the value the user gave
+    /// (seed 004: "the name needs changing" does not name anything); the user is asked.
+    ValueNotStated => "value_not_stated",
+    /// A semantic check asks the proposing model to repair the value; the user is asked
+    /// meanwhile, nothing commits.
+    CheckRepair => "check_repair",
+    /// A semantic check cannot tell; the user is asked.
+    CheckUnsure => "check_unsure",
 }
 
 impl std::fmt::Display for ReasonCode {

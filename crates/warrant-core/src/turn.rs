@@ -12,10 +12,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::args::{self, ArgContext, Checked};
+use crate::check::{self, CheckAnswers, CheckRequest};
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::pointer::{self, NumberedText, TextPointer};
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
@@ -328,6 +330,9 @@ pub struct Decision {
     pub answered: Vec<(String, String)>,
     /// The facts read.
     pub facts: FactsRead,
+    /// The semantic checks the acts that passed structure needed, each once, in the order
+    /// first needed; the answers the decision read are the supplied ones with these ids.
+    pub checks: Vec<CheckRequest>,
 }
 
 #[derive(Debug, Clone)]
@@ -494,7 +499,24 @@ struct Proposal<'a> {
 
 /// Decides a turn. `conflicts` names rows a previous commit attempt found stale: an act whose
 /// effect would write one is refused with `stale_revision` instead.
+///
+/// No semantic check is answered: an act that needs one is asked (`check_unfinished`), and
+/// [`Decision::checks`] names what to run before deciding again with [`decide_checked`].
 pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conflicts: &BTreeSet<RowRef>) -> Decision {
+    decide_checked(contract, valid, facts, conflicts, &CheckAnswers::new())
+}
+
+/// Decides a turn with the answers of its semantic checks (DESIGN.md §3 step 4), by check id.
+/// An answer can only take away: an act needing a check that is missing, failed or not passing
+/// is asked instead; a passing one lets the act go on to policy.
+pub fn decide_checked(
+    contract: &Contract,
+    valid: &ValidRequest,
+    facts: &dyn Facts,
+    conflicts: &BTreeSet<RowRef>,
+    answers: &CheckAnswers,
+) -> Decision {
+    let mut needed: Vec<CheckRequest> = Vec::new();
     let request = &valid.request;
     let mut work = Workspace::new(facts);
     let mut response = TurnResponse {
@@ -612,7 +634,7 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
         let before = work.snapshot();
         work.touched.clear();
         let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
-        match decide_act(contract, &ctx, &mut work, &proposal, conflicts) {
+        match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed)) {
             Err(finding) => {
                 work.restore(before);
                 out.verdict = finding.verdict;
@@ -697,7 +719,7 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
         response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
         facts_read.promotions.extend(promotion);
     }
-    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read }
+    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read, checks: needed }
 }
 
 enum Outcome {
@@ -711,6 +733,7 @@ fn decide_act(
     work: &mut Workspace<'_>,
     proposal: &Proposal<'_>,
     conflicts: &BTreeSet<RowRef>,
+    (answers, needed): (&CheckAnswers, &mut Vec<CheckRequest>),
 ) -> Result<Outcome, Finding> {
     let op = contract.operation(&proposal.op).ok_or_else(|| {
         Finding::refuse(ReasonCode::UnknownOperation).field("op".into()).detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
@@ -734,6 +757,7 @@ fn decide_act(
         None => None,
     };
     let checked = args::check_args(ctx, work, op, &proposal.args)?;
+    semantic_checks(op, &checked, proposal, answers, needed)?;
     let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
     eval.derive_all(work, op)?;
 
@@ -800,6 +824,46 @@ fn decide_act(
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
     Ok(Outcome::Commit { args: Value::Object(args_json) })
+}
+
+/// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
+/// supplied answers. Every check of the act is named in `needed`, so that one round of model
+/// calls can answer them all; the first that takes something away decides.
+fn semantic_checks(
+    op: &crate::operation::Operation,
+    checked: &BTreeMap<String, Checked>,
+    proposal: &Proposal<'_>,
+    answers: &CheckAnswers,
+    needed: &mut Vec<CheckRequest>,
+) -> Result<(), Finding> {
+    let mut first: Option<Finding> = None;
+    for arg in op.args.iter().filter(|a| !a.checks.is_empty()) {
+        let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };
+        if value.is_empty() {
+            // An allowed empty value holds no words of the user to check.
+            continue;
+        }
+        let field = format!("args.{}", arg.name);
+        let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
+        let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
+        let numbered = NumberedText::new(message);
+        let pointer: TextPointer = proposal
+            .args
+            .get(&arg.name)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(unresolved)?;
+        let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
+        for task in &arg.checks {
+            let request = CheckRequest::new(task, &op.name, &arg.name, value, [resolved.from, resolved.to], message);
+            if first.is_none() {
+                first = check::finding(&request, answers.get(&request.id));
+            }
+            if !needed.iter().any(|r| r.id == request.id) {
+                needed.push(request);
+            }
+        }
+    }
+    first.map_or(Ok(()), Err)
 }
 
 /// Facts recorded on a replay record, served back for a replay.

@@ -1,10 +1,11 @@
-//! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and (later) the
-//! answers of warrant-model, in the order DESIGN.md §3 gives. The engine owns the IO the core
+//! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and the
+//! answers of warrant-model's checks, in the order DESIGN.md §3 gives. The engine owns the IO the core
 //! refuses: it reads the contract's files, seeds the records, serves stored facts to the
 //! decision, and commits what it decided in one transaction.
 
 mod files;
 mod guards;
+mod model;
 mod replay;
 
 use std::cell::RefCell;
@@ -16,7 +17,9 @@ use serde_json::{Value, json};
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::records::{self, Record, TableSource};
 use warrant_core::request::{self, RequestError, ValidRequest};
+use warrant_core::check::CheckAnswers;
 use warrant_core::turn::{self, Decision, Facts, FactError, Interaction, RecordedFacts, RowRef, TurnResponse};
+use warrant_model::ModelCall;
 use warrant_core::{Contract, ContractError};
 use warrant_store::{
     Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState, OutcomeReport,
@@ -25,6 +28,7 @@ use warrant_store::{
 
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus};
+pub use model::ModelSetup;
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
@@ -94,6 +98,7 @@ pub struct Engine<S: Store> {
     contract: Contract,
     folder: std::path::PathBuf,
     store: S,
+    model: Option<ModelSetup>,
 }
 
 impl<S: Store> std::fmt::Debug for Engine<S> {
@@ -135,10 +140,19 @@ const MAX_ATTEMPTS: usize = 4;
 impl<S: Store> Engine<S> {
     /// An engine for `contract` (loaded from `folder`) over `store`, migrated and seeded.
     pub fn new(contract: Contract, folder: &Path, store: S) -> Result<Engine<S>, EngineError> {
-        let mut engine = Engine { contract, folder: folder.to_owned(), store };
+        let mut engine = Engine { contract, folder: folder.to_owned(), store, model: None };
         engine.store.migrate()?;
         engine.seed()?;
         Ok(engine)
+    }
+
+    /// Runs the turn's semantic checks through `model`, with the prompt versions the store's
+    /// registry has made active. Without a model, every check fails (`check_unfinished`), so
+    /// every act that needs one is asked instead.
+    pub fn with_model(mut self, mut model: ModelSetup) -> Result<Engine<S>, EngineError> {
+        model::load_active_prompts(&mut self.store, &mut model)?;
+        self.model = Some(model);
+        Ok(self)
     }
 
     /// The contract.
@@ -197,12 +211,26 @@ impl<S: Store> Engine<S> {
             return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
         }
         let mut conflicts: BTreeSet<RowRef> = BTreeSet::new();
+        let mut answers = CheckAnswers::new();
+        let mut calls: Vec<ModelCall> = Vec::new();
+        let budget = self.model.as_ref().map(ModelSetup::turn_budget);
         for _ in 0..MAX_ATTEMPTS {
-            let decision = {
-                let facts = StoreFacts { store: RefCell::new(&mut self.store) };
-                turn::decide(&self.contract, valid, &facts, &conflicts)
-            };
-            let commit = to_commit(valid, &decision, &conflicts)?;
+            let mut decision = self.decide(valid, &conflicts, &answers);
+            // Step 4: the checks the acts that passed structure need, run at once; deciding
+            // again with their answers can only take away. An act whose effects came only
+            // with an answer may need checks of its own, hence the few rounds; what is still
+            // unanswered after them counts as failed.
+            for _ in 0..model::ROUNDS {
+                let missing: Vec<_> = decision.checks.iter().filter(|c| !answers.contains_key(&c.id)).cloned().collect();
+                if missing.is_empty() {
+                    break;
+                }
+                let round = model::run(self.model.as_ref(), budget.as_ref(), &missing);
+                answers.extend(round.answers);
+                calls.extend(round.calls);
+                decision = self.decide(valid, &conflicts, &answers);
+            }
+            let commit = to_commit(valid, &decision, &conflicts, (&answers, &calls))?;
             failpoint("before_commit");
             match self.store.commit(&commit)? {
                 CommitOutcome::Committed { .. } => {
@@ -221,6 +249,11 @@ impl<S: Store> Engine<S> {
             }
         }
         Err(EngineError::Contention(MAX_ATTEMPTS))
+    }
+
+    fn decide(&mut self, valid: &ValidRequest, conflicts: &BTreeSet<RowRef>, answers: &CheckAnswers) -> Decision {
+        let facts = StoreFacts { store: RefCell::new(&mut self.store) };
+        turn::decide_checked(&self.contract, valid, &facts, conflicts, answers)
     }
 
     /// Records an effect's outcome as the executor reports it. A failed effect's record
@@ -280,16 +313,28 @@ fn stored_response(stored: &StoredTurn) -> Result<TurnResponse, EngineError> {
         .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })
 }
 
-fn to_commit(valid: &ValidRequest, decision: &Decision, conflicts: &BTreeSet<RowRef>) -> Result<Commit, EngineError> {
+fn to_commit(
+    valid: &ValidRequest,
+    decision: &Decision,
+    conflicts: &BTreeSet<RowRef>,
+    (answers, calls): (&CheckAnswers, &[ModelCall]),
+) -> Result<Commit, EngineError> {
     let request = &valid.request;
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "decision".into(), message: e.to_string() };
     let response = serde_json::to_value(&decision.response).map_err(corrupt)?;
     let request_json = serde_json::to_value(request).map_err(corrupt)?;
+    // The answers the decision read (those of the checks it needed), and every model call
+    // made for them: a replay decides again from these answers and needs no model.
+    let used: CheckAnswers =
+        decision.checks.iter().filter_map(|c| answers.get(&c.id).map(|a| (c.id.clone(), a.clone()))).collect();
     let replay = json!({
         "contract": decision.response.contract,
         "facts": decision.facts,
         "conflicts": conflicts,
         "findings": decision.response.findings,
+        "checks": decision.checks,
+        "answers": used,
+        "model_calls": calls,
     });
     let mut effects = Vec::new();
     for record in &decision.effects {
@@ -362,10 +407,12 @@ fn to_commit(valid: &ValidRequest, decision: &Decision, conflicts: &BTreeSet<Row
 }
 
 /// Facts served from a stored turn's replay record.
-pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>), EngineError> {
+pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>, CheckAnswers), EngineError> {
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: format!("replay record of turn `{}`", stored.turn), message: e.to_string() };
     let facts: turn::FactsRead = serde_json::from_value(stored.replay.get("facts").cloned().unwrap_or(Value::Null)).map_err(corrupt)?;
     let conflicts: BTreeSet<RowRef> =
         serde_json::from_value(stored.replay.get("conflicts").cloned().unwrap_or(Value::Array(vec![]))).map_err(corrupt)?;
-    Ok((RecordedFacts::new(&facts), conflicts))
+    let answers: CheckAnswers =
+        serde_json::from_value(stored.replay.get("answers").cloned().unwrap_or(Value::Object(Default::default()))).map_err(corrupt)?;
+    Ok((RecordedFacts::new(&facts), conflicts, answers))
 }

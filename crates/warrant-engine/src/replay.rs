@@ -1,5 +1,5 @@
-//! Replay: every stored turn decided again from its recorded request and the facts it read,
-//! against a (possibly changed) contract. A verdict that differs is reported; with the same
+//! Replay: every stored turn decided again from its recorded request, the facts it read and the
+//! recorded answers of its model checks, against a (possibly changed) contract. A verdict that differs is reported; with the same
 //! contract nothing may differ, byte for byte.
 
 use serde::Serialize;
@@ -106,9 +106,10 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
             let recorded = stored_response(stored)?;
             let request: request::TurnRequest = serde_json::from_value(stored.request.clone())
                 .map_err(|e| EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() })?;
-            let (facts, conflicts) = recorded_facts(stored)?;
+            let (facts, conflicts, answers) = recorded_facts(stored)?;
             let now = match request::validate(contract, request) {
-                Ok(valid) => turn::decide(contract, &valid, &facts, &conflicts).response,
+                // The recorded answers of the turn's checks: a replay calls no model.
+                Ok(valid) => turn::decide_checked(contract, &valid, &facts, &conflicts, &answers).response,
                 Err(error) => {
                     for (i, act) in recorded.acts.iter().enumerate() {
                         report.changes.push(ReplayChange {

@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use warrant_store::{
     AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, EffectRow, EventRow, FindingRow,
-    InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, Record, SqliteStore, Store, StoreError,
-    StoredTurn,
+    InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRow, Record,
+    SqliteStore, Store, StoreError, StoredTurn,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -74,5 +74,17 @@ impl Store for AnyStore {
     }
     fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError> {
         both!(self, s => s.demote(subject, demotion))
+    }
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
+        both!(self, s => s.put_prompt(prompt))
+    }
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError> {
+        both!(self, s => s.prompt(task, version))
+    }
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
+        both!(self, s => s.record_promotion(promotion))
+    }
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
+        both!(self, s => s.promotions(task))
     }
 }

@@ -23,7 +23,7 @@ pub use error::StoreError;
 pub use guards::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow};
 pub use pg::PgStore;
 pub use registry::{Added, Registry};
-pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, Record, StoredTurn};
+pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn};
 pub use sqlite::SqliteStore;
 
 /// A connection to warrant's store. One value is one connection: give each thread its own.
@@ -89,4 +89,22 @@ pub trait Store: Send {
 
     /// Demotes the active promotion of `subject`; how many were demoted (0 or 1).
     fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
+    /// Keeps a prompt version unless one of that task and version is kept already; whether it
+    /// was new. A version is a content hash, so the kept text is the same text.
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError>;
+
+    /// A kept prompt version.
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError>;
+
+    /// Records a promotion decision (accepted or refused) of a kept version; its sequence
+    /// number.
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError>;
+
+    /// Every promotion decided for `task`, in decision order.
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
+
+    /// The active version of `task`: that of its latest accepted promotion, if any.
+    fn active_prompt(&mut self, task: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.promotions(task)?.into_iter().rev().find(|p| p.accepted).map(|p| p.version))
+    }
 }

@@ -16,10 +16,10 @@ use serde_json::Value;
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::guards::{self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow};
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
-    check_audit, check_commit, check_demotion, check_finding, check_promotion, check_report,
-    check_seed, storable,
+    check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
+    check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
 use crate::{Store, migrations};
@@ -156,11 +156,13 @@ impl Store for PgStore {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )",
         )?;
-        let current: i64 = tx
-            .query_one("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_version", &[])?
-            .try_get(0)?;
-        let steps = migrations::pending(migrations::POSTGRES, current)?;
-        for step in steps {
+        let applied: std::collections::BTreeSet<i64> = tx
+            .query("SELECT version FROM schema_version", &[])?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let steps = migrations::pending(migrations::POSTGRES, &applied)?;
+        for step in &steps {
             tx.batch_execute(step.sql)?;
             tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&step.version])?;
         }
@@ -409,6 +411,45 @@ impl Store for PgStore {
         let demoted = PgTxn { tx: &mut tx, statements, schema }.demote_active(subject, demotion)?;
         tx.commit()?;
         Ok(demoted)
+    }
+
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
+        check_prompt(prompt)?;
+        let rows = self.query(
+            "INSERT INTO prompt_versions (task, version, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
+            &[&prompt.task, &prompt.version, &prompt.text],
+        )?;
+        Ok(!rows.is_empty())
+    }
+
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError> {
+        if !storable(task) || !storable(version) {
+            return Ok(None);
+        }
+        let row = self.query_opt("SELECT text FROM prompt_versions WHERE task = $1 AND version = $2", &[&task, &version])?;
+        row.map(|row| Ok(PromptRow { task: task.to_owned(), version: version.to_owned(), text: row.try_get(0)? })).transpose()
+    }
+
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
+        check_prompt_promotion(promotion)?;
+        let row = self.query_opt(
+            "INSERT INTO prompt_promotions (task, version, accepted, report) VALUES ($1, $2, $3, $4) RETURNING seq",
+            &[&promotion.task, &promotion.version, &promotion.accepted, &promotion.report],
+        )?;
+        let row = row.ok_or_else(|| StoreError::Corrupt { what: "a promotion insert returned no row".into() })?;
+        Ok(row.try_get(0)?)
+    }
+
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
+        if !storable(task) {
+            return Ok(Vec::new());
+        }
+        self.query("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = $1 ORDER BY seq", &[&task])?
+            .iter()
+            .map(|row| {
+                Ok(PromptPromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
+            })
+            .collect()
     }
 }
 

@@ -80,3 +80,23 @@ pub struct EventRow {
     /// The effect the event reports on, if any.
     pub effect: Option<String>,
 }
+
+/// A version of a model task's prompt: its content hash and its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptRow {
+    pub task: String,
+    pub version: String,
+    pub text: String,
+}
+
+/// A promotion decided for a prompt version, accepted or refused, with the report that decided
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptPromotionRow {
+    /// The position in decision order, assigned by the store.
+    pub seq: i64,
+    pub task: String,
+    pub version: String,
+    pub accepted: bool,
+    pub report: serde_json::Value,
+}

@@ -12,10 +12,10 @@ use serde_json::Value;
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::guards::{self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow};
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
-    check_audit, check_commit, check_demotion, check_finding, check_promotion, check_report,
-    check_seed, storable,
+    check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
+    check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
 use crate::{Store, migrations};
@@ -100,11 +100,11 @@ impl Store for SqliteStore {
                 applied_at TEXT    NOT NULL DEFAULT CURRENT_TIMESTAMP
             ) STRICT",
         )?;
-        let current: i64 =
-            tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |row| {
-                row.get(0)
-            })?;
-        for step in migrations::pending(migrations::SQLITE, current)? {
+        let applied: std::collections::BTreeSet<i64> = tx
+            .prepare("SELECT version FROM schema_version")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for step in migrations::pending(migrations::SQLITE, &applied)? {
             tx.execute_batch(step.sql)?;
             tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [step.version])?;
         }
@@ -387,6 +387,59 @@ impl Store for SqliteStore {
         let demoted = SqliteTxn(&tx).demote_active(subject, demotion)?;
         tx.commit()?;
         Ok(demoted)
+    }
+
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
+        check_prompt(prompt)?;
+        let inserted = self
+            .conn
+            .prepare_cached("INSERT INTO prompt_versions (task, version, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")?
+            .execute(params![prompt.task, prompt.version, prompt.text])?;
+        Ok(inserted == 1)
+    }
+
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError> {
+        if !storable(task) || !storable(version) {
+            return Ok(None);
+        }
+        Ok(self
+            .conn
+            .prepare_cached("SELECT text FROM prompt_versions WHERE task = ?1 AND version = ?2")?
+            .query_row(params![task, version], |row| row.get(0))
+            .optional()?
+            .map(|text| PromptRow { task: task.to_owned(), version: version.to_owned(), text }))
+    }
+
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
+        check_prompt_promotion(promotion)?;
+        let report = promotion.report.to_string();
+        let seq = self
+            .conn
+            .prepare_cached("INSERT INTO prompt_promotions (task, version, accepted, report) VALUES (?1, ?2, ?3, ?4) RETURNING seq")?
+            .query_row(params![promotion.task, promotion.version, promotion.accepted, report], |row| row.get(0))?;
+        Ok(seq)
+    }
+
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
+        if !storable(task) {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<(i64, String, bool, String)> = self
+            .conn
+            .prepare_cached("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = ?1 ORDER BY seq")?
+            .query_map(params![task], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        raw.into_iter()
+            .map(|(seq, version, accepted, report)| {
+                Ok(PromptPromotionRow {
+                    seq,
+                    task: task.to_owned(),
+                    version,
+                    accepted,
+                    report: json(&report, || format!("the report of promotion {seq}"))?,
+                })
+            })
+            .collect()
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
 use crate::guards::{AuditRow, Demotion, FindingRow, PromotionRow};
-use crate::rows::EventRow;
+use crate::rows::{EventRow, PromptPromotionRow, PromptRow};
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
 /// storable finds nothing, in both backends.
@@ -120,6 +120,18 @@ pub(crate) fn check_demotion(subject: &str, demotion: &Demotion) -> Result<(), S
         text(|| format!("`{name}`"), value)?;
     }
     Ok(())
+}
+
+pub(crate) fn check_prompt(prompt: &PromptRow) -> Result<(), StoreError> {
+    text(|| "`task`".to_owned(), &prompt.task)?;
+    text(|| "`version`".to_owned(), &prompt.version)?;
+    text(|| "`text`".to_owned(), &prompt.text)
+}
+
+pub(crate) fn check_prompt_promotion(promotion: &PromptPromotionRow) -> Result<(), StoreError> {
+    text(|| "`task`".to_owned(), &promotion.task)?;
+    text(|| "`version`".to_owned(), &promotion.version)?;
+    json(|| "`report`".to_owned(), &promotion.report)
 }
 
 pub(crate) fn check_report(report: &OutcomeReport) -> Result<(), StoreError> {

@@ -1,6 +1,7 @@
 //! Integration tests of warrant-core: contracts from files, and the invariants of the gate.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod checks;
 mod contracts;
 mod fuzz_findings;
 mod guards;

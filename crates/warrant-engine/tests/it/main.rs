@@ -2,6 +2,7 @@
 //! turn's lifecycle (idempotency, confirmation, outcomes, replay).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod checks;
 mod lifecycle;
 mod retail;
 

@@ -563,3 +563,33 @@ pub fn an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing(fx: &Fix
     );
     nothing_stored(&mut *store, &c);
 }
+
+pub fn prompt_versions_are_kept_and_the_latest_accepted_promotion_is_active(fx: &Fixture) {
+    use warrant_store::{PromptPromotionRow, PromptRow};
+    let mut store = fx.open();
+    let v1 = PromptRow { task: "value_stated".into(), version: "aaa".into(), text: "first".into() };
+    let v2 = PromptRow { task: "value_stated".into(), version: "bbb".into(), text: "second".into() };
+    assert!(store.put_prompt(&v1).unwrap());
+    assert!(!store.put_prompt(&v1).unwrap(), "a version is kept once");
+    assert!(store.put_prompt(&v2).unwrap());
+    assert_eq!(store.prompt("value_stated", "bbb").unwrap(), Some(v2.clone()));
+    assert_eq!(store.prompt("value_stated", "zzz").unwrap(), None);
+    assert_eq!(store.active_prompt("value_stated").unwrap(), None);
+    let promote = |version: &str, accepted: bool| PromptPromotionRow {
+        seq: 0,
+        task: "value_stated".into(),
+        version: version.into(),
+        accepted,
+        report: json!({"cases": 2, "regressions": []}),
+    };
+    store.record_promotion(&promote("aaa", true)).unwrap();
+    store.record_promotion(&promote("bbb", false)).unwrap();
+    assert_eq!(store.active_prompt("value_stated").unwrap().as_deref(), Some("aaa"), "a refused promotion changes nothing");
+    store.record_promotion(&promote("bbb", true)).unwrap();
+    assert_eq!(store.active_prompt("value_stated").unwrap().as_deref(), Some("bbb"));
+    let all = store.promotions("value_stated").unwrap();
+    assert_eq!(all.iter().map(|p| (p.version.as_str(), p.accepted)).collect::<Vec<_>>(), [("aaa", true), ("bbb", false), ("bbb", true)]);
+    assert_eq!(all[0].report, json!({"cases": 2, "regressions": []}));
+    // A promotion of a version that is not kept is refused by the store.
+    assert!(store.record_promotion(&promote("never_kept", true)).is_err());
+}

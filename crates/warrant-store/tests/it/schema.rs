@@ -62,7 +62,10 @@ fn both_backends_keep_the_same_tables_and_columns() {
     let tables: Vec<&str> = sqlite.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         tables,
-        ["audits", "effects", "events", "findings", "interactions", "promotions", "records", "schema_version", "turns"]
+        [
+            "audits", "effects", "events", "findings", "interactions", "promotions", "prompt_promotions",
+            "prompt_versions", "records", "schema_version", "turns"
+        ]
     );
     assert_eq!(sqlite, postgres);
 }

@@ -1,0 +1,176 @@
+//! Semantic checks as the pure core sees them (DESIGN.md §3 step 4, rule 4): the questions a
+//! decision needs a model task to answer, and the answers, supplied as inputs. The core never
+//! calls a model. It names the checks an act needs once the act has passed structure, and it
+//! reads their answers, which can only take away: a missing, failed, blocking or unsure answer
+//! turns the act into a question (or a refusal), and a passing answer only lets the act go on
+//! to policy, which still decides.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::reason::ReasonCode;
+use crate::turn::{Finding, derive_id};
+
+/// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
+pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
+
+/// "Is this pointed value what the user said?" Declared on `text` arguments.
+pub const VALUE_STATED: &str = "value_stated";
+
+/// A question the decision needs answered before an act may go on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRequest {
+    /// A content hash of the question: the same question always has the same id, and an answer
+    /// to another question can never be taken for this one.
+    pub id: String,
+    /// The task (`value_stated`).
+    pub task: String,
+    /// The operation of the act.
+    pub op: String,
+    /// The argument checked.
+    pub arg: String,
+    /// The value code sliced from the user's message.
+    pub value: String,
+    /// The pointer's first and last word (from 1).
+    pub ptr: [u32; 2],
+    /// The user's message the pointer points into.
+    pub message: String,
+}
+
+impl CheckRequest {
+    /// The question for `task` about argument `arg` of `op`, whose value `value` code sliced
+    /// from words `ptr` of `message`.
+    pub fn new(task: &str, op: &str, arg: &str, value: &str, ptr: [u32; 2], message: &str) -> CheckRequest {
+        let (from, to) = (ptr[0].to_string(), ptr[1].to_string());
+        let id = derive_id("chk", &[task, op, arg, value, &from, &to, message]);
+        CheckRequest {
+            id,
+            task: task.to_owned(),
+            op: op.to_owned(),
+            arg: arg.to_owned(),
+            value: value.to_owned(),
+            ptr,
+            message: message.to_owned(),
+        }
+    }
+}
+
+/// What a model task concluded. No variant authorizes anything: `Pass` only means the task
+/// found nothing to take away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckVerdict {
+    /// Nothing to take away.
+    Pass,
+    /// The task found the input wrong (e.g. the value is not what the user said).
+    Block,
+    /// The input must be repaired by the model that proposed it.
+    Repair,
+    /// The task cannot tell; the user is asked.
+    Ask,
+}
+
+/// Why a check did not produce a verdict. Each counts as failed, never as passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckFailure {
+    /// The turn's or the task's budget (calls, tokens, deadline) ran out.
+    Budget,
+    /// The provider did not answer in time.
+    Timeout,
+    /// The provider could not be reached or answered with an error.
+    Provider,
+    /// The answer did not fit the task's schema, also after the repair round.
+    InvalidAnswer,
+    /// No answer was supplied (no provider configured, or the check was never run).
+    Unfinished,
+}
+
+/// The answer to one check, as the engine (or a replay) supplies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckAnswer {
+    /// The task answered.
+    Verdict {
+        /// What it concluded.
+        verdict: CheckVerdict,
+    },
+    /// The task could not answer.
+    Failed {
+        /// Why.
+        failure: CheckFailure,
+        /// What happened, on one line.
+        detail: String,
+    },
+}
+
+/// Answers by check id.
+pub type CheckAnswers = BTreeMap<String, CheckAnswer>;
+
+/// What an answer takes away, if anything: `None` only for a passing verdict.
+pub fn finding(request: &CheckRequest, answer: Option<&CheckAnswer>) -> Option<Finding> {
+    let field = format!("args.{}", request.arg);
+    let task = &request.task;
+    let found = match answer {
+        None => Finding::ask(ReasonCode::CheckUnfinished).detail(format!("check `{task}` has no answer")),
+        Some(CheckAnswer::Verdict { verdict: CheckVerdict::Pass }) => return None,
+        Some(CheckAnswer::Verdict { verdict: CheckVerdict::Block }) => {
+            // A blocked value is asked for again: the user can say what they meant.
+            Finding::ask(ReasonCode::ValueNotStated).detail(format!("check `{task}` blocked the value"))
+        }
+        Some(CheckAnswer::Verdict { verdict: CheckVerdict::Repair }) => {
+            Finding::ask(ReasonCode::CheckRepair).detail(format!("check `{task}` asks for a repair"))
+        }
+        Some(CheckAnswer::Verdict { verdict: CheckVerdict::Ask }) => {
+            Finding::ask(ReasonCode::CheckUnsure).detail(format!("check `{task}` cannot tell"))
+        }
+        Some(CheckAnswer::Failed { failure, detail }) => {
+            let code = match failure {
+                CheckFailure::Budget => ReasonCode::CheckBudgetExhausted,
+                CheckFailure::Timeout => ReasonCode::CheckTimeout,
+                CheckFailure::Provider => ReasonCode::CheckProviderFailed,
+                CheckFailure::InvalidAnswer => ReasonCode::CheckAnswerInvalid,
+                CheckFailure::Unfinished => ReasonCode::CheckUnfinished,
+            };
+            Finding::ask(code).detail(format!("check `{task}`: {detail}"))
+        }
+    };
+    Some(found.field(field))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::Verdict;
+
+    fn request() -> CheckRequest {
+        CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing")
+    }
+
+    #[test]
+    fn only_a_passing_verdict_takes_nothing_away() {
+        let r = request();
+        assert_eq!(finding(&r, Some(&CheckAnswer::Verdict { verdict: CheckVerdict::Pass })), None);
+        let mut taken = vec![finding(&r, None)];
+        for verdict in [CheckVerdict::Block, CheckVerdict::Repair, CheckVerdict::Ask] {
+            taken.push(finding(&r, Some(&CheckAnswer::Verdict { verdict })));
+        }
+        for failure in [CheckFailure::Budget, CheckFailure::Timeout, CheckFailure::Provider, CheckFailure::InvalidAnswer, CheckFailure::Unfinished] {
+            taken.push(finding(&r, Some(&CheckAnswer::Failed { failure, detail: "x".into() })));
+        }
+        for f in taken {
+            let f = f.expect("takes away");
+            assert_eq!(f.verdict, Verdict::Ask);
+            assert_eq!(f.reason.field.as_deref(), Some("args.name"));
+        }
+    }
+
+    #[test]
+    fn the_id_is_a_hash_of_the_whole_question() {
+        let a = request();
+        let b = CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing!");
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.id, request().id);
+    }
+}

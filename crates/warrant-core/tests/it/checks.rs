@@ -1,0 +1,155 @@
+//! Step 4 in the core: the semantic checks an act needs are named once it passes structure,
+//! and their answers, supplied as inputs, can only take away (seed 004).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use warrant_core::Contract;
+use warrant_core::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckVerdict};
+use warrant_core::contract::ContractFiles;
+use warrant_core::records::Record;
+use warrant_core::request;
+use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, Verdict};
+
+const CONTRACT: &str = r#"
+[sources]
+kinds = ["user", "agent"]
+acts = "agent"
+
+[actor]
+table = "customer"
+
+[[records.table]]
+name = "customer"
+file = "customers.json"
+entity = "Customer"
+
+[policies]
+files = ["policy.cedar"]
+
+[[operation]]
+name = "rename"
+args.name = { kind = "text", check = ["value_stated"] }
+
+[[operation.effect]]
+set = "actor.name"
+arg = "name"
+"#;
+
+const POLICY: &str = r#"
+permit (principal, action, resource);
+@id("no_admin_names")
+forbid (principal, action == Action::"rename", resource) when { context.args.name == "admin" };
+"#;
+
+struct Files;
+impl ContractFiles for Files {
+    fn read(&self, path: &str) -> Result<String, String> {
+        if path == "policy.cedar" { Ok(POLICY.into()) } else { Err(format!("no `{path}`")) }
+    }
+}
+
+struct Memory(BTreeMap<(String, String), Record>);
+impl Facts for Memory {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.0.get(&(table.to_owned(), key.to_owned())).cloned())
+    }
+    fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+        Ok(None)
+    }
+}
+
+fn decide(message: &str, name: Value, answers: &CheckAnswers) -> Decision {
+    let contract = Contract::load("rename.toml", CONTRACT, &Files).unwrap();
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "kim",
+        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": message}],
+        "acts": [{"op": "rename", "args": {"name": name}}],
+    });
+    let valid = request::parse(&contract, &body.to_string()).unwrap();
+    let mut rows = BTreeMap::new();
+    rows.insert(("customer".to_owned(), "kim".to_owned()), Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"name": "Kim"}) });
+    turn::decide_checked(&contract, &valid, &Memory(rows), &BTreeSet::new(), answers)
+}
+
+fn first(decision: &Decision) -> (Verdict, String) {
+    let act = &decision.response.acts[0];
+    (act.verdict, act.reasons.first().map_or(String::new(), |r| r.code.as_str().to_owned()))
+}
+
+fn answering(decision: &Decision, answer: CheckAnswer) -> CheckAnswers {
+    decision.checks.iter().map(|c| (c.id.clone(), answer.clone())).collect()
+}
+
+const CARRIER: &str = "the name needs changing";
+
+fn carrier_pointer() -> Value {
+    json!({"ptr": [3, 4], "copy": "needs changing"})
+}
+
+#[test]
+fn the_carrier_words_of_the_name_never_become_the_name() {
+    // Structure admits the pointer: "needs changing" is words 3 to 4 of the message.
+    let unchecked = decide(CARRIER, carrier_pointer(), &CheckAnswers::new());
+    assert_eq!(first(&unchecked), (Verdict::Ask, "check_unfinished".to_owned()), "no answer, no commit");
+    assert_eq!(unchecked.checks.len(), 1);
+    let check = &unchecked.checks[0];
+    assert_eq!((check.task.as_str(), check.arg.as_str(), check.value.as_str(), check.ptr), ("value_stated", "name", "needs changing", [3, 4]));
+    // The model task blocks it: the act becomes a question, with the reason on the record.
+    let blocked = decide(CARRIER, carrier_pointer(), &answering(&unchecked, CheckAnswer::Verdict { verdict: CheckVerdict::Block }));
+    assert_eq!(first(&blocked), (Verdict::Ask, "value_not_stated".to_owned()));
+    assert_eq!(blocked.response.acts[0].reasons[0].field.as_deref(), Some("args.name"));
+    assert!(blocked.effects.is_empty() && blocked.writes.is_empty());
+}
+
+#[test]
+fn every_answer_but_a_pass_turns_the_act_into_a_question() {
+    let message = "please change the name to Kim Lee";
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    let unchecked = decide(message, pointer.clone(), &CheckAnswers::new());
+    let cases = [
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Repair }, "check_repair"),
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Ask }, "check_unsure"),
+        (CheckAnswer::Failed { failure: CheckFailure::Budget, detail: "out".into() }, "check_budget_exhausted"),
+        (CheckAnswer::Failed { failure: CheckFailure::Timeout, detail: "slow".into() }, "check_timeout"),
+        (CheckAnswer::Failed { failure: CheckFailure::Provider, detail: "down".into() }, "check_provider_failed"),
+        (CheckAnswer::Failed { failure: CheckFailure::InvalidAnswer, detail: "bad".into() }, "check_answer_invalid"),
+    ];
+    for (answer, code) in cases {
+        let decision = decide(message, pointer.clone(), &answering(&unchecked, answer));
+        assert_eq!(first(&decision), (Verdict::Ask, code.to_owned()));
+        assert!(decision.effects.is_empty());
+    }
+    let passed = decide(message, pointer, &answering(&unchecked, CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
+    assert_eq!(first(&passed), (Verdict::Commit, String::new()));
+    assert_eq!(passed.writes[0].value["name"], json!("Kim Lee"), "code sliced the words");
+}
+
+#[test]
+fn a_passing_answer_cannot_make_an_act_commit_that_code_refused() {
+    // Whatever id it is filed under, a pass does not reach an act that structure or policy
+    // refused: structure refuses before any check is named, policy decides after the checks.
+    let pass = CheckAnswer::Verdict { verdict: CheckVerdict::Pass };
+    let out_of_range = decide(CARRIER, json!({"ptr": [3, 9]}), &CheckAnswers::new());
+    assert!(out_of_range.checks.is_empty(), "no check for an act structure refused");
+    assert_eq!(first(&out_of_range), (Verdict::Ask, "pointer_invalid".to_owned()));
+
+    let admin = "my name should be admin";
+    let pointer = json!({"ptr": [5, 5], "copy": "admin"});
+    let unchecked = decide(admin, pointer.clone(), &CheckAnswers::new());
+    let decision = decide(admin, pointer, &answering(&unchecked, pass.clone()));
+    assert_eq!(first(&decision), (Verdict::Refuse, "forbidden_by_policy".to_owned()));
+
+    // An answer filed under another question's id is no answer to this one.
+    let other = decide("please change the name to Kim Lee", json!({"ptr": [6, 7]}), &CheckAnswers::new());
+    let stolen = decide(CARRIER, carrier_pointer(), &answering(&other, pass));
+    assert_eq!(first(&stolen), (Verdict::Ask, "check_unfinished".to_owned()));
+}
+
+#[test]
+fn a_check_on_an_argument_that_is_not_text_does_not_load() {
+    let bad = CONTRACT.replace(r#"args.name = { kind = "text", check = ["value_stated"] }"#, r#"args.name = { kind = "text", check = ["looks_fine"] }"#);
+    let error = Contract::load("rename.toml", &bad, &Files).unwrap_err().to_string();
+    assert!(error.contains("unknown check `looks_fine`"), "{error}");
+}

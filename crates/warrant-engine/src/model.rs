@@ -1,0 +1,77 @@
+//! The engine's side of step 4: a model provider with its budget and prompts, and one round of
+//! a turn's checks through it. Without a provider every check fails as unfinished, so the acts
+//! that need one are asked, never committed.
+
+use std::time::Instant;
+
+use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
+use warrant_model::tasks::TASKS;
+use warrant_model::{BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TurnBudget, run_checks};
+use warrant_store::Store;
+
+use crate::EngineError;
+
+/// How many rounds of checks one decision may take.
+pub(crate) const ROUNDS: usize = 3;
+
+/// A model provider and how the engine uses it.
+pub struct ModelSetup {
+    /// Where requests go (a live endpoint, a recording, a recorder).
+    pub provider: Box<dyn Provider>,
+    /// The model name sent with each request.
+    pub model: String,
+    /// Each turn's budget.
+    pub limits: BudgetLimits,
+    /// How many checks run at once.
+    pub parallel: usize,
+    /// The prompt of each task; the store's active versions replace the built-in ones.
+    pub prompts: Prompts,
+}
+
+impl std::fmt::Debug for ModelSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSetup").field("model", &self.model).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl ModelSetup {
+    /// `provider` with the default budget, eight checks at once and the built-in prompts.
+    pub fn new(provider: Box<dyn Provider>, model: &str) -> ModelSetup {
+        ModelSetup { provider, model: model.to_owned(), limits: BudgetLimits::default(), parallel: 8, prompts: Prompts::default() }
+    }
+
+    pub(crate) fn turn_budget(&self) -> TurnBudget {
+        TurnBudget::new(self.limits, Instant::now())
+    }
+}
+
+/// Replaces built-in prompts with the versions the registry made active.
+pub(crate) fn load_active_prompts<S: Store>(store: &mut S, model: &mut ModelSetup) -> Result<(), EngineError> {
+    for task in TASKS {
+        let Some(version) = store.active_prompt(task)? else { continue };
+        let row = store.prompt(task, &version)?.ok_or_else(|| EngineError::Corrupt {
+            what: format!("prompt registry of `{task}`"),
+            message: format!("the active version `{version}` is not kept"),
+        })?;
+        model.prompts.set(PromptVersion { task: row.task, version: row.version, text: row.text });
+    }
+    Ok(())
+}
+
+/// Runs one round of checks; without a model each fails as unfinished.
+pub(crate) fn run(model: Option<&ModelSetup>, budget: Option<&TurnBudget>, requests: &[CheckRequest]) -> CheckRound {
+    match (model, budget) {
+        (Some(model), Some(budget)) => {
+            let runner = Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
+            run_checks(&runner, requests, model.parallel)
+        }
+        _ => {
+            let mut round = CheckRound::default();
+            for request in requests {
+                let detail = "no model provider is configured".to_owned();
+                round.answers.insert(request.id.clone(), CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail });
+            }
+            round
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The model tasks. Each asks one small question and reads the answer into a verdict that can
+//! only take away (pass, block, repair, ask). Where the answer points into the user's words,
+//! code resolves the pointer and slices the words; the model's copy never becomes a value.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use warrant_core::check::CheckVerdict;
+use warrant_core::pointer::{self, NumberedText, TextPointer};
+
+use crate::budget::TaskLimits;
+pub use crate::task::Task;
+
+fn parse<'a, T: Deserialize<'a>>(answer: &'a str) -> Result<T, String> {
+    serde_json::from_str(answer.trim()).map_err(|e| e.to_string())
+}
+
+fn three_way(property: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {property: {"type": "string", "enum": ["yes", "no", "unsure"]}},
+        "required": [property],
+        "additionalProperties": false
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum YesNo {
+    Yes,
+    No,
+    Unsure,
+}
+
+fn limits(max_tokens: u32) -> TaskLimits {
+    TaskLimits { calls: 3, max_tokens, timeout: Duration::from_secs(20) }
+}
+
+fn quoted(list: &[String]) -> String {
+    if list.is_empty() {
+        return "(none)".to_owned();
+    }
+    list.iter().map(|s| format!("- {s}")).collect::<Vec<_>>().join("\n")
+}
+
+/// "Is this pointed value what the user said?"
+#[derive(Debug)]
+pub struct ValueStated;
+
+/// What `value_stated` is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueStatedInput {
+    /// The operation the value is for.
+    pub op: String,
+    /// The argument (field) the value is for.
+    pub field: String,
+    /// The user's message.
+    pub message: String,
+    /// The words pointed at (from 1, inclusive).
+    pub ptr: [u32; 2],
+    /// The words code sliced.
+    pub value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stated {
+    answer: YesNo,
+}
+
+impl Task for ValueStated {
+    type Input = ValueStatedInput;
+    type Output = ();
+    const NAME: &'static str = "value_stated";
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/value_stated.md")
+    }
+
+    fn schema() -> Value {
+        three_way("answer")
+    }
+
+    fn limits() -> TaskLimits {
+        limits(24)
+    }
+
+    fn question(input: &ValueStatedInput) -> String {
+        let [from, to] = input.ptr;
+        format!(
+            "Message: {}\nAction: {}\nField: {}\nWords pointed at: [{from}] to [{to}]\nValue: {}",
+            NumberedText::new(&input.message).render(),
+            input.op,
+            input.field,
+            input.value
+        )
+    }
+
+    fn read(_: &ValueStatedInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
+        let stated: Stated = parse(answer)?;
+        Ok((
+            match stated.answer {
+                YesNo::Yes => CheckVerdict::Pass,
+                YesNo::No => CheckVerdict::Block,
+                YesNo::Unsure => CheckVerdict::Ask,
+            },
+            (),
+        ))
+    }
+}
+
+/// Turns a plain value an agent proposed into a pointer into the numbered user message.
+#[derive(Debug)]
+pub struct Locate;
+
+/// What `locate` is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocateInput {
+    /// The argument (field) the value is for.
+    pub field: String,
+    /// The value as the agent proposed it, in its own words.
+    pub proposed: String,
+    /// The user's message.
+    pub message: String,
+}
+
+/// A pointer the model gave and code resolved: the words are the message's, sliced by code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The pointer, narrowed by its copy where the copy narrowed it.
+    pub pointer: TextPointer,
+    /// The exact words of the message it holds.
+    pub value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LocateAnswer {
+    found: bool,
+    from: u32,
+    to: u32,
+    copy: String,
+}
+
+impl Task for Locate {
+    type Input = LocateInput;
+    /// `Some` only with a passing verdict.
+    type Output = Option<Located>;
+    const NAME: &'static str = "locate";
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/locate.md")
+    }
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "found": {"type": "boolean"},
+                "from": {"type": "integer", "minimum": 0},
+                "to": {"type": "integer", "minimum": 0},
+                "copy": {"type": "string"}
+            },
+            "required": ["found", "from", "to", "copy"],
+            "additionalProperties": false
+        })
+    }
+
+    fn limits() -> TaskLimits {
+        limits(64)
+    }
+
+    fn question(input: &LocateInput) -> String {
+        format!("Message: {}\nField: {}\nProposed value: {}", NumberedText::new(&input.message).render(), input.field, input.proposed)
+    }
+
+    fn read(input: &LocateInput, answer: &str) -> Result<(CheckVerdict, Option<Located>), String> {
+        let found: LocateAnswer = parse(answer)?;
+        if !found.found {
+            // The user did not give the value: ask them for it.
+            return Ok((CheckVerdict::Ask, None));
+        }
+        let pointer = TextPointer { from: found.from, to: found.to, copy: Some(found.copy) };
+        let numbered = NumberedText::new(&input.message);
+        // A pointer that does not resolve is a structural mistake: the repair round quotes it.
+        let resolved = pointer::resolve(&numbered, &pointer).map_err(|e| format!("{}: {e}", e.code()))?;
+        let narrowed = TextPointer { from: resolved.from, to: resolved.to, copy: pointer.copy };
+        Ok((CheckVerdict::Pass, Some(Located { pointer: narrowed, value: resolved.value.to_owned() })))
+    }
+}
+
+/// "Does the message hold a request no act covers?"
+#[derive(Debug)]
+pub struct UncoveredRequest;
+
+/// What `uncovered_request` is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncoveredRequestInput {
+    /// The user's message.
+    pub message: String,
+    /// The acts of the turn, each described by its operation and arguments.
+    pub acts: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Uncovered {
+    uncovered: YesNo,
+}
+
+impl Task for UncoveredRequest {
+    type Input = UncoveredRequestInput;
+    type Output = ();
+    const NAME: &'static str = "uncovered_request";
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/uncovered_request.md")
+    }
+
+    fn schema() -> Value {
+        three_way("uncovered")
+    }
+
+    fn limits() -> TaskLimits {
+        limits(24)
+    }
+
+    fn question(input: &UncoveredRequestInput) -> String {
+        format!("Message: {}\nPlanned actions:\n{}", input.message, quoted(&input.acts))
+    }
+
+    fn read(_: &UncoveredRequestInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
+        let found: Uncovered = parse(answer)?;
+        Ok((
+            match found.uncovered {
+                // A request nobody covers is put to the user; it never adds an act.
+                YesNo::Yes | YesNo::Unsure => CheckVerdict::Ask,
+                YesNo::No => CheckVerdict::Pass,
+            },
+            (),
+        ))
+    }
+}
+
+/// "Does this text claim anything its claims list does not contain?"
+#[derive(Debug)]
+pub struct ClaimsCoverage;
+
+/// What `claims_coverage` is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimsCoverageInput {
+    /// The draft's text.
+    pub text: String,
+    /// Its typed claims, each as JSON text.
+    pub claims: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Coverage {
+    unlisted_claim: YesNo,
+}
+
+impl Task for ClaimsCoverage {
+    type Input = ClaimsCoverageInput;
+    type Output = ();
+    const NAME: &'static str = "claims_coverage";
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/claims_coverage.md")
+    }
+
+    fn schema() -> Value {
+        three_way("unlisted_claim")
+    }
+
+    fn limits() -> TaskLimits {
+        limits(24)
+    }
+
+    fn question(input: &ClaimsCoverageInput) -> String {
+        format!("Message: {}\nAllowed claims:\n{}", input.text, quoted(&input.claims))
+    }
+
+    fn read(_: &ClaimsCoverageInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
+        let found: Coverage = parse(answer)?;
+        Ok((
+            match found.unlisted_claim {
+                // An unlisted claim forces the rewrite or the fallback.
+                YesNo::Yes => CheckVerdict::Block,
+                YesNo::Unsure => CheckVerdict::Ask,
+                YesNo::No => CheckVerdict::Pass,
+            },
+            (),
+        ))
+    }
+}
+
+/// Composes a message from verified facts only. Its draft is only a draft: the outbound gate
+/// checks it again like any other.
+#[derive(Debug)]
+pub struct Rewrite;
+
+/// What `rewrite` is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewriteInput {
+    /// The verified facts, each on one line.
+    pub facts: Vec<String>,
+}
+
+/// A rewritten draft; not a cleared message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewrittenDraft {
+    /// The text.
+    pub text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rewritten {
+    text: String,
+}
+
+impl Task for Rewrite {
+    type Input = RewriteInput;
+    /// `Some` only with a passing verdict.
+    type Output = Option<RewrittenDraft>;
+    const NAME: &'static str = "rewrite";
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/rewrite.md")
+    }
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            // Lengths are checked by code in `read`: a length bound in the schema becomes a
+            // grammar repetition that llama.cpp's server cannot afford.
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": false
+        })
+    }
+
+    fn limits() -> TaskLimits {
+        limits(256)
+    }
+
+    fn question(input: &RewriteInput) -> String {
+        format!("Verified facts:\n{}", quoted(&input.facts))
+    }
+
+    fn read(_: &RewriteInput, answer: &str) -> Result<(CheckVerdict, Option<RewrittenDraft>), String> {
+        let draft: Rewritten = parse(answer)?;
+        if draft.text.trim().is_empty() {
+            return Err("`text` is empty".into());
+        }
+        if draft.text.chars().count() > 2000 {
+            return Err("`text` is longer than 2000 characters".into());
+        }
+        Ok((CheckVerdict::Pass, Some(RewrittenDraft { text: draft.text })))
+    }
+}
+
+/// The name of every task.
+pub const TASKS: &[&str] = &[ValueStated::NAME, Locate::NAME, UncoveredRequest::NAME, ClaimsCoverage::NAME, Rewrite::NAME];

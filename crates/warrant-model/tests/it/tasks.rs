@@ -1,0 +1,233 @@
+//! Each task, its schema, its repair round and its retry in place, and the recordings.
+
+use std::time::Instant;
+
+use warrant_core::check::{CheckFailure, CheckVerdict};
+use warrant_model::tasks::*;
+use warrant_model::{
+    BudgetLimits, Outcome, PromptVersion, Prompts, ProviderError, RecordedProvider, Recorder, Round, Runner, Task, TurnBudget,
+};
+
+use crate::{Scripted, roomy};
+
+fn carrier() -> ValueStatedInput {
+    ValueStatedInput {
+        op: "rename".into(),
+        field: "name".into(),
+        message: "the name needs changing".into(),
+        ptr: [3, 4],
+        value: "needs changing".into(),
+    }
+}
+
+fn run_value_stated(provider: &dyn warrant_model::Provider, limits: BudgetLimits) -> warrant_model::TaskRun<()> {
+    let budget = TurnBudget::new(limits, Instant::now());
+    let prompts = Prompts::default();
+    let runner = Runner { provider, model: "m", budget: &budget, prompts: &prompts };
+    runner.run::<ValueStated>(&carrier(), Some("chk_1"))
+}
+
+fn verdict<O>(outcome: &Outcome<O>) -> Option<CheckVerdict> {
+    match outcome {
+        Outcome::Answered { verdict, .. } => Some(*verdict),
+        Outcome::Failed { .. } => None,
+    }
+}
+
+fn failure<O>(outcome: &Outcome<O>) -> Option<CheckFailure> {
+    match outcome {
+        Outcome::Failed { failure, .. } => Some(*failure),
+        Outcome::Answered { .. } => None,
+    }
+}
+
+#[test]
+fn value_stated_reads_no_as_a_block_and_shows_the_numbered_message() {
+    let provider = Scripted::new(vec![Ok(r#"{"answer":"no"}"#)]);
+    let run = run_value_stated(&provider, roomy());
+    assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Block));
+    let request = &provider.requests()[0];
+    assert!(request.messages[1].content.contains("[1]the [2]name [3]needs [4]changing"), "{}", request.messages[1].content);
+    assert_eq!(request.schema_name, "value_stated");
+    let call = &run.calls[0];
+    assert_eq!((call.task.as_str(), call.check.as_deref(), call.outcome.as_str()), ("value_stated", Some("chk_1"), "block"));
+    assert_eq!(call.prompt_version, PromptVersion::builtin::<ValueStated>().version);
+}
+
+#[test]
+fn a_structural_mistake_gets_one_repair_round_quoting_the_exact_error() {
+    let provider = Scripted::new(vec![Ok(r#"{"answer":"maybe"}"#), Ok(r#"{"answer":"unsure"}"#)]);
+    let run = run_value_stated(&provider, roomy());
+    assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Ask));
+    let repair = &provider.requests()[1];
+    let last = repair.messages.last().unwrap();
+    assert!(last.content.contains("unknown variant `maybe`, expected one of `yes`, `no`, `unsure`"), "{}", last.content);
+    assert_eq!(repair.messages[2].content, r#"{"answer":"maybe"}"#, "the bad answer is quoted back");
+    assert_eq!(run.calls.iter().map(|c| c.round).collect::<Vec<_>>(), [Round::First, Round::Repair]);
+}
+
+#[test]
+fn malformed_json_twice_fails_the_check() {
+    let provider = Scripted::new(vec![Ok("Sure! The answer is yes."), Ok("{\"answer\": yes}")]);
+    let run = run_value_stated(&provider, roomy());
+    assert_eq!(failure(&run.outcome), Some(CheckFailure::InvalidAnswer));
+    assert_eq!(run.calls.len(), 2, "one repair round, no more");
+    assert!(provider.requests()[1].messages.last().unwrap().content.contains("expected value at line 1 column 1"));
+}
+
+#[test]
+fn a_transport_failure_is_retried_in_place_once() {
+    let provider = Scripted::new(vec![Err(ProviderError::Unreachable("reset".into())), Ok(r#"{"answer":"yes"}"#)]);
+    let run = run_value_stated(&provider, roomy());
+    assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Pass));
+    assert_eq!(run.calls.iter().map(|c| (c.round, c.attempt)).collect::<Vec<_>>(), [(Round::First, 0), (Round::First, 1)]);
+    let requests = provider.requests();
+    assert_eq!(requests[0], requests[1], "the same request, in place");
+
+    let down = Scripted::new(vec![Err(ProviderError::Timeout("slow".into())), Err(ProviderError::Timeout("slow".into()))]);
+    assert_eq!(failure(&run_value_stated(&down, roomy()).outcome), Some(CheckFailure::Timeout));
+    let refused = Scripted::new(vec![Err(ProviderError::Status("500".into())), Err(ProviderError::Status("503".into()))]);
+    assert_eq!(failure(&run_value_stated(&refused, roomy()).outcome), Some(CheckFailure::Provider));
+}
+
+#[test]
+fn an_exhausted_budget_fails_the_check_before_any_call() {
+    let provider = Scripted::new(vec![]);
+    let no_calls = BudgetLimits { calls: 0, ..roomy() };
+    let run = run_value_stated(&provider, no_calls);
+    assert_eq!(failure(&run.outcome), Some(CheckFailure::Budget));
+    let few_tokens = BudgetLimits { tokens: 3, ..roomy() };
+    assert_eq!(failure(&run_value_stated(&provider, few_tokens).outcome), Some(CheckFailure::Budget));
+    assert!(provider.requests().is_empty());
+    // One call left: the repair round has no budget, and the check fails.
+    let one = Scripted::new(vec![Ok("nope")]);
+    let run = run_value_stated(&one, BudgetLimits { calls: 1, ..roomy() });
+    assert_eq!(failure(&run.outcome), Some(CheckFailure::Budget));
+}
+
+#[test]
+fn locate_points_and_code_slices_the_words() {
+    let input = LocateInput { field: "name".into(), proposed: "Kim Lee".into(), message: "Change the name to Kim Lee, please".into() };
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let prompts = Prompts::default();
+    let provider = Scripted::new(vec![
+        Ok(r#"{"found":true,"from":5,"to":6,"copy":"Park"}"#),
+        Ok(r#"{"found":true,"from":5,"to":7,"copy":"kim lee"}"#),
+    ]);
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let run = runner.run::<Locate>(&input, None);
+    // The first pointer's copy is not held: the repair round quotes the pointer error.
+    assert!(provider.requests()[1].messages.last().unwrap().content.contains("copy_not_held"));
+    let Outcome::Answered { verdict: CheckVerdict::Pass, output: Some(located) } = run.outcome else { panic!("{:?}", run.outcome) };
+    assert_eq!(located.value, "Kim Lee", "the message's words, not the copy");
+    assert_eq!((located.pointer.from, located.pointer.to), (5, 6), "narrowed by the copy");
+
+    let absent = Scripted::new(vec![Ok(r#"{"found":false,"from":0,"to":0,"copy":""}"#)]);
+    let runner = Runner { provider: &absent, model: "m", budget: &budget, prompts: &prompts };
+    assert!(matches!(runner.run::<Locate>(&input, None).outcome, Outcome::Answered { verdict: CheckVerdict::Ask, output: None }));
+}
+
+#[test]
+fn the_outbound_tasks_can_only_take_away_or_offer_a_draft() {
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let prompts = Prompts::default();
+    let claims = ClaimsCoverageInput { text: "Your order is cancelled and refunded.".into(), claims: vec![r#"{"kind":"order_cancelled"}"#.into()] };
+    let expect = [("yes", CheckVerdict::Block), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)];
+    for (answer, expected) in expect {
+        let content = format!(r#"{{"unlisted_claim":"{answer}"}}"#);
+        let provider = Scripted::new(vec![Ok(content.as_str())]);
+        let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+        assert_eq!(verdict(&runner.run::<ClaimsCoverage>(&claims, None).outcome), Some(expected));
+    }
+    let uncovered = UncoveredRequestInput { message: "Cancel it and change my address".into(), acts: vec!["cancel_pending_order".into()] };
+    for (answer, expected) in [("yes", CheckVerdict::Ask), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)] {
+        let content = format!(r#"{{"uncovered":"{answer}"}}"#);
+        let provider = Scripted::new(vec![Ok(content.as_str())]);
+        let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+        assert_eq!(verdict(&runner.run::<UncoveredRequest>(&uncovered, None).outcome), Some(expected));
+    }
+    let facts = RewriteInput { facts: vec!["order #W1 is cancelled".into()] };
+    let provider = Scripted::new(vec![Ok(r#"{"text":""}"#), Ok(r#"{"text":"Your order #W1 is cancelled."}"#)]);
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let run = runner.run::<Rewrite>(&facts, None);
+    assert!(provider.requests()[1].messages.last().unwrap().content.contains("`text` is empty"));
+    let Outcome::Answered { verdict: CheckVerdict::Pass, output: Some(draft) } = run.outcome else { panic!() };
+    assert_eq!(draft.text, "Your order #W1 is cancelled.");
+}
+
+#[test]
+fn a_prompt_version_is_a_hash_of_its_text_and_schema() {
+    let builtin = PromptVersion::builtin::<ValueStated>();
+    assert_eq!(builtin.version.len(), 12);
+    let edited = PromptVersion::new("value_stated", &format!("{} Be brief.", builtin.text), &ValueStated::schema());
+    assert_ne!(edited.version, builtin.version);
+    assert_eq!(PromptVersion::builtin::<ValueStated>(), builtin);
+    let versions: std::collections::BTreeSet<String> =
+        [PromptVersion::builtin::<Locate>(), PromptVersion::builtin::<UncoveredRequest>(), PromptVersion::builtin::<ClaimsCoverage>(), PromptVersion::builtin::<Rewrite>(), builtin]
+            .into_iter()
+            .map(|p| p.version)
+            .collect();
+    assert_eq!(versions.len(), 5);
+}
+
+#[test]
+fn a_recording_replays_the_same_outcome_and_an_unrecorded_request_fails_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("value_stated.jsonl");
+    let live = Scripted::new(vec![Ok(r#"{"answer":"no"}"#)]);
+    let recorder = Recorder::new(&live, &cassette).unwrap();
+    let recorded = run_value_stated(&recorder, roomy());
+    let replayed_provider = RecordedProvider::load(&cassette).unwrap();
+    assert_eq!(replayed_provider.len(), 1);
+    let replayed = run_value_stated(&replayed_provider, roomy());
+    assert_eq!(recorded.outcome, replayed.outcome);
+    assert_eq!(recorded.calls[0].request_hash, replayed.calls[0].request_hash);
+
+    // Another prompt is another request: no recording, and the check fails, loudly.
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let mut prompts = Prompts::default();
+    prompts.set(PromptVersion::new("value_stated", "Answer yes.", &ValueStated::schema()));
+    let runner = Runner { provider: &replayed_provider, model: "m", budget: &budget, prompts: &prompts };
+    let run = runner.run::<ValueStated>(&carrier(), None);
+    let Outcome::Failed { failure: CheckFailure::Provider, detail } = run.outcome else { panic!("{:?}", run.outcome) };
+    assert!(detail.contains("no recording of request"), "{detail}");
+
+    // A cassette whose line does not hash to its request does not load.
+    let text = std::fs::read_to_string(&cassette).unwrap().replace("needs changing", "needs fixing");
+    assert!(RecordedProvider::parse("edited.jsonl", &text).unwrap_err().to_string().contains("line 1"));
+}
+
+mod any_answer {
+    //! Whatever a model writes, reading it never panics, and a passing verdict comes only with
+    //! the whole schema satisfied.
+    use proptest::prelude::*;
+    use warrant_core::check::CheckVerdict;
+    use warrant_model::tasks::*;
+
+    fn texts() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "\\{\"(answer|found|from|to|copy|text|uncovered|unlisted_claim)\": ?(\"(yes|no|unsure|)\"|true|false|-?[0-9]{1,3}|null|\\[\\])(, ?\"[a-z]{1,5}\": ?[0-9])?\\}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn no_answer_panics_a_reader_and_a_pass_needs_the_schema(answer in texts()) {
+            let stated = ValueStatedInput { op: "rename".into(), field: "name".into(), message: "call me Sam".into(), ptr: [3, 3], value: "Sam".into() };
+            if let Ok((CheckVerdict::Pass, ())) = ValueStated::read(&stated, &answer) {
+                let parsed: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+                prop_assert_eq!(parsed, serde_json::json!({"answer": "yes"}));
+            }
+            let located = LocateInput { field: "name".into(), proposed: "Sam".into(), message: "call me Sam".into() };
+            if let Ok((CheckVerdict::Pass, found)) = Locate::read(&located, &answer) {
+                prop_assert!("call me Sam".contains(found.unwrap().value.as_str()));
+            }
+            let _ = UncoveredRequest::read(&UncoveredRequestInput { message: "x".into(), acts: vec![] }, &answer);
+            let _ = ClaimsCoverage::read(&ClaimsCoverageInput { text: "x".into(), claims: vec![] }, &answer);
+            if let Ok((_, Some(draft))) = Rewrite::read(&RewriteInput { facts: vec![] }, &answer) {
+                prop_assert!(!draft.text.trim().is_empty());
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The real-model tier: the model tasks against a real small model behind an OpenAI-compatible
+//! endpoint (`scripts/real-model-tier.sh` starts one). The model is allowed to be wrong; what
+//! must hold is that every answer is parsed and checked by code, that a wrong or invalid answer
+//! can only take away, and that no effect is ever authorized by a model.
+//!
+//! Built only with `--features real-model`; it fails loudly when `WARRANT_REAL_MODEL_URL` is
+//! unset or the endpoint cannot be reached, so it can never pass by not running.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::disallowed_methods)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use warrant_core::Contract;
+use warrant_core::check::{CheckAnswer, CheckAnswers, CheckVerdict};
+use warrant_core::contract::ContractFiles;
+use warrant_core::records::Record;
+use warrant_core::request;
+use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, Verdict};
+use warrant_model::corpus::{self, Case};
+use warrant_model::openai::{EndpointConfig, OpenAiProvider};
+use warrant_model::tasks::*;
+use warrant_model::{BudgetLimits, Outcome, Prompts, ProviderError, Runner, TurnBudget, run_checks};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn endpoint() -> OpenAiProvider {
+    let base = std::env::var("WARRANT_REAL_MODEL_URL")
+        .unwrap_or_else(|_| panic!("WARRANT_REAL_MODEL_URL is unset: run this tier through scripts/real-model-tier.sh"));
+    let model = std::env::var("WARRANT_REAL_MODEL_NAME").unwrap_or_else(|_| "smollm2".into());
+    OpenAiProvider::new(EndpointConfig { base_url: base, model, key: None, connect_timeout: Duration::from_secs(5), format: warrant_model::openai::SchemaFormat::JsonObject }).unwrap()
+}
+
+fn limits() -> BudgetLimits {
+    // A 135M model on two CPU cores: generous time, the same call and token limits as a turn.
+    BudgetLimits { deadline: Duration::from_secs(120), ..BudgetLimits::default() }
+}
+
+/// Runs `f` with a runner over the endpoint, and fails loudly if the endpoint is unreachable.
+fn with_runner<T>(f: impl FnOnce(&Runner<'_>) -> T) -> T {
+    let provider = endpoint();
+    let budget = TurnBudget::new(limits(), Instant::now());
+    let prompts = Prompts::default();
+    let runner = Runner { provider: &provider, model: provider.model(), budget: &budget, prompts: &prompts };
+    f(&runner)
+}
+
+fn assert_reached<O>(run: &warrant_model::TaskRun<O>) {
+    for call in &run.calls {
+        if let Some(Err(ProviderError::Unreachable(e))) = &call.result {
+            panic!("the real-model endpoint cannot be reached: {e}");
+        }
+        if let Some(Err(ProviderError::Status(e))) = &call.result {
+            panic!("the real-model endpoint refused the request: {e}");
+        }
+    }
+}
+
+#[test]
+fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
+    let text = std::fs::read_to_string(root().join("corpus/model/value_stated.jsonl")).unwrap();
+    let cases: Vec<Case> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (mut answered, mut failed, mut right) = (0, 0, 0);
+    with_runner(|runner| {
+        for case in &cases {
+            let started = Instant::now();
+            let result = corpus::run_case(runner, "value_stated", case).unwrap();
+            eprintln!("value_stated {}: expect {:?}, got {:?} in {:?}", case.name, case.expect, result.got, started.elapsed());
+            match result.got {
+                Ok(_) => answered += 1,
+                Err(_) => failed += 1,
+            }
+            right += usize::from(result.passed());
+        }
+        let runs: Vec<(&str, Outcome<()>, usize)> = vec![
+            {
+                let input = UncoveredRequestInput { message: "Cancel my order and also change my address".into(), acts: vec!["cancel_pending_order".into()] };
+                let run = runner.run::<UncoveredRequest>(&input, None);
+                assert_reached(&run);
+                ("uncovered_request", run.outcome, run.calls.len())
+            },
+            {
+                let input = ClaimsCoverageInput { text: "Your order is cancelled and you will get a refund of $50.".into(), claims: vec![r##"{"kind":"order_cancelled","order":"#W1"}"##.into()] };
+                let run = runner.run::<ClaimsCoverage>(&input, None);
+                assert_reached(&run);
+                ("claims_coverage", run.outcome, run.calls.len())
+            },
+        ];
+        for (task, outcome, calls) in runs {
+            eprintln!("{task}: {outcome:?} in {calls} calls");
+            match outcome {
+                Outcome::Answered { .. } => answered += 1,
+                Outcome::Failed { .. } => failed += 1,
+            }
+        }
+        let located = runner.run::<Locate>(&LocateInput { field: "name".into(), proposed: "Kim Lee".into(), message: "please change the name to Kim Lee".into() }, None);
+        assert_reached(&located);
+        eprintln!("locate: {:?}", located.outcome);
+        if let Outcome::Answered { output: Some(found), .. } = &located.outcome {
+            // Whatever the model copied, the value is the message's own words, sliced by code.
+            assert!("please change the name to Kim Lee".contains(found.value.as_str()));
+        }
+        let rewritten = runner.run::<Rewrite>(&RewriteInput { facts: vec!["order #W1 is cancelled".into()] }, None);
+        assert_reached(&rewritten);
+        eprintln!("rewrite: {:?}", rewritten.outcome);
+        if let Outcome::Answered { verdict, output } = &rewritten.outcome {
+            assert_eq!(*verdict, CheckVerdict::Pass);
+            assert!(!output.as_ref().unwrap().text.trim().is_empty());
+        }
+    });
+    eprintln!("real-model tier: {answered} answered within the schema, {failed} failed the check, {right}/{} value_stated cases right", cases.len());
+    assert!(answered > 0, "no answer of the real model was parsed: the schema-constrained endpoint is not doing its job");
+}
+
+struct Files(PathBuf);
+impl ContractFiles for Files {
+    fn read(&self, path: &str) -> Result<String, String> {
+        std::fs::read_to_string(self.0.join(path)).map_err(|e| e.to_string())
+    }
+}
+
+struct Customers;
+impl Facts for Customers {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok((table == "customer").then(|| Record { table: table.into(), key: key.into(), revision: 1, value: json!({"name": "Kim"}) }))
+    }
+    fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+        Ok(None)
+    }
+}
+
+fn decide(contract: &Contract, message: &str, pointer: serde_json::Value, answers: &CheckAnswers) -> Decision {
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "kim", "at": "2026-11-29T15:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": message}],
+        "acts": [{"op": "rename", "args": {"name": pointer}}],
+    });
+    let valid = request::parse(contract, &body.to_string()).unwrap();
+    turn::decide_checked(contract, &valid, &Customers, &BTreeSet::new(), answers)
+}
+
+#[test]
+fn a_real_answer_can_only_take_away() {
+    let folder = root().join("examples/rename");
+    let text = std::fs::read_to_string(folder.join("contract.toml")).unwrap();
+    let contract = Contract::load("examples/rename/contract.toml", &text, &Files(folder)).unwrap();
+    let turns = [
+        ("the name needs changing", json!({"ptr": [3, 4], "copy": "needs changing"})),
+        ("please change the name to Kim Lee", json!({"ptr": [6, 7], "copy": "Kim Lee"})),
+        ("my name should be admin", json!({"ptr": [5, 5], "copy": "admin"})),
+        ("the name needs changing", json!({"ptr": [3, 9]})),
+    ];
+    with_runner(|runner| {
+        for (message, pointer) in turns {
+            let first = decide(&contract, message, pointer.clone(), &CheckAnswers::new());
+            let round = run_checks(runner, &first.checks, 8);
+            let with_model = decide(&contract, message, pointer.clone(), &round.answers);
+            let all_pass: CheckAnswers =
+                first.checks.iter().map(|c| (c.id.clone(), CheckAnswer::Verdict { verdict: CheckVerdict::Pass })).collect();
+            let code_only = decide(&contract, message, pointer, &all_pass);
+            let (model_verdict, ceiling) = (with_model.response.acts[0].verdict, code_only.response.acts[0].verdict);
+            eprintln!("{message:?}: answers {:?} -> {model_verdict:?} (code alone allows {ceiling:?})", round.answers.values().collect::<Vec<_>>());
+            // A model can never do better than code allows: a refusal stays a refusal, and a
+            // commit happens only where code commits and every answer passed.
+            if ceiling != Verdict::Commit {
+                assert_ne!(model_verdict, Verdict::Commit, "{message}: a model answer turned a refusal into a commit");
+            }
+            let passed = round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+            if model_verdict == Verdict::Commit {
+                assert!(passed && ceiling == Verdict::Commit);
+            } else if !passed {
+                assert!(matches!(model_verdict, Verdict::Ask | Verdict::Refuse));
+                assert!(with_model.effects.is_empty());
+            }
+        }
+    });
+}
