@@ -172,7 +172,7 @@ pub(crate) fn run(command: &GuardCommand) -> Result<(), Exit> {
             if who.trim().is_empty() {
                 return Err(Exit::Input("`--who` is empty".into()));
             }
-            let bars = Bars { min_audited: *min_audited, max_false_positive_rate: *max_fp_rate, max_corpus_failures: *max_corpus_failures };
+            let bars = Bars { min_audited: *min_audited, max_false_positive_rate: *max_fp_rate, max_corpus_failures: *max_corpus_failures, audits_required: true };
             let contract = load_contract(&at.contract)?;
             let guard = contract.guards().announcement().ok_or_else(|| Exit::Input(GuardError::NoGuard.to_string()))?;
             let tally = run_corpus(guard, corpus)?;

@@ -12,7 +12,9 @@ use serde_json::json;
 use warrant_model::corpus::{self, Case, CaseResult};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Recorder, Runner, TurnBudget};
-use warrant_store::{PgStore, PromptPromotionRow, PromptRow, SqliteStore, Store};
+use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, Subject};
+use warrant_engine::{active_prompt, prompt_subject};
+use warrant_store::{PgStore, PromotionRow, PromptPromotionRow, PromptRow, SqliteStore, Store};
 
 use crate::Exit;
 use crate::turn::StoreUrl;
@@ -83,6 +85,9 @@ pub(crate) struct PromoteArgs {
     task: String,
     /// The version to promote.
     version: String,
+    /// Who promotes it (recorded with the promotion).
+    #[arg(long, default_value = "operator")]
+    who: String,
 }
 
 fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
@@ -112,7 +117,7 @@ pub(crate) fn run(command: &PromptCommand) -> Result<(), Exit> {
         PromptCommand::List { at, task } => {
             let builtin = builtin(task)?;
             let mut store = open(at)?;
-            let active = store.active_prompt(task).map_err(store_error)?;
+            let active = active_prompt(store.as_mut(), task).map_err(|e| Exit::Input(e.to_string()))?;
             println!("{}", json!({"task": task, "builtin": builtin.version, "active": active.unwrap_or(builtin.version)}));
             for p in store.promotions(task).map_err(store_error)? {
                 println!("{}", json!({"seq": p.seq, "version": p.version, "accepted": p.accepted, "report": p.report}));
@@ -200,7 +205,29 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
         "cassette": args.cassette.display().to_string(),
         "regressions": regressions,
     });
-    let previous = store.active_prompt(&args.task).map_err(store_error)?;
+    let previous = active_prompt(store.as_mut(), &args.task).map_err(|e| Exit::Input(e.to_string()))?;
+    // The decision goes through the ladder, the one mechanism that also promotes guards: the bar
+    // of a prompt version is its recorded corpus with no case regressing.
+    let failed = u64::try_from(regressions.len()).unwrap_or(u64::MAX);
+    let passed = u64::try_from(results.len()).unwrap_or(u64::MAX).saturating_sub(failed);
+    let at = jiff::Timestamp::now().to_string();
+    let subject = Subject { name: prompt_subject(&args.task), version: args.version.clone() };
+    let ladder = Ladder::promote(subject, AuditSummary::default(), CorpusRun { passed, failed }, Bars::corpus_only(), args.who.clone(), at.clone());
+    let accepted = accepted && ladder.is_ok();
+    if let Ok(promotion) = &ladder {
+        let record = serde_json::to_value(promotion.record()).map_err(|e| Exit::Input(e.to_string()))?;
+        store
+            .promote(&PromotionRow {
+                seq: 0,
+                subject: prompt_subject(&args.task),
+                version: args.version.clone(),
+                record,
+                promoted_by: args.who.clone(),
+                promoted_at: at,
+                demoted: None,
+            })
+            .map_err(store_error)?;
+    }
     store
         .record_promotion(&PromptPromotionRow { seq: 0, task: args.task.clone(), version: args.version.clone(), accepted, report: report.clone() })
         .map_err(store_error)?;

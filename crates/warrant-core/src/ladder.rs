@@ -123,12 +123,27 @@ pub struct Bars {
     pub max_false_positive_rate: f64,
     /// The adversarial corpus may fail at most this many cases.
     pub max_corpus_failures: u64,
+    /// Whether audited findings are part of the bar. A guard's are; a prompt version, which
+    /// flags nothing, is promoted on its recorded corpus alone.
+    #[serde(default = "audits_required")]
+    pub audits_required: bool,
+}
+
+const fn audits_required() -> bool {
+    true
+}
+
+impl Bars {
+    /// The bar of a prompt version (DESIGN.md §6): its recorded corpus, with no case regressing.
+    pub const fn corpus_only() -> Bars {
+        Bars { min_audited: 0, max_false_positive_rate: 1.0, max_corpus_failures: 0, audits_required: false }
+    }
 }
 
 impl Default for Bars {
     /// DESIGN.md §8: 50 audited findings, under 2% false positives, a passing corpus.
     fn default() -> Bars {
-        Bars { min_audited: 50, max_false_positive_rate: 0.02, max_corpus_failures: 0 }
+        Bars { min_audited: 50, max_false_positive_rate: 0.02, max_corpus_failures: 0, audits_required: true }
     }
 }
 
@@ -241,6 +256,16 @@ impl Ladder {
 }
 
 fn check_bars(audits: &AuditSummary, corpus: CorpusRun, bars: &Bars) -> Result<(), Refusal> {
+    if bars.audits_required {
+        check_audits(audits, bars)?;
+    }
+    if corpus.failed > bars.max_corpus_failures || corpus.passed == 0 {
+        return Err(Refusal::Corpus { passed: corpus.passed, failed: corpus.failed, max: bars.max_corpus_failures });
+    }
+    Ok(())
+}
+
+fn check_audits(audits: &AuditSummary, bars: &Bars) -> Result<(), Refusal> {
     if audits.audited < bars.min_audited || audits.audited == 0 {
         return Err(Refusal::TooFewAudits { audited: audits.audited, min: bars.min_audited });
     }
@@ -252,9 +277,6 @@ fn check_bars(audits: &AuditSummary, corpus: CorpusRun, bars: &Bars) -> Result<(
             audited: audits.audited,
             max: bars.max_false_positive_rate,
         });
-    }
-    if corpus.failed > bars.max_corpus_failures || corpus.passed == 0 {
-        return Err(Refusal::Corpus { passed: corpus.passed, failed: corpus.failed, max: bars.max_corpus_failures });
     }
     Ok(())
 }
@@ -315,6 +337,41 @@ pub fn clopper_pearson_upper(k: u64, n: u64, confidence: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_prompt_version_climbs_the_same_ladder_on_its_corpus_alone() {
+        let subject = Subject { name: "prompt:value_stated".into(), version: "abc".into() };
+        let ok = Ladder::promote(
+            subject.clone(),
+            AuditSummary::default(),
+            CorpusRun { passed: 4, failed: 0 },
+            Bars::corpus_only(),
+            "ops".into(),
+            "2026-11-29T22:00:00Z".into(),
+        );
+        let promotion = ok.unwrap();
+        assert!(Promotion::admit(promotion.record(), &subject).is_ok());
+        let regressed = Ladder::promote(
+            subject.clone(),
+            AuditSummary::default(),
+            CorpusRun { passed: 3, failed: 1 },
+            Bars::corpus_only(),
+            "ops".into(),
+            "2026-11-29T22:00:00Z".into(),
+        );
+        assert_eq!(regressed.unwrap_err().code(), ReasonCode::PromotionCorpusFailed);
+        // A guard's bar still needs its audits: the corpus alone does not promote a guard.
+        let guard = Ladder::promote(
+            Subject { name: "guard:announcement".into(), version: "v".into() },
+            AuditSummary::default(),
+            CorpusRun { passed: 138, failed: 0 },
+            Bars::default(),
+            "ops".into(),
+            "2026-11-29T22:00:00Z".into(),
+        );
+        assert_eq!(guard.unwrap_err().code(), ReasonCode::PromotionTooFewAudits);
+    }
+
     use super::*;
 
     fn close(a: f64, b: f64, tolerance: f64) -> bool {

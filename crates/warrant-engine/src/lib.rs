@@ -28,7 +28,7 @@ use warrant_store::{
 
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus};
-pub use model::ModelSetup;
+pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).

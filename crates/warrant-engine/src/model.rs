@@ -7,6 +7,7 @@ use std::time::Instant;
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
 use warrant_model::tasks::TASKS;
 use warrant_model::{BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TurnBudget, run_checks};
+use warrant_core::ladder::{Promotion, PromotionRecord};
 use warrant_store::Store;
 
 use crate::EngineError;
@@ -45,10 +46,24 @@ impl ModelSetup {
     }
 }
 
+/// The ladder subject a task's prompt versions are promoted under.
+pub fn prompt_subject(task: &str) -> String {
+    format!("prompt:{task}")
+}
+
+/// The version of `task`'s prompt the ladder made active: the stored promotion of
+/// `prompt:TASK`, admitted only while its record still clears its bars. A record that does not
+/// read back, or no longer clears them, leaves the built-in prompt in force.
+pub fn active_prompt<S: Store + ?Sized>(store: &mut S, task: &str) -> Result<Option<String>, EngineError> {
+    let Some(row) = store.promotion(&prompt_subject(task))? else { return Ok(None) };
+    let Ok(record) = serde_json::from_value::<PromotionRecord>(row.record) else { return Ok(None) };
+    Ok(Promotion::admit(&record, &record.subject).ok().map(|p| p.record().subject.version.clone()))
+}
+
 /// Replaces built-in prompts with the versions the registry made active.
 pub(crate) fn load_active_prompts<S: Store>(store: &mut S, model: &mut ModelSetup) -> Result<(), EngineError> {
     for task in TASKS {
-        let Some(version) = store.active_prompt(task)? else { continue };
+        let Some(version) = active_prompt(store, task)? else { continue };
         let row = store.prompt(task, &version)?.ok_or_else(|| EngineError::Corrupt {
             what: format!("prompt registry of `{task}`"),
             message: format!("the active version `{version}` is not kept"),

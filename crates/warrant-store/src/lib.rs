@@ -100,11 +100,7 @@ pub trait Store: Send {
     /// number.
     fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError>;
 
-    /// Every promotion decided for `task`, in decision order.
+    /// Every promotion decided for `task`, in decision order: the log of decisions. Which
+    /// version is active is the ladder's promotion of subject `prompt:TASK` (`promotion`).
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
-
-    /// The active version of `task`: that of its latest accepted promotion, if any.
-    fn active_prompt(&mut self, task: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.promotions(task)?.into_iter().rev().find(|p| p.accepted).map(|p| p.version))
-    }
 }

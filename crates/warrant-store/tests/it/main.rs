@@ -36,7 +36,7 @@ macro_rules! conformance {
 
 conformance! {
     conformance::migrating_twice_is_a_no_op,
-    conformance::prompt_versions_are_kept_and_the_latest_accepted_promotion_is_active,
+    conformance::prompt_versions_are_kept_and_every_promotion_decision_is_logged,
     conformance::first_migrations_racing_from_two_connections_both_succeed,
     conformance::seeded_records_read_back_at_revision_one,
     conformance::seeding_twice_inserts_nothing_new,
