@@ -122,15 +122,30 @@ pub struct ValidRequest {
 
 /// Parses and validates a turn request against a contract.
 pub fn parse(contract: &Contract, json: &str) -> Result<ValidRequest, RequestError> {
-    let deserializer = &mut serde_json::Deserializer::from_str(json);
-    let request: TurnRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        RequestError {
-            code: ReasonCode::InvalidInput,
-            field: if field == "." { String::new() } else { field },
-            message: e.inner().to_string().replace('\n', " "),
+    // The plain parse is the fast path; only a request that fails it is parsed again with the
+    // path tracked, to name the field at fault. Both parses accept exactly the same inputs.
+    let request: TurnRequest = match serde_json::from_str(json) {
+        Ok(request) => request,
+        Err(_) => {
+            let deserializer = &mut serde_json::Deserializer::from_str(json);
+            let tracked: Result<TurnRequest, _> = serde_path_to_error::deserialize(deserializer);
+            return Err(match tracked {
+                Err(e) => {
+                    let field = e.path().to_string();
+                    RequestError {
+                        code: ReasonCode::InvalidInput,
+                        field: if field == "." { String::new() } else { field },
+                        message: e.inner().to_string().replace('\n', " "),
+                    }
+                }
+                Ok(_) => RequestError {
+                    code: ReasonCode::InvalidInput,
+                    field: String::new(),
+                    message: "the request does not parse".into(),
+                },
+            });
         }
-    })?;
+    };
     validate(contract, request)
 }
 
