@@ -8,6 +8,7 @@ mod corpus;
 mod demo;
 mod guard;
 mod prompt;
+mod scheduler;
 mod score;
 mod serve;
 mod turn;
@@ -69,6 +70,11 @@ enum Command {
     },
     /// Lists every reason code with what it means.
     Reasons,
+    /// Runs what is due (delivery of the outbox) once or as a daemon; lists the outbox.
+    Scheduler {
+        #[command(subcommand)]
+        command: scheduler::SchedulerCommand,
+    },
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -124,6 +130,7 @@ fn main() -> ExitCode {
                 );
             }
         }),
+        Command::Scheduler { command } => scheduler::run(&command),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

@@ -3,6 +3,7 @@
 //! refuses: it reads the contract's files, seeds the records, serves stored facts to the
 //! decision, and commits what it decided in one transaction.
 
+pub mod dispatch;
 mod files;
 mod guards;
 mod model;
