@@ -138,12 +138,16 @@ impl Dispatcher {
 
     /// Takes one batch of due messages, delivers each and records the answer.
     pub fn dispatch_once(&self, store: &mut dyn Store) -> Result<Dispatched, DispatchError> {
-        let now = now_ms();
+        self.round(store, now_ms())
+    }
+
+    /// One batch of the messages due by `due_by`.
+    fn round(&self, store: &mut dyn Store, due_by: i64) -> Result<Dispatched, DispatchError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         let lease = Lease {
             holder: self.config.holder.clone(),
-            now,
-            until: now.saturating_add(lease_ms),
+            now: due_by,
+            until: now_ms().saturating_add(lease_ms),
         };
         let taken = store.take_outbox(&lease, self.config.batch)?;
         let mut round = Dispatched {
@@ -175,11 +179,13 @@ impl Dispatcher {
         Ok(round)
     }
 
-    /// Delivers rounds until nothing is due now (messages waiting out a backoff stay queued).
+    /// Delivers rounds until nothing that was due when it began is left. A message that
+    /// fails waits out its backoff past that time, so each is attempted at most once per drain.
     pub fn drain(&self, store: &mut dyn Store) -> Result<Dispatched, DispatchError> {
+        let start = now_ms();
         let mut total = Dispatched::default();
         loop {
-            let round = self.dispatch_once(store)?;
+            let round = self.round(store, start)?;
             if round.taken == 0 {
                 return Ok(total);
             }

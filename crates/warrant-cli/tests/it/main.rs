@@ -2,8 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod corpus;
+mod delivery;
 mod guards;
 mod prompts;
+mod receiver;
 mod score;
 mod serve;
 mod turns;
