@@ -50,6 +50,9 @@ pub(crate) struct RunArgs {
     /// Messages taken per round.
     #[arg(long, default_value_t = 8)]
     batch: usize,
+    /// How many of a batch's messages are delivered at once.
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
     /// How long taken messages stay this process's; must outlast a batch of timeouts.
     #[arg(long, default_value_t = 120_000)]
     lease_ms: u64,
@@ -87,6 +90,7 @@ fn config(args: &RunArgs) -> Result<DispatchConfig, Exit> {
     };
     config.timeout = Duration::from_millis(args.timeout_ms);
     config.batch = args.batch;
+    config.parallel = args.parallel;
     config.lease = Duration::from_millis(args.lease_ms);
     config.validate().map_err(|e| Exit::Input(e.to_string()))?;
     Ok(config)

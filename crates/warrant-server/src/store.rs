@@ -94,8 +94,8 @@ impl Store for AnyStore {
     fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         both!(self, s => s.take_outbox(lease, limit))
     }
-    fn mark_sent(&mut self, id: &str, now: i64) -> Result<bool, StoreError> {
-        both!(self, s => s.mark_sent(id, now))
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        both!(self, s => s.mark_sent(ids, now))
     }
     fn mark_failed(
         &mut self,

@@ -121,10 +121,10 @@ pub trait Store: Send {
     /// holds.
     fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
 
-    /// Records that the channel accepted a message; whether this changed it (false when it was
-    /// recorded sent before, or is unknown). The channel's acceptance is the truth, so it is
-    /// recorded whoever holds the lease.
-    fn mark_sent(&mut self, id: &str, now: i64) -> Result<bool, StoreError>;
+    /// Records that the channel accepted these messages, in one transaction; how many this
+    /// changed (a message recorded sent before, or unknown, is not counted). The channel's
+    /// acceptance is the truth, so it is recorded whoever holds the lease.
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError>;
 
     /// Records a failed attempt by `holder`: queued again after the policy's backoff, or dead
     /// after its last attempt or at once for a permanent refusal.

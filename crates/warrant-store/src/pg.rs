@@ -463,8 +463,8 @@ impl Store for PgStore {
         self.outbox_take(lease, limit)
     }
 
-    fn mark_sent(&mut self, id: &str, now: i64) -> Result<bool, StoreError> {
-        self.outbox_mark_sent(id, now)
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        self.outbox_mark_sent(ids, now)
     }
 
     fn mark_failed(

@@ -14,11 +14,11 @@ pub enum Behaviour {
     /// Every request gets this status; a 2xx applies the message.
     Answer(u16),
     /// Request number `nth` (from 1) is applied, then held without an answer: the receiver
-    /// says so on `held` and drops the connection only once `release` says so (or is dropped).
+    /// sends its key on `held` and drops the connection only once `release` says so (or is dropped).
     /// Every other request gets 200.
     HoldNth {
         nth: usize,
-        held: Sender<()>,
+        held: Sender<String>,
         release: Rx<()>,
     },
 }
@@ -81,9 +81,9 @@ fn serve(stream: TcpStream, log: &Mutex<Log>, behaviour: &Mutex<Behaviour>) {
                 }
                 Behaviour::HoldNth { nth, held, release } if *nth == number => {
                     // Applied, then the answer never comes: the sender cannot know it landed.
-                    log.applied.entry(key).or_insert(body);
+                    log.applied.entry(key.clone()).or_insert(body);
                     drop(log);
-                    let _ = held.send(());
+                    let _ = held.send(key);
                     let _ = release.recv_timeout(Duration::from_secs(60));
                     return;
                 }

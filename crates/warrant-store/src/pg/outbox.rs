@@ -132,16 +132,22 @@ impl PgStore {
         Ok(outbox::in_order(rows, |r| r.seq))
     }
 
-    pub(super) fn outbox_mark_sent(&mut self, id: &str, now: i64) -> Result<bool, StoreError> {
-        if !storable(id) {
-            return Ok(false);
-        }
+    pub(super) fn outbox_mark_sent(
+        &mut self,
+        ids: &[String],
+        now: i64,
+    ) -> Result<usize, StoreError> {
+        let ids: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| storable(id))
+            .collect();
         let rows = self.query(
             "UPDATE outbox SET state = 'sent', sent_at = $2, lease_holder = NULL, lease_until = NULL
-             WHERE id = $1 AND state <> 'sent' RETURNING 1",
-            &[&id, &now],
+             WHERE id = ANY($1) AND state <> 'sent' RETURNING 1",
+            &[&ids, &now],
         )?;
-        Ok(!rows.is_empty())
+        Ok(rows.len())
     }
 
     pub(super) fn outbox_mark_failed(

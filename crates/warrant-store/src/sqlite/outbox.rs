@@ -148,18 +148,25 @@ impl SqliteStore {
         Ok(outbox::in_order(rows, |r| r.seq))
     }
 
-    pub(super) fn outbox_mark_sent(&mut self, id: &str, now: i64) -> Result<bool, StoreError> {
-        if !storable(id) {
-            return Ok(false);
-        }
-        let updated = self
-            .conn
-            .prepare_cached(
+    pub(super) fn outbox_mark_sent(
+        &mut self,
+        ids: &[String],
+        now: i64,
+    ) -> Result<usize, StoreError> {
+        // One transaction, so a batch costs one synchronous commit, not one per message.
+        let tx = self.begin()?;
+        let mut updated = 0;
+        {
+            let mut update = tx.prepare_cached(
                 "UPDATE outbox SET state = 'sent', sent_at = ?2, lease_holder = NULL, lease_until = NULL
                  WHERE id = ?1 AND state <> 'sent'",
-            )?
-            .execute(params![id, now])?;
-        Ok(updated == 1)
+            )?;
+            for id in ids.iter().filter(|id| storable(id)) {
+                updated += update.execute(params![id, now])?;
+            }
+        }
+        tx.commit()?;
+        Ok(updated)
     }
 
     pub(super) fn outbox_mark_failed(

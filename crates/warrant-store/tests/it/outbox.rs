@@ -106,11 +106,20 @@ pub fn taking_leases_due_messages_in_stored_order(fx: &Fixture) {
         store.outbox(Some(OutboxState::Sending), 10).unwrap().len(),
         5
     );
-    assert!(store.mark_sent("m0", 400).unwrap());
-    assert!(!store.mark_sent("m0", 500).unwrap(), "sent once");
-    assert!(!store.mark_sent("nope", 500).unwrap());
+    assert_eq!(
+        store
+            .mark_sent(&["m0".to_owned(), "m3".to_owned()], 400)
+            .unwrap(),
+        2
+    );
+    let again = ["m0".to_owned(), "nope".to_owned(), "m4".to_owned()];
+    assert_eq!(
+        store.mark_sent(&again, 500).unwrap(),
+        1,
+        "m0 was sent once, `nope` is unknown"
+    );
     let sent = store.outbox(Some(OutboxState::Sent), 10).unwrap();
-    assert_eq!(ids(&sent, |r| &r.message.id), ["m0"]);
+    assert_eq!(ids(&sent, |r| &r.message.id), ["m0", "m3", "m4"]);
     assert_eq!(
         (sent[0].sent_at, sent[0].lease_holder.as_deref()),
         (Some(400), None)
@@ -365,6 +374,6 @@ pub fn delivery_input_with_nul_is_refused(fx: &Fixture) {
         Err(StoreError::NulCharacter { .. })
     ));
     assert!(store.outbox(None, 10).unwrap().is_empty());
-    assert!(!store.mark_sent("m\u{0}", 0).unwrap());
+    assert_eq!(store.mark_sent(&["m\u{0}".to_owned()], 0).unwrap(), 0);
     assert!(store.due_job("j\u{0}").unwrap().is_none());
 }
