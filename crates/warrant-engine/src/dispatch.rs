@@ -284,15 +284,13 @@ fn transport(error: &reqwest::Error) -> String {
     format!("{kind}: {}", with_causes(error))
 }
 
+/// The error and each of its causes: reqwest's own message does not say what the socket said.
 fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    message
+    let chain = std::iter::successors(Some(error), |e| e.source());
+    chain
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Milliseconds since the Unix epoch, the store's time.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use warrant_store::{OutboxMessage, OutboxRow, OutboxState, PgStore, SqliteStore, Store};
 
 use crate::receiver::{Behaviour, Webhook};
-use crate::turns::postgres_schema;
+use crate::turns::{postgres_schema, sqlite_store};
 use crate::{root, stdout, warrant};
 
 const CONTRACT: &str = "examples/retail/contract.toml";
@@ -237,10 +237,7 @@ fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
 #[test]
 fn sqlite_a_dispatcher_killed_mid_delivery_loses_nothing_and_the_receiver_applies_each_once() {
     let dir = tempfile::tempdir().unwrap();
-    killed_mid_delivery_then_restarted(
-        &format!("sqlite:{}", dir.path().join("w.sqlite").display()),
-        &ONE_AT_A_TIME,
-    );
+    killed_mid_delivery_then_restarted(&sqlite_store(&dir), &ONE_AT_A_TIME);
 }
 
 #[test]
@@ -252,10 +249,7 @@ fn postgres_a_dispatcher_killed_mid_delivery_loses_nothing_and_the_receiver_appl
 #[test]
 fn sqlite_a_dispatcher_killed_mid_batch_loses_nothing_and_the_receiver_applies_each_once() {
     let dir = tempfile::tempdir().unwrap();
-    killed_mid_delivery_then_restarted(
-        &format!("sqlite:{}", dir.path().join("w.sqlite").display()),
-        &BATCHED,
-    );
+    killed_mid_delivery_then_restarted(&sqlite_store(&dir), &BATCHED);
 }
 
 #[test]
@@ -267,7 +261,7 @@ fn postgres_a_dispatcher_killed_mid_batch_loses_nothing_and_the_receiver_applies
 #[test]
 fn a_receiver_answering_500_gets_retries_then_the_message_is_dead() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let store = sqlite_store(&dir);
     let mut db = open_store(&store);
     fill(&mut *db, 3);
     let hook = Webhook::start(Behaviour::Answer(500));
@@ -304,7 +298,7 @@ fn a_receiver_answering_500_gets_retries_then_the_message_is_dead() {
 #[test]
 fn a_receiver_refusing_with_a_4xx_sends_the_message_to_the_dead_letter_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let store = sqlite_store(&dir);
     let mut db = open_store(&store);
     fill(&mut *db, 2);
     let hook = Webhook::start(Behaviour::Answer(422));
@@ -362,7 +356,7 @@ fn a_receiver_refusing_with_a_4xx_sends_the_message_to_the_dead_letter_at_once()
 #[test]
 fn an_unreachable_webhook_is_retried_and_the_message_is_not_lost() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let store = sqlite_store(&dir);
     let mut db = open_store(&store);
     fill(&mut *db, 2);
     // A port nothing listens on any more.

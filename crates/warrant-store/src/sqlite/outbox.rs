@@ -70,6 +70,28 @@ fn decode_job((mut raw, draft): (RawJob, String)) -> Result<DueJob, StoreError> 
 }
 
 impl SqliteStore {
+    /// Runs a take (an `UPDATE … RETURNING` whose parameters are the lease and the limit) in
+    /// one write transaction.
+    fn take<R>(
+        &mut self,
+        sql: &str,
+        lease: &Lease,
+        n: usize,
+        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+    ) -> Result<Vec<R>, StoreError> {
+        check_text("the lease holder", &lease.holder)?;
+        let tx = self.begin()?;
+        let raws = tx
+            .prepare_cached(sql)?
+            .query_map(
+                params![lease.holder, lease.until, lease.now, limit(n)],
+                read,
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit()?;
+        Ok(raws)
+    }
+
     pub(super) fn outbox_enqueue(
         &mut self,
         message: &OutboxMessage,
@@ -122,8 +144,6 @@ impl SqliteStore {
         lease: &Lease,
         n: usize,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        check_text("the lease holder", &lease.holder)?;
-        let tx = self.begin()?;
         let sql = concat!(
             "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_holder = ?1, lease_until = ?2
              WHERE seq IN (
@@ -133,15 +153,8 @@ impl SqliteStore {
              RETURNING ",
             outbox_columns!()
         );
-        let raws = tx
-            .prepare_cached(sql)?
-            .query_map(
-                params![lease.holder, lease.until, lease.now, limit(n)],
-                raw_outbox,
-            )?
-            .collect::<Result<Vec<_>, _>>()?;
-        tx.commit()?;
-        let rows = raws
+        let rows = self
+            .take(sql, lease, n, raw_outbox)?
             .into_iter()
             .map(decode_outbox)
             .collect::<Result<Vec<_>, _>>()?;
@@ -236,8 +249,6 @@ impl SqliteStore {
     }
 
     pub(super) fn jobs_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<DueJob>, StoreError> {
-        check_text("the lease holder", &lease.holder)?;
-        let tx = self.begin()?;
         let sql = concat!(
             "UPDATE due_jobs SET state = 'taken', lease_holder = ?1, lease_until = ?2
              WHERE seq IN (
@@ -247,15 +258,8 @@ impl SqliteStore {
              RETURNING ",
             job_columns!()
         );
-        let raws = tx
-            .prepare_cached(sql)?
-            .query_map(
-                params![lease.holder, lease.until, lease.now, limit(n)],
-                raw_job,
-            )?
-            .collect::<Result<Vec<_>, _>>()?;
-        tx.commit()?;
-        let mut jobs = raws
+        let mut jobs = self
+            .take(sql, lease, n, raw_job)?
             .into_iter()
             .map(decode_job)
             .collect::<Result<Vec<_>, _>>()?;
