@@ -161,24 +161,24 @@ impl Dispatcher {
             taken: taken.len(),
             ..Dispatched::default()
         };
+        // A message taken more often than it may be attempted lost its leases without an
+        // answer each time: a dispatcher died or hung on it. Delivering it again could kill the
+        // next one too, so it goes to the dead letter, where an operator sees it.
+        let attempts = i64::from(self.config.retry.attempts);
+        let (spent, taken): (Vec<OutboxRow>, Vec<OutboxRow>) =
+            taken.into_iter().partition(|row| row.attempts > attempts);
+        for row in &spent {
+            let failure = Failure::Transient(format!(
+                "taken {} times without a recorded answer: each lease expired mid-delivery",
+                row.attempts
+            ));
+            self.record_failure(store, row, &failure, &mut round)?;
+        }
         let mut sent = Vec::with_capacity(taken.len());
         for (row, outcome) in taken.iter().zip(self.deliver_all(&taken)) {
             match outcome {
                 Ok(()) => sent.push(row.message.id.clone()),
-                Err(failure) => {
-                    let recorded = store.mark_failed(
-                        &row.message.id,
-                        &self.config.holder,
-                        &failure,
-                        &self.config.retry,
-                        now_ms(),
-                    )?;
-                    match recorded {
-                        FailureRecorded::Retry { .. } => round.retried += 1,
-                        FailureRecorded::Dead => round.dead += 1,
-                        FailureRecorded::NotHeld => round.not_held += 1,
-                    }
-                }
+                Err(failure) => self.record_failure(store, row, &failure, &mut round)?,
             }
         }
         if !sent.is_empty() {
@@ -188,6 +188,28 @@ impl Dispatcher {
             round.sent = sent.len();
         }
         Ok(round)
+    }
+
+    fn record_failure(
+        &self,
+        store: &mut dyn Store,
+        row: &OutboxRow,
+        failure: &Failure,
+        round: &mut Dispatched,
+    ) -> Result<(), DispatchError> {
+        let recorded = store.mark_failed(
+            &row.message.id,
+            &self.config.holder,
+            failure,
+            &self.config.retry,
+            now_ms(),
+        )?;
+        match recorded {
+            FailureRecorded::Retry { .. } => round.retried += 1,
+            FailureRecorded::Dead => round.dead += 1,
+            FailureRecorded::NotHeld => round.not_held += 1,
+        }
+        Ok(())
     }
 
     /// Delivers a batch on up to `parallel` threads; the outcomes in the order of `rows`. A
