@@ -414,3 +414,31 @@ fn an_unreachable_webhook_is_retried_and_the_message_is_not_lost() {
         [key(0), key(1)]
     );
 }
+
+#[test]
+fn postgres_two_schedulers_on_one_store_deliver_each_message_once_on_the_wire() {
+    const COUNT: usize = 60;
+    let pg = postgres_schema();
+    let store = pg.store();
+    let mut db = open_store(&store);
+    fill(&mut *db, COUNT);
+    let hook = Webhook::start(Behaviour::Answer(200));
+    let flags = ["--batch", "4", "--parallel", "2", "--poll-ms", "10"];
+    let daemons = [
+        scheduler(&store, &hook.url(), &flags),
+        scheduler(&store, &hook.url(), &flags),
+    ];
+    wait_for_outbox(&mut *db, "every message is sent", |rows| {
+        in_state(rows, OutboxState::Sent) == COUNT
+    });
+    for daemon in daemons {
+        terminate(daemon);
+    }
+    // Neither died, so no lease expired: each message was taken by one of them, once.
+    let log = hook.log();
+    let keys: BTreeSet<&String> = log.wire.iter().collect();
+    assert_eq!(
+        (log.wire.len(), keys.len(), log.applied.len()),
+        (COUNT, COUNT, COUNT)
+    );
+}
