@@ -3,6 +3,7 @@
 //! exactly once; failures retry with backoff into the dead letter, refusals go there at once.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -52,8 +53,10 @@ fn fill(store: &mut dyn Store, count: usize) {
     }
 }
 
+/// Starts `warrant scheduler run` as a daemon and returns once it says it is delivering (its
+/// signal handlers are in place by then); its standard error goes on to the test's.
 fn scheduler(store: &str, webhook: &str, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_warrant"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .args([
             "scheduler",
             "run",
@@ -68,9 +71,23 @@ fn scheduler(store: &str, webhook: &str, extra: &[&str]) -> Child {
         .current_dir(root())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (ready, started) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            if line.starts_with("warrant scheduler: delivering") {
+                let _ = ready.send(());
+            }
+        }
+    });
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the scheduler starts delivering");
+    child
 }
 
 /// Ends a daemon as an operator would, with SIGTERM, and checks that it exits cleanly.
