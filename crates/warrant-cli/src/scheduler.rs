@@ -135,8 +135,8 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
 }
 
 /// One pass over the scheduler's steps, in order; how much work they did (0: nothing due).
-/// Due follow-ups are the step that goes before delivery: each is composed, cleared by the
-/// outbound gate and stored in the outbox here, once the gate exists (issue 5).
+/// Due follow-ups are the step that goes before delivery: `warrant_engine::outbox::run_due_jobs`
+/// with the outbound gate composing and clearing each draft, once the gate exists (issue 5).
 fn tick(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
     deliver(store, dispatcher)
 }

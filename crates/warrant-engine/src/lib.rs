@@ -4,6 +4,7 @@
 //! decision, and commits what it decided in one transaction.
 
 pub mod dispatch;
+pub mod outbox;
 mod files;
 mod guards;
 mod model;
