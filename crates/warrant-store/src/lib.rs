@@ -103,4 +103,8 @@ pub trait Store: Send {
     /// Every promotion decided for `task`, in decision order: the log of decisions. Which
     /// version is active is the ladder's promotion of subject `prompt:TASK` (`promotion`).
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
+
+    /// Stored turns newest first, with a sequence number below `before` (every turn when
+    /// `None`), at most `limit`: the review page's recent turns, paged by the last `seq` seen.
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
 }
