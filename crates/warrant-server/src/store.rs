@@ -87,4 +87,7 @@ impl Store for AnyStore {
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
         both!(self, s => s.promotions(task))
     }
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        both!(self, s => s.recent_turns(before, limit))
+    }
 }
