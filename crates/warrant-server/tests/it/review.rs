@@ -3,7 +3,7 @@
 //! `playwright-core` (tests/browser), an audit button changes the audited count on the page and
 //! in the store. The tests fail when Chromium, node or npm is missing; `.ci/run` installs them.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -19,8 +19,8 @@ fn rendered(url: &str) -> String {
         "{CHROMIUM} is missing: install Debian's `chromium` package (apt-get install -y chromium), as .ci/run does"
     );
     let profile = tempfile::tempdir().unwrap();
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(CHROMIUM)
+    let mut chromium = Command::new(CHROMIUM);
+    chromium
         .args([
             "--headless",
             "--no-sandbox",
@@ -34,25 +34,23 @@ fn rendered(url: &str) -> String {
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(url)
-        .stdout(out.reopen().unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        .arg(url);
+    let (status, dom, _) = run_within(chromium, Duration::from_secs(90));
     assert!(status.success(), "chromium exited with {status}");
-    std::fs::read_to_string(out.path()).unwrap()
+    dom
+}
+
+/// Turns with a held, a committed and a refused act: the order is cancelled once (held, then
+/// confirmed), then asked for again.
+fn refused_after_a_cancel(addr: std::net::SocketAddr, key: &str) {
+    let k = Some(key);
+    let (_, held) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
+    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
+    let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
+    let (_, done) = http(addr, "POST", "/v1/turns", k, Some(&confirm));
+    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
+    let (_, refused) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
+    assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
 }
 
 #[test]
@@ -60,14 +58,7 @@ fn the_review_page_in_chromium_shows_a_refused_acts_reason() {
     let mut place = Place::sqlite();
     let (_, key) = place.tenant("review");
     let server = warrant_server::Running::start(&place.config()).unwrap();
-    let k = Some(key.as_str());
-    let (_, held) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
-    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
-    let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
-    let (_, done) = http(server.addr, "POST", "/v1/turns", k, Some(&confirm));
-    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
-    let (_, refused) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
-    assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
+    refused_after_a_cancel(server.addr, &key);
 
     let dom = rendered(&format!("http://{}/#key={key}", server.addr));
     assert!(dom.contains("data-loaded=\"true\""), "the page did not load its turns:\n{dom}");
@@ -155,14 +146,7 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     let (tenant, key) = place.tenant("click");
     let server = warrant_server::Running::start(&place.config()).unwrap();
     let k = Some(key.as_str());
-    // A refused act: the order is cancelled once (held, confirmed), then asked again.
-    let (_, held) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
-    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
-    let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
-    let (_, done) = http(server.addr, "POST", "/v1/turns", k, Some(&confirm));
-    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
-    let (_, refused) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
-    assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
+    refused_after_a_cancel(server.addr, &key);
     // A finding, through the real path: a draft that announces a lookup it did not make.
     let (_, flagged) = http(server.addr, "POST", "/v1/turns", k, Some(&crate::ladder::announcing("g", "t1")));
     assert_eq!(flagged["findings"][0]["reason"], "announcement_without_call", "{flagged}");
