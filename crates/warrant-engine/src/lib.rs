@@ -29,7 +29,7 @@ use warrant_store::{
 };
 
 pub use files::{FolderFiles, load_contract};
-pub use guards::{GuardError, GuardStatus};
+pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 

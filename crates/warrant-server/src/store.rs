@@ -122,4 +122,7 @@ impl Store for AnyStore {
     fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
         both!(self, s => s.due_job(id))
     }
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        both!(self, s => s.recent_turns(before, limit))
+    }
 }

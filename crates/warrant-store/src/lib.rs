@@ -153,4 +153,8 @@ pub trait Store: Send {
 
     /// A stored due job.
     fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError>;
+
+    /// Stored turns newest first, with a sequence number below `before` (every turn when
+    /// `None`), at most `limit`: the review page's recent turns, paged by the last `seq` seen.
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
 }

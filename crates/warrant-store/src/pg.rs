@@ -292,6 +292,18 @@ impl Store for PgStore {
         .collect()
     }
 
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        let (before, limit) = (before.unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+        self.query(
+            "SELECT seq, conversation, turn, request, response, replay
+             FROM turns WHERE seq < $1 ORDER BY seq DESC LIMIT $2",
+            &[&before, &limit],
+        )?
+        .iter()
+        .map(decode_turn)
+        .collect()
+    }
+
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError> {
         let rows = match conversation {
             Some(conversation) if !storable(conversation) => Vec::new(),

@@ -250,6 +250,19 @@ impl Store for SqliteStore {
         raws.into_iter().map(decode_turn).collect()
     }
 
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        let (before, limit) = (before.unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+        let raws = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, conversation, turn, request, response, replay
+                 FROM turns WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+            )?
+            .query_map(params![before, limit], raw_turn)?
+            .collect::<Result<Vec<_>, _>>()?;
+        raws.into_iter().map(decode_turn).collect()
+    }
+
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError> {
         type Raw = (i64, String, String, String, String, Option<String>);
         let raw = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Raw> {

@@ -59,6 +59,7 @@ conformance! {
     conformance::refused_input_writes_nothing,
     conformance::a_taken_id_is_an_error_and_writes_nothing,
     conformance::an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing,
+    conformance::recent_turns_come_newest_first_before_a_cursor,
     guards::a_commit_stores_its_findings_with_the_turn,
     guards::a_rolled_back_commit_stores_no_findings,
     guards::a_finding_is_audited_once_with_a_label_that_fits_its_kind,
