@@ -107,23 +107,24 @@ pub(crate) fn with_engine<T>(
 pub(crate) const ENV_CASSETTE: &str = "WARRANT_MODEL_CASSETTE";
 
 /// The model the environment names: a cassette (`WARRANT_MODEL_CASSETTE`), or an
-/// OpenAI-compatible endpoint (`WARRANT_MODEL_BASE_URL`, `WARRANT_MODEL`, `WARRANT_MODEL_KEY`).
-/// Without either, every check fails as unfinished and the acts that need one are asked.
-pub(crate) fn model_from_env() -> Result<Option<ModelSetup>, Exit> {
+/// OpenAI-compatible endpoint (`WARRANT_MODEL_BASE_URL`, `WARRANT_MODEL`, `WARRANT_MODEL_KEY`),
+/// each over what the contract's `[model]` section says. Without either, every check fails as
+/// unfinished and the acts that need one are asked.
+pub(crate) fn model_from_env(config: &warrant_core::contract::ModelConfig) -> Result<Option<ModelSetup>, Exit> {
     if let Some(path) = std::env::var_os(ENV_CASSETTE).filter(|p| !p.is_empty()) {
         let provider = RecordedProvider::load(Path::new(&path)).map_err(|e| Exit::Input(e.to_string()))?;
         let model = std::env::var(warrant_model::openai::ENV_MODEL).unwrap_or_else(|_| "default".to_owned());
         return Ok(Some(ModelSetup::new(Box::new(provider), &model)));
     }
-    let Some(config) = EndpointConfig::from_env() else { return Ok(None) };
+    let Some(config) = EndpointConfig::resolve(config, &|name| std::env::var(name).ok()) else { return Ok(None) };
     let model = config.model.clone();
     let provider = OpenAiProvider::new(config).map_err(|e| Exit::Input(e.to_string()))?;
     Ok(Some(ModelSetup::new(Box::new(provider), &model)))
 }
 
 /// A turn's model budget from `WARRANT_MODEL_CALLS`, `WARRANT_MODEL_TOKENS` and
-/// `WARRANT_MODEL_DEADLINE_MS`, each defaulting to [`BudgetLimits::default`]'s.
-pub(crate) fn budget_from_env() -> Result<BudgetLimits, Exit> {
+/// `WARRANT_MODEL_DEADLINE_MS`, each defaulting to `base`'s (the contract's, or the defaults).
+pub(crate) fn budget_from_env(base: BudgetLimits) -> Result<BudgetLimits, Exit> {
     let read = |name: &str| -> Result<Option<u64>, Exit> {
         match std::env::var(name) {
             Ok(text) if !text.is_empty() => {
@@ -132,7 +133,7 @@ pub(crate) fn budget_from_env() -> Result<BudgetLimits, Exit> {
             _ => Ok(None),
         }
     };
-    let mut limits = BudgetLimits::default();
+    let mut limits = base;
     let narrow = |n: u64, name: &str| u32::try_from(n).map_err(|_| Exit::Input(format!("`{name}` is too large")));
     if let Some(n) = read("WARRANT_MODEL_CALLS")? {
         limits.calls = narrow(n, "WARRANT_MODEL_CALLS")?;
@@ -147,9 +148,10 @@ pub(crate) fn budget_from_env() -> Result<BudgetLimits, Exit> {
 }
 
 fn with_model<S: Store>(engine: Engine<S>) -> Result<Engine<S>, Exit> {
-    match model_from_env()? {
+    let config = engine.contract().model().clone();
+    match model_from_env(&config)? {
         Some(mut model) => {
-            model.limits = budget_from_env()?;
+            model.limits = budget_from_env(BudgetLimits::from_contract(&config))?;
             engine.with_model(model).map_err(|e| Exit::Input(e.to_string()))
         }
         None => Ok(engine),

@@ -9,14 +9,31 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::pointer::TextPointer;
 use crate::reason::ReasonCode;
 use crate::turn::{Finding, derive_id};
 
 /// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
 pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
 
+/// The checks a contract may run once per turn (`[model] checks = ["uncovered_request"]`).
+pub const TURN_CHECKS: &[&str] = &[UNCOVERED_REQUEST];
+
+/// Every model task a contract may give limits to (`[model.tasks.NAME]`); warrant-model runs
+/// exactly these.
+pub const MODEL_TASKS: &[&str] = &[VALUE_STATED, LOCATE, UNCOVERED_REQUEST, "claims_coverage", "rewrite"];
+
 /// "Is this pointed value what the user said?" Declared on `text` arguments.
 pub const VALUE_STATED: &str = "value_stated";
+
+/// "Which words of the user's message give this plain value?" Asked when an agent proposes a
+/// plain string for a `text` argument instead of a pointer; its answer is a pointer that code
+/// checks as if the agent had sent it.
+pub const LOCATE: &str = "locate";
+
+/// "Does the latest user message hold a request that no act of the turn covers?" Asked once
+/// per turn when the contract's `[model]` section names it.
+pub const UNCOVERED_REQUEST: &str = "uncovered_request";
 
 /// A question the decision needs answered before an act may go on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +53,10 @@ pub struct CheckRequest {
     pub ptr: [u32; 2],
     /// The user's message the pointer points into.
     pub message: String,
+    /// For `uncovered_request`: the turn's proposed acts, each as `op {args}`. Absent from
+    /// the records of every other check, so those read and hash as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acts: Vec<String>,
 }
 
 impl CheckRequest {
@@ -52,6 +73,31 @@ impl CheckRequest {
             value: value.to_owned(),
             ptr,
             message: message.to_owned(),
+            acts: Vec::new(),
+        }
+    }
+
+    /// The `locate` question for the plain value `proposed` an agent gave argument `arg` of
+    /// `op`: it has no pointer yet, so `ptr` is `[0, 0]`, a pointer no message holds.
+    pub fn locate(op: &str, arg: &str, proposed: &str, message: &str) -> CheckRequest {
+        CheckRequest::new(LOCATE, op, arg, proposed, [0, 0], message)
+    }
+
+    /// The turn's `uncovered_request` question over the latest user `message` and the turn's
+    /// proposed `acts`.
+    pub fn uncovered(message: &str, acts: Vec<String>) -> CheckRequest {
+        let mut parts: Vec<&str> = vec![UNCOVERED_REQUEST, message];
+        parts.extend(acts.iter().map(String::as_str));
+        let id = derive_id("chk", &parts);
+        CheckRequest {
+            id,
+            task: UNCOVERED_REQUEST.to_owned(),
+            op: String::new(),
+            arg: String::new(),
+            value: String::new(),
+            ptr: [0, 0],
+            message: message.to_owned(),
+            acts,
         }
     }
 }
@@ -96,6 +142,13 @@ pub enum CheckAnswer {
         /// What it concluded.
         verdict: CheckVerdict,
     },
+    /// The `locate` task found the words: a pointer into the message, which code resolves by
+    /// the copy-narrowing rule exactly as if the agent had sent it. It is no verdict: the
+    /// words it holds still face structure and `value_stated`.
+    Located {
+        /// The pointer the model gave (narrowed by its copy), never the value's text.
+        pointer: TextPointer,
+    },
     /// The task could not answer.
     Failed {
         /// Why.
@@ -111,19 +164,53 @@ pub type CheckAnswers = BTreeMap<String, CheckAnswer>;
 /// What an answer takes away, if anything: `None` only for a passing verdict.
 pub fn finding(request: &CheckRequest, answer: Option<&CheckAnswer>) -> Option<Finding> {
     let field = format!("args.{}", request.arg);
+    taken(request, answer, ReasonCode::ValueNotStated).map(|f| f.field(field))
+}
+
+/// The pointer a `locate` answer gives, or what the answer takes away: anything but a pointer
+/// (no answer, a failure, a verdict, "not found") turns the act into a question.
+pub fn located(request: &CheckRequest, answer: Option<&CheckAnswer>) -> Result<TextPointer, Finding> {
+    let field = format!("args.{}", request.arg);
+    match answer {
+        Some(CheckAnswer::Located { pointer }) => Ok(pointer.clone()),
+        Some(CheckAnswer::Verdict { verdict: CheckVerdict::Pass }) => Err(Finding::ask(ReasonCode::CheckAnswerInvalid)
+            .field(field)
+            .detail(format!("check `{}` passed without a pointer", request.task))),
+        // "Not found", or any other verdict: the user did not give the value, so they are asked.
+        Some(CheckAnswer::Verdict { .. }) => Err(Finding::ask(ReasonCode::ValueNotLocated)
+            .field(field)
+            .detail(format!("check `{}` found no words that give the value", request.task))),
+        other => Err(taken(request, other, ReasonCode::ValueNotLocated)
+            .unwrap_or_else(|| Finding::ask(ReasonCode::ValueNotLocated))
+            .field(field)),
+    }
+}
+
+/// What a turn-level check's answer (`uncovered_request`) takes away from every act that
+/// would commit or be held: `None` only for a passing verdict.
+pub fn turn_finding(request: &CheckRequest, answer: Option<&CheckAnswer>) -> Option<Finding> {
+    taken(request, answer, ReasonCode::RequestUncovered)
+}
+
+/// The one mapping of answers to findings; `blocked` is the reason a blocking verdict gives.
+fn taken(request: &CheckRequest, answer: Option<&CheckAnswer>, blocked: ReasonCode) -> Option<Finding> {
     let task = &request.task;
     let found = match answer {
         None => Finding::ask(ReasonCode::CheckUnfinished).detail(format!("check `{task}` has no answer")),
         Some(CheckAnswer::Verdict { verdict: CheckVerdict::Pass }) => return None,
         Some(CheckAnswer::Verdict { verdict: CheckVerdict::Block }) => {
             // A blocked value is asked for again: the user can say what they meant.
-            Finding::ask(ReasonCode::ValueNotStated).detail(format!("check `{task}` blocked the value"))
+            Finding::ask(blocked).detail(format!("check `{task}` blocked"))
         }
         Some(CheckAnswer::Verdict { verdict: CheckVerdict::Repair }) => {
             Finding::ask(ReasonCode::CheckRepair).detail(format!("check `{task}` asks for a repair"))
         }
         Some(CheckAnswer::Verdict { verdict: CheckVerdict::Ask }) => {
             Finding::ask(ReasonCode::CheckUnsure).detail(format!("check `{task}` cannot tell"))
+        }
+        Some(CheckAnswer::Located { .. }) => {
+            // A pointer answers no yes-or-no question: the answer does not fit the check.
+            Finding::ask(ReasonCode::CheckAnswerInvalid).detail(format!("check `{task}` answered with a pointer"))
         }
         Some(CheckAnswer::Failed { failure, detail }) => {
             let code = match failure {
@@ -136,7 +223,7 @@ pub fn finding(request: &CheckRequest, answer: Option<&CheckAnswer>) -> Option<F
             Finding::ask(code).detail(format!("check `{task}`: {detail}"))
         }
     };
-    Some(found.field(field))
+    Some(found)
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub struct Contract {
     policies: Policies,
     guards: Guards,
     hash: String,
+    model: ModelConfig,
 }
 
 /// The currency of a contract's money: its ISO 4217 code and minor units.
@@ -117,6 +118,7 @@ impl Contract {
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
+        let model = compile_model(&at, raw.model.as_ref())?;
         let hash = contract_hash(text, &policy_texts);
         Ok(Contract {
             origin: origin.to_owned(),
@@ -130,6 +132,7 @@ impl Contract {
             policies,
             guards,
             hash,
+            model,
         })
     }
 
@@ -196,6 +199,11 @@ impl Contract {
     /// The score: scored clauses and the passive set.
     pub fn score(&self) -> &Score {
         &self.score
+    }
+
+    /// The `[model]` section: where model tasks run, their budgets, the turn-level checks.
+    pub fn model(&self) -> &ModelConfig {
+        &self.model
     }
 }
 
@@ -298,6 +306,7 @@ struct RawContract {
     operation: Vec<RawOperation>,
     #[serde(default)]
     guards: RawGuards,
+    model: Option<RawModel>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -472,4 +481,156 @@ pub enum ContractErrorKind {
     /// A clause contains a control, zero-width, bidirectional or other invisible character.
     #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
     InvisibleCharacter { clause: String, code: u32 },
+    /// The `[model]` section is declared wrongly.
+    #[error("`[model]`: {0}")]
+    BadModel(String),
+}
+
+// The `[model]` section (DESIGN.md §6): where the model tasks run and within what limits. The
+// contract names the environment variable that holds the key, never the key; the engine reads
+// the environment, whose `WARRANT_MODEL_*` settings override what is written here.
+
+/// The `[model]` section, checked. Every field is optional; an absent section runs no
+/// turn-level check and leaves the endpoint and budgets to the environment and defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// The OpenAI-compatible endpoint's base URL (`http://…` or `https://…`).
+    pub base_url: Option<String>,
+    /// The model name sent with each request.
+    pub model: Option<String>,
+    /// The name of the environment variable that holds the bearer key.
+    pub key_env: Option<String>,
+    /// How long connecting may take, in milliseconds.
+    pub connect_timeout_ms: Option<u64>,
+    /// A turn's model calls.
+    pub turn_calls: Option<u32>,
+    /// A turn's tokens.
+    pub turn_tokens: Option<u32>,
+    /// A turn's deadline for its checks, in milliseconds.
+    pub turn_deadline_ms: Option<u64>,
+    /// Limits of single tasks, by task name (a member of [`crate::check::MODEL_TASKS`]).
+    pub tasks: std::collections::BTreeMap<String, TaskConfig>,
+    /// The turn-level checks that run (members of [`crate::check::TURN_CHECKS`]).
+    pub checks: Vec<String>,
+}
+
+impl ModelConfig {
+    /// Whether the turn-level check `check` runs.
+    pub fn runs(&self, check: &str) -> bool {
+        self.checks.iter().any(|c| c == check)
+    }
+}
+
+/// One task's limits in `[model.tasks.NAME]`; what is absent keeps the task's own limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskConfig {
+    /// Calls for one run of the task (the first, the repair round, retries).
+    pub calls: Option<u32>,
+    /// Completion tokens per call.
+    pub max_tokens: Option<u32>,
+    /// The longest one call may take, in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    base_url: Option<Spanned<String>>,
+    model: Option<Spanned<String>>,
+    key_env: Option<Spanned<String>>,
+    connect_timeout_ms: Option<Spanned<u64>>,
+    turn_calls: Option<Spanned<u32>>,
+    turn_tokens: Option<Spanned<u32>>,
+    turn_deadline_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    tasks: std::collections::BTreeMap<Spanned<String>, RawTaskConfig>,
+    #[serde(default)]
+    checks: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTaskConfig {
+    calls: Option<Spanned<u32>>,
+    max_tokens: Option<Spanned<u32>>,
+    timeout_ms: Option<Spanned<u64>>,
+}
+
+/// A limit of zero would fail every check it governs; the contract says so when it loads.
+fn positive<T: Copy + Default + PartialEq>(at: &Locator<'_>, name: &str, value: Option<&Spanned<T>>) -> Result<Option<T>, ContractError> {
+    match value {
+        Some(v) if *v.get_ref() == T::default() => Err(at.error(v.span().start, ContractErrorKind::BadModel(format!("`{name}` must be above 0")))),
+        other => Ok(other.map(|v| *v.get_ref())),
+    }
+}
+
+/// An environment variable's name: ASCII capitals, digits and `_`, not starting with a digit.
+/// A key pasted in its place does not look like one, and is refused before it is ever used.
+fn is_env_name(name: &str) -> bool {
+    name.bytes().next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig, ContractError> {
+    let Some(raw) = raw else { return Ok(ModelConfig::default()) };
+    let bad = |offset: usize, message: String| at.error(offset, ContractErrorKind::BadModel(message));
+    if let Some(url) = &raw.base_url {
+        let u = url.get_ref();
+        if !(u.starts_with("http://") || u.starts_with("https://")) || u.chars().any(char::is_whitespace) {
+            return Err(bad(url.span().start, format!("`base_url` `{}` is not an http:// or https:// URL", text::visible(u))));
+        }
+    }
+    if let Some(model) = &raw.model
+        && model.get_ref().trim().is_empty()
+    {
+        return Err(bad(model.span().start, "`model` is empty".into()));
+    }
+    if let Some(key) = &raw.key_env
+        && !is_env_name(key.get_ref())
+    {
+        return Err(bad(
+            key.span().start,
+            "`key_env` names the environment variable that holds the key (e.g. `OPENAI_API_KEY`), never the key itself".into(),
+        ));
+    }
+    let mut tasks = std::collections::BTreeMap::new();
+    for (name, task) in &raw.tasks {
+        if !crate::check::MODEL_TASKS.contains(&name.get_ref().as_str()) {
+            return Err(bad(
+                name.span().start,
+                format!("`{}` is not a model task; the tasks are {}", text::visible(name.get_ref()), crate::check::MODEL_TASKS.join(", ")),
+            ));
+        }
+        let config = TaskConfig {
+            calls: positive(at, "calls", task.calls.as_ref())?,
+            max_tokens: positive(at, "max_tokens", task.max_tokens.as_ref())?,
+            timeout_ms: positive(at, "timeout_ms", task.timeout_ms.as_ref())?,
+        };
+        tasks.insert(name.get_ref().clone(), config);
+    }
+    let mut checks: Vec<String> = Vec::new();
+    for check in &raw.checks {
+        let name = check.get_ref();
+        if !crate::check::TURN_CHECKS.contains(&name.as_str()) {
+            return Err(bad(
+                check.span().start,
+                format!("`{}` is not a turn-level check; the checks are {}", text::visible(name), crate::check::TURN_CHECKS.join(", ")),
+            ));
+        }
+        if checks.contains(name) {
+            return Err(bad(check.span().start, format!("check `{name}` is named twice")));
+        }
+        checks.push(name.clone());
+    }
+    Ok(ModelConfig {
+        base_url: raw.base_url.as_ref().map(|s| s.get_ref().clone()),
+        model: raw.model.as_ref().map(|s| s.get_ref().clone()),
+        key_env: raw.key_env.as_ref().map(|s| s.get_ref().clone()),
+        connect_timeout_ms: positive(at, "connect_timeout_ms", raw.connect_timeout_ms.as_ref())?,
+        turn_calls: positive(at, "turn_calls", raw.turn_calls.as_ref())?,
+        turn_tokens: positive(at, "turn_tokens", raw.turn_tokens.as_ref())?,
+        turn_deadline_ms: positive(at, "turn_deadline_ms", raw.turn_deadline_ms.as_ref())?,
+        tasks,
+        checks,
+    })
 }

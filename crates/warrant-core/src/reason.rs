@@ -158,6 +158,12 @@ reason_codes! {
     AuditLabelDoesNotFit => "audit_label_does_not_fit",
     /// A request names a guard the contract does not declare.
     UnknownGuard => "unknown_guard",
+    /// The `locate` check found no words of the user's message that give the plain value an
+    /// agent proposed, or gave no pointer; the user is asked for the value.
+    ValueNotLocated => "value_not_located",
+    /// The `uncovered_request` check found a request in the user's message that no act of the
+    /// turn covers; every act that would commit or be held is asked about instead.
+    RequestUncovered => "request_uncovered",
 }
 
 impl std::fmt::Display for ReasonCode {

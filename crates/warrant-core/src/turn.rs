@@ -621,6 +621,17 @@ pub fn decide_checked(
         }
     }
 
+    // Step 4, once per turn: a request in the user's words that no proposed act covers takes
+    // away every act that would commit or be held. Named whenever the turn proposes anything,
+    // so that it runs in the first round beside the acts' own checks.
+    let uncovered = match &latest_user {
+        Some(message) if !proposals.is_empty() && contract.model().runs(check::UNCOVERED_REQUEST) => {
+            let acts = proposals.iter().map(|p| format!("{} {}", p.op, Value::Object(p.args.clone()))).collect();
+            Some(CheckRequest::uncovered(message, acts))
+        }
+        _ => None,
+    };
+
     for proposal in proposals {
         let mut out = ActOut {
             source: proposal.source,
@@ -634,13 +645,13 @@ pub fn decide_checked(
         let before = work.snapshot();
         work.touched.clear();
         let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
-        match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed)) {
+        match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
             Err(finding) => {
                 work.restore(before);
                 out.verdict = finding.verdict;
                 out.reasons.push(finding.reason);
             }
-            Ok(Outcome::Hold) => {
+            Ok(Outcome::Hold { args }) => {
                 let n = opened.len().to_string();
                 let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
                 let mut revisions = BTreeMap::new();
@@ -654,7 +665,9 @@ pub fn decide_checked(
                     conversation: request.conversation.clone(),
                     actor: request.actor.clone(),
                     op: proposal.op.clone(),
-                    args: proposal.args.clone(),
+                    // With any located pointer in place of the plain value: the confirmation
+                    // checks the same pointer again and never asks `locate` twice.
+                    args,
                     from: proposal.from.clone(),
                     options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
                     revisions,
@@ -723,7 +736,8 @@ pub fn decide_checked(
 }
 
 enum Outcome {
-    Hold,
+    /// Held for a confirmation, with the arguments the confirmation will check again.
+    Hold { args: Map<String, Value> },
     Commit { args: Value },
 }
 
@@ -733,7 +747,7 @@ fn decide_act(
     work: &mut Workspace<'_>,
     proposal: &Proposal<'_>,
     conflicts: &BTreeSet<RowRef>,
-    (answers, needed): (&CheckAnswers, &mut Vec<CheckRequest>),
+    (answers, needed, uncovered): (&CheckAnswers, &mut Vec<CheckRequest>, Option<&CheckRequest>),
 ) -> Result<Outcome, Finding> {
     let op = contract.operation(&proposal.op).ok_or_else(|| {
         Finding::refuse(ReasonCode::UnknownOperation).field("op".into()).detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
@@ -741,6 +755,11 @@ fn decide_act(
     let kind = contract.kinds().get(&proposal.from).ok_or_else(|| Finding::refuse(ReasonCode::OperationNotOffered))?;
     if !op.from.contains(kind) {
         return Err(Finding::refuse(ReasonCode::OperationNotOffered).detail(format!("`{}` may not propose `{}`", proposal.from, op.name)));
+    }
+    if let Some(request) = uncovered
+        && !needed.iter().any(|r| r.id == request.id)
+    {
+        needed.push(request.clone());
     }
     if let Some(it) = proposal.confirmed {
         for (row, revision) in &it.revisions {
@@ -756,8 +775,9 @@ fn decide_act(
         Some(row) => Some(work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?),
         None => None,
     };
-    let checked = args::check_args(ctx, work, op, &proposal.args)?;
-    semantic_checks(op, &checked, proposal, answers, needed)?;
+    let (args, located) = locate_plain_values(op, proposal, answers, needed)?;
+    let checked = args::check_args(ctx, work, op, &args)?;
+    semantic_checks(op, &checked, (proposal, &args, &located), answers, needed)?;
     let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
     eval.derive_all(work, op)?;
 
@@ -810,8 +830,13 @@ fn decide_act(
         PolicyDecision::Error(message) => return Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
     }
 
+    if let Some(request) = uncovered
+        && let Some(finding) = check::turn_finding(request, answers.get(&request.id))
+    {
+        return Err(finding);
+    }
     if op.consequential && proposal.confirmed.is_none() {
-        return Ok(Outcome::Hold);
+        return Ok(Outcome::Hold { args: args.into_owned() });
     }
     let before = work.snapshot();
     eval.apply(work, op)?;
@@ -826,18 +851,62 @@ fn decide_act(
     Ok(Outcome::Commit { args: Value::Object(args_json) })
 }
 
+/// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
+/// the `locate` task is asked which words of the user's message give it. Its answer (a
+/// pointer) replaces the plain value and goes through structure exactly as if the agent had
+/// sent it; the model never supplies the value's text. Returns the arguments to check and the
+/// names of the located ones; anything but a pointer for every plain value takes the act away.
+fn locate_plain_values<'p>(
+    op: &crate::operation::Operation,
+    proposal: &'p Proposal<'_>,
+    answers: &CheckAnswers,
+    needed: &mut Vec<CheckRequest>,
+) -> Result<(std::borrow::Cow<'p, Map<String, Value>>, BTreeSet<String>), Finding> {
+    let mut args = std::borrow::Cow::Borrowed(&proposal.args);
+    let mut located = BTreeSet::new();
+    let mut first: Option<Finding> = None;
+    for arg in &op.args {
+        let crate::operation::ArgKind::Text { allow_empty } = arg.kind else { continue };
+        let Some(Value::String(proposed)) = proposal.args.get(&arg.name) else { continue };
+        if allow_empty && proposed.is_empty() {
+            continue;
+        }
+        let field = format!("args.{}", arg.name);
+        let Some(message) = proposal.user_text.as_deref() else {
+            let finding = Finding::ask(ReasonCode::PointerInvalid).field(field).detail("the turn has no user entry to point into".into());
+            return Err(first.unwrap_or(finding));
+        };
+        let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
+        match check::located(&request, answers.get(&request.id)) {
+            Ok(pointer) => {
+                args.to_mut().insert(arg.name.clone(), serde_json::to_value(&pointer).unwrap_or(Value::Null));
+                located.insert(arg.name.clone());
+            }
+            Err(finding) => {
+                first.get_or_insert(finding);
+            }
+        }
+        if !needed.iter().any(|r| r.id == request.id) {
+            needed.push(request);
+        }
+    }
+    first.map_or(Ok((args, located)), Err)
+}
+
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
-/// supplied answers. Every check of the act is named in `needed`, so that one round of model
-/// calls can answer them all; the first that takes something away decides.
+/// supplied answers, and `value_stated` on every located value whether declared or not: the
+/// words a model located are checked by another question before they can be used. Every
+/// check of the act is named in `needed`, so that one round of model calls can answer them
+/// all; the first that takes something away decides.
 fn semantic_checks(
     op: &crate::operation::Operation,
     checked: &BTreeMap<String, Checked>,
-    proposal: &Proposal<'_>,
+    (proposal, args, located): (&Proposal<'_>, &Map<String, Value>, &BTreeSet<String>),
     answers: &CheckAnswers,
     needed: &mut Vec<CheckRequest>,
 ) -> Result<(), Finding> {
     let mut first: Option<Finding> = None;
-    for arg in op.args.iter().filter(|a| !a.checks.is_empty()) {
+    for arg in op.args.iter().filter(|a| !a.checks.is_empty() || located.contains(&a.name)) {
         let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };
         if value.is_empty() {
             // An allowed empty value holds no words of the user to check.
@@ -847,13 +916,16 @@ fn semantic_checks(
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
         let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
         let numbered = NumberedText::new(message);
-        let pointer: TextPointer = proposal
-            .args
+        let pointer: TextPointer = args
             .get(&arg.name)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .ok_or_else(unresolved)?;
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
-        for task in &arg.checks {
+        let mut tasks: Vec<&str> = arg.checks.iter().map(String::as_str).collect();
+        if located.contains(&arg.name) && !tasks.contains(&check::VALUE_STATED) {
+            tasks.push(check::VALUE_STATED);
+        }
+        for task in tasks {
             let request = CheckRequest::new(task, &op.name, &arg.name, value, [resolved.from, resolved.to], message);
             if first.is_none() {
                 first = check::finding(&request, answers.get(&request.id));

@@ -153,6 +153,9 @@ impl<S: Store> Engine<S> {
     /// every act that needs one is asked instead.
     pub fn with_model(mut self, mut model: ModelSetup) -> Result<Engine<S>, EngineError> {
         model::load_active_prompts(&mut self.store, &mut model)?;
+        for (task, limits) in warrant_model::budget::task_limits_from_contract(self.contract.model()) {
+            model.task_limits.entry(task).or_insert(limits);
+        }
         self.model = Some(model);
         Ok(self)
     }

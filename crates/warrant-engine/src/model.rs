@@ -2,11 +2,12 @@
 //! a turn's checks through it. Without a provider every check fails as unfinished, so the acts
 //! that need one are asked, never committed.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
 use warrant_model::tasks::TASKS;
-use warrant_model::{BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TurnBudget, run_checks};
+use warrant_model::{BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TaskLimits, TurnBudget, run_checks};
 use warrant_core::ladder::{Promotion, PromotionRecord};
 use warrant_store::Store;
 
@@ -27,6 +28,9 @@ pub struct ModelSetup {
     pub parallel: usize,
     /// The prompt of each task; the store's active versions replace the built-in ones.
     pub prompts: Prompts,
+    /// Limits that replace a task's own, by task name. [`crate::Engine::with_model`] adds the
+    /// contract's `[model.tasks.NAME]` limits for the tasks not named here.
+    pub task_limits: BTreeMap<String, TaskLimits>,
 }
 
 impl std::fmt::Debug for ModelSetup {
@@ -38,11 +42,18 @@ impl std::fmt::Debug for ModelSetup {
 impl ModelSetup {
     /// `provider` with the default budget, eight checks at once and the built-in prompts.
     pub fn new(provider: Box<dyn Provider>, model: &str) -> ModelSetup {
-        ModelSetup { provider, model: model.to_owned(), limits: BudgetLimits::default(), parallel: 8, prompts: Prompts::default() }
+        ModelSetup {
+            provider,
+            model: model.to_owned(),
+            limits: BudgetLimits::default(),
+            parallel: 8,
+            prompts: Prompts::default(),
+            task_limits: BTreeMap::new(),
+        }
     }
 
     pub(crate) fn turn_budget(&self) -> TurnBudget {
-        TurnBudget::new(self.limits, Instant::now())
+        TurnBudget::new(self.limits, Instant::now()).with_task_limits(self.task_limits.clone())
     }
 }
 

@@ -2,8 +2,11 @@
 //! time on its checks, and each task so many calls. A budget that runs out fails the check; it
 //! never lets one pass.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use warrant_core::contract::ModelConfig;
 
 /// A turn's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +47,8 @@ struct Left {
 pub struct TurnBudget {
     left: Mutex<Left>,
     deadline: Instant,
+    /// Limits that replace a task's own (from the contract's `[model.tasks.NAME]`).
+    tasks: BTreeMap<String, TaskLimits>,
 }
 
 /// A call the budget allowed, with the tokens it holds until it is settled.
@@ -57,7 +62,22 @@ pub(crate) struct Reservation {
 impl TurnBudget {
     /// A fresh budget whose deadline counts from `start`.
     pub fn new(limits: BudgetLimits, start: Instant) -> TurnBudget {
-        TurnBudget { left: Mutex::new(Left { calls: limits.calls, tokens: limits.tokens }), deadline: start + limits.deadline }
+        TurnBudget {
+            left: Mutex::new(Left { calls: limits.calls, tokens: limits.tokens }),
+            deadline: start + limits.deadline,
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    /// The same budget, with `tasks`' limits in place of those tasks' own.
+    pub fn with_task_limits(mut self, tasks: BTreeMap<String, TaskLimits>) -> TurnBudget {
+        self.tasks = tasks;
+        self
+    }
+
+    /// The limits task `task` runs under: the replacement given for it, or its own.
+    pub fn task_limits(&self, task: &str, own: TaskLimits) -> TaskLimits {
+        self.tasks.get(task).copied().unwrap_or(own)
     }
 
     /// Takes one call and `tokens` tokens, with the time left (at most `timeout`), or says
@@ -87,6 +107,36 @@ impl TurnBudget {
     }
 }
 
+impl BudgetLimits {
+    /// The turn budget a contract's `[model]` section gives, the defaults where it says nothing.
+    pub fn from_contract(config: &ModelConfig) -> BudgetLimits {
+        let default = BudgetLimits::default();
+        BudgetLimits {
+            calls: config.turn_calls.unwrap_or(default.calls),
+            tokens: config.turn_tokens.unwrap_or(default.tokens),
+            deadline: config.turn_deadline_ms.map_or(default.deadline, Duration::from_millis),
+        }
+    }
+}
+
+/// The task limits a contract's `[model.tasks.NAME]` sections give, each over the task's own
+/// limits where it leaves a field out.
+pub fn task_limits_from_contract(config: &ModelConfig) -> BTreeMap<String, TaskLimits> {
+    config
+        .tasks
+        .iter()
+        .filter_map(|(name, task)| {
+            let own = crate::tasks::own_limits(name)?;
+            let limits = TaskLimits {
+                calls: task.calls.unwrap_or(own.calls),
+                max_tokens: task.max_tokens.unwrap_or(own.max_tokens),
+                timeout: task.timeout_ms.map_or(own.timeout, Duration::from_millis),
+            };
+            Some((name.clone(), limits))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +150,16 @@ mod tests {
         let r = budget.reserve(60, Duration::from_secs(1)).unwrap();
         budget.settle(r, 60);
         assert!(budget.reserve(1, Duration::from_secs(1)).unwrap_err().contains("no model calls"));
+    }
+
+    #[test]
+    fn a_task_runs_under_the_limits_given_for_it() {
+        let own = TaskLimits { calls: 3, max_tokens: 24, timeout: Duration::from_secs(20) };
+        let tighter = TaskLimits { calls: 1, max_tokens: 8, timeout: Duration::from_secs(2) };
+        let budget = TurnBudget::new(BudgetLimits::default(), Instant::now())
+            .with_task_limits(BTreeMap::from([("locate".to_owned(), tighter)]));
+        assert_eq!(budget.task_limits("locate", own), tighter);
+        assert_eq!(budget.task_limits("value_stated", own), own);
     }
 
     #[test]

@@ -1,11 +1,17 @@
-//! A turn's semantic checks, run at once: one thread per check (at most `parallel` at a time),
-//! all drawing on the turn's one budget, so a turn's added latency is its slowest check, not
-//! the sum. Each answer comes back by check id, ready for `turn::decide_checked`.
+//! A turn's semantic checks, run at once: up to `parallel` threads (the caller's among them),
+//! each taking the next check when it is free, all drawing on the turn's one budget, so a
+//! turn's added latency is its slowest check, not the sum. Each answer comes back by check
+//! id, ready for `turn::decide_checked`.
 
-use warrant_core::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, VALUE_STATED};
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use warrant_core::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, LOCATE, UNCOVERED_REQUEST, VALUE_STATED};
+use warrant_core::check::CheckVerdict;
 
 use crate::task::{ModelCall, Outcome, Runner};
-use crate::tasks::{ValueStated, ValueStatedInput};
+use crate::tasks::{Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueStated, ValueStatedInput};
 
 /// The answers of a round of checks and every call made for them, in the order of the requests.
 #[derive(Debug, Clone, Default)]
@@ -14,6 +20,14 @@ pub struct CheckRound {
     pub answers: CheckAnswers,
     /// The calls, grouped by request in request order.
     pub calls: Vec<ModelCall>,
+}
+
+/// A verdict or a failure as a check's answer.
+fn answer<O>(outcome: Outcome<O>) -> CheckAnswer {
+    match outcome {
+        Outcome::Answered { verdict, .. } => CheckAnswer::Verdict { verdict },
+        Outcome::Failed { failure, detail } => CheckAnswer::Failed { failure, detail },
+    }
 }
 
 fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> (CheckAnswer, Vec<ModelCall>) {
@@ -27,11 +41,25 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> (CheckAnswer, Vec<Mod
                 value: request.value.clone(),
             };
             let run = runner.run::<ValueStated>(&input, Some(&request.id));
+            (answer(run.outcome), run.calls)
+        }
+        LOCATE => {
+            let input = LocateInput { field: request.arg.clone(), proposed: request.value.clone(), message: request.message.clone() };
+            let run = runner.run::<Locate>(&input, Some(&request.id));
             let answer = match run.outcome {
-                Outcome::Answered { verdict, .. } => CheckAnswer::Verdict { verdict },
-                Outcome::Failed { failure, detail } => CheckAnswer::Failed { failure, detail },
+                // Only the pointer goes back: the core slices the words itself and checks the
+                // pointer by the copy-narrowing rule as if the agent had sent it.
+                Outcome::Answered { verdict: CheckVerdict::Pass, output: Some(located) } => {
+                    CheckAnswer::Located { pointer: located.pointer }
+                }
+                other => answer(other),
             };
             (answer, run.calls)
+        }
+        UNCOVERED_REQUEST => {
+            let input = UncoveredRequestInput { message: request.message.clone(), acts: request.acts.clone() };
+            let run = runner.run::<UncoveredRequest>(&input, Some(&request.id));
+            (answer(run.outcome), run.calls)
         }
         other => (
             CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task runs check `{other}`") },
@@ -40,26 +68,36 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> (CheckAnswer, Vec<Mod
     }
 }
 
-/// Runs `requests` concurrently, at most `parallel` at a time (at least one).
+/// Runs `requests` concurrently, at most `parallel` at a time (at least one). The calling
+/// thread runs checks too, and each worker takes the next check as soon as it is free, so one
+/// check spawns no thread and a slow check never holds back the start of the others.
 pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usize) -> CheckRound {
-    let mut results: Vec<(CheckAnswer, Vec<ModelCall>)> = Vec::with_capacity(requests.len());
-    for chunk in requests.chunks(parallel.max(1)) {
-        let chunk_results: Vec<(CheckAnswer, Vec<ModelCall>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk.iter().map(|request| scope.spawn(move || run_one(runner, request))).collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        let detail = "the check's thread panicked".to_owned();
-                        (CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail }, Vec::new())
-                    })
-                })
-                .collect()
-        });
-        results.extend(chunk_results);
-    }
+    let workers = parallel.max(1).min(requests.len());
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<(CheckAnswer, Vec<ModelCall>)>>> = requests.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(request), Some(slot)) = (requests.get(i), slots.get(i)) else { break };
+            // A panic in one check fails that check (its slot stays empty), not the turn.
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| run_one(runner, request))).ok();
+            if let (Some(result), Ok(mut slot)) = (result, slot.lock()) {
+                *slot = Some(result);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..workers {
+            scope.spawn(work);
+        }
+        work();
+    });
     let mut round = CheckRound::default();
-    for (request, (answer, calls)) in requests.iter().zip(results) {
+    for (request, slot) in requests.iter().zip(slots) {
+        let (answer, calls) = slot.into_inner().ok().flatten().unwrap_or_else(|| {
+            let detail = "the check's thread panicked".to_owned();
+            (CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail }, Vec::new())
+        });
         round.answers.insert(request.id.clone(), answer);
         round.calls.extend(calls);
     }

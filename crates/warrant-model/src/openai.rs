@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use warrant_core::contract::ModelConfig;
 
 use crate::provider::{ChatAnswer, ChatRequest, Provider, ProviderError};
 
@@ -48,13 +49,22 @@ impl EndpointConfig {
     /// The endpoint named by `WARRANT_MODEL_BASE_URL` (with `WARRANT_MODEL`, default `default`,
     /// and `WARRANT_MODEL_KEY`), or `None` when the base URL is unset.
     pub fn from_env() -> Option<EndpointConfig> {
-        let base_url = std::env::var(ENV_BASE_URL).ok().filter(|s| !s.is_empty())?;
+        EndpointConfig::resolve(&ModelConfig::default(), &|name| std::env::var(name).ok())
+    }
+
+    /// The endpoint of a contract's `[model]` section with the environment (`env`) over it:
+    /// each `WARRANT_MODEL_*` variable that is set replaces what the contract says, and the key
+    /// is read from `WARRANT_MODEL_KEY` or else from the variable the contract's `key_env`
+    /// names. `None` when neither gives a base URL.
+    pub fn resolve(config: &ModelConfig, env: &dyn Fn(&str) -> Option<String>) -> Option<EndpointConfig> {
+        let var = |name: &str| env(name).filter(|s| !s.is_empty());
+        let base_url = var(ENV_BASE_URL).or_else(|| config.base_url.clone())?;
         Some(EndpointConfig {
             base_url,
-            model: std::env::var(ENV_MODEL).ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "default".to_owned()),
-            key: std::env::var(ENV_KEY).ok().filter(|s| !s.is_empty()),
-            connect_timeout: Duration::from_secs(5),
-            format: match std::env::var(ENV_FORMAT).ok().as_deref() {
+            model: var(ENV_MODEL).or_else(|| config.model.clone()).unwrap_or_else(|| "default".to_owned()),
+            key: var(ENV_KEY).or_else(|| config.key_env.as_deref().and_then(var)),
+            connect_timeout: config.connect_timeout_ms.map_or(Duration::from_secs(5), Duration::from_millis),
+            format: match var(ENV_FORMAT).as_deref() {
                 Some("json_object") => SchemaFormat::JsonObject,
                 _ => SchemaFormat::JsonSchema,
             },
@@ -171,6 +181,36 @@ mod tests {
         assert_eq!((answer.prompt_tokens, answer.completion_tokens), (12, 5));
         assert!(matches!(parse_completion("{}"), Err(ProviderError::Malformed(_))));
         assert!(matches!(parse_completion("not json"), Err(ProviderError::Malformed(_))));
+    }
+
+    #[test]
+    fn the_environment_overrides_the_contract_and_the_key_comes_from_the_named_variable() {
+        let contract = ModelConfig {
+            base_url: Some("http://contract:1/v1".into()),
+            model: Some("small".into()),
+            key_env: Some("MY_KEY".into()),
+            connect_timeout_ms: Some(250),
+            ..ModelConfig::default()
+        };
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+        };
+        let from_contract = EndpointConfig::resolve(&contract, &env(&[("MY_KEY", "k1")])).unwrap();
+        assert_eq!(
+            (from_contract.base_url.as_str(), from_contract.model.as_str(), from_contract.key.as_deref()),
+            ("http://contract:1/v1", "small", Some("k1"))
+        );
+        assert_eq!(from_contract.connect_timeout, Duration::from_millis(250));
+        let overridden = EndpointConfig::resolve(
+            &contract,
+            &env(&[(ENV_BASE_URL, "http://env:2/v1"), (ENV_MODEL, "big"), (ENV_KEY, "k2"), ("MY_KEY", "k1")]),
+        )
+        .unwrap();
+        assert_eq!(
+            (overridden.base_url.as_str(), overridden.model.as_str(), overridden.key.as_deref()),
+            ("http://env:2/v1", "big", Some("k2"))
+        );
+        assert_eq!(EndpointConfig::resolve(&ModelConfig::default(), &env(&[])), None, "no base URL anywhere");
     }
 
     #[test]

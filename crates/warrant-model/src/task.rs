@@ -178,7 +178,7 @@ impl Runner<'_> {
     /// Runs `T` on `input`; `check` names the check it answers, for the record.
     pub fn run<T: Task>(&self, input: &T::Input, check: Option<&str>) -> TaskRun<T::Output> {
         let prompt = self.prompts.get::<T>();
-        let limits = T::limits();
+        let limits = self.budget.task_limits(T::NAME, T::limits());
         let mut messages = vec![Message::new("system", prompt.text.clone()), Message::new("user", T::question(input))];
         let mut calls: Vec<ModelCall> = Vec::new();
         let mut spent = 0u32;

@@ -235,7 +235,8 @@ impl Task for UncoveredRequest {
         Ok((
             match found.uncovered {
                 // A request nobody covers is put to the user; it never adds an act.
-                YesNo::Yes | YesNo::Unsure => CheckVerdict::Ask,
+                YesNo::Yes => CheckVerdict::Block,
+                YesNo::Unsure => CheckVerdict::Ask,
                 YesNo::No => CheckVerdict::Pass,
             },
             (),
@@ -365,3 +366,15 @@ impl Task for Rewrite {
 
 /// The name of every task.
 pub const TASKS: &[&str] = &[ValueStated::NAME, Locate::NAME, UncoveredRequest::NAME, ClaimsCoverage::NAME, Rewrite::NAME];
+
+/// The built-in limits of the task named `task`, if there is one.
+pub fn own_limits(task: &str) -> Option<TaskLimits> {
+    Some(match task {
+        ValueStated::NAME => ValueStated::limits(),
+        Locate::NAME => Locate::limits(),
+        UncoveredRequest::NAME => UncoveredRequest::limits(),
+        ClaimsCoverage::NAME => ClaimsCoverage::limits(),
+        Rewrite::NAME => Rewrite::limits(),
+        _ => return None,
+    })
+}

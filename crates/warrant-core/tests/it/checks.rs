@@ -153,3 +153,163 @@ fn a_check_on_an_argument_that_is_not_text_does_not_load() {
     let error = Contract::load("rename.toml", &bad, &Files).unwrap_err().to_string();
     assert!(error.contains("unknown check `looks_fine`"), "{error}");
 }
+
+fn located(from: u32, to: u32, copy: &str) -> CheckAnswer {
+    let pointer = serde_json::from_value(json!({"ptr": [from, to], "copy": copy})).unwrap();
+    CheckAnswer::Located { pointer }
+}
+
+/// Merges `more` answers into `answers`, filed under the ids of `decision`'s checks of `task`.
+fn with_answer(mut answers: CheckAnswers, decision: &Decision, task: &str, answer: CheckAnswer) -> CheckAnswers {
+    for check in decision.checks.iter().filter(|c| c.task == task) {
+        answers.insert(check.id.clone(), answer.clone());
+    }
+    answers
+}
+
+#[test]
+fn a_plain_value_is_located_then_sliced_by_code_then_checked_as_stated() {
+    let message = "please change the name to Kim Lee";
+    let first_round = decide(message, json!("Kim Lee"), &CheckAnswers::new());
+    assert_eq!(first(&first_round), (Verdict::Ask, "check_unfinished".to_owned()));
+    assert_eq!(first_round.checks.len(), 1, "{:?}", first_round.checks);
+    let locate = &first_round.checks[0];
+    assert_eq!((locate.task.as_str(), locate.value.as_str(), locate.ptr), ("locate", "Kim Lee", [0, 0]));
+
+    // The pointer goes through structure as if the agent had sent it; `value_stated` is named
+    // on the words code sliced, in the next round.
+    let answers = with_answer(CheckAnswers::new(), &first_round, "locate", located(6, 7, "Kim Lee"));
+    let second_round = decide(message, json!("Kim Lee"), &answers);
+    assert_eq!(first(&second_round), (Verdict::Ask, "check_unfinished".to_owned()), "located is not stated");
+    let stated = second_round.checks.iter().find(|c| c.task == "value_stated").expect("value_stated named");
+    assert_eq!((stated.value.as_str(), stated.ptr), ("Kim Lee", [6, 7]));
+
+    let answers = with_answer(answers, &second_round, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let done = decide(message, json!("Kim Lee"), &answers);
+    assert_eq!(first(&done), (Verdict::Commit, String::new()));
+    assert_eq!(done.writes[0].value["name"], json!("Kim Lee"), "code sliced the words");
+    assert_eq!(done.checks.iter().map(|c| c.task.as_str()).collect::<Vec<_>>(), ["locate", "value_stated"]);
+}
+
+#[test]
+fn a_located_pointer_at_the_wrong_words_ends_in_a_question() {
+    let message = "please change the name to Kim Lee";
+    let unchecked = decide(message, json!("Kim Lee"), &CheckAnswers::new());
+    let pass = CheckAnswer::Verdict { verdict: CheckVerdict::Pass };
+    // Pointers that structure refuses: outside the message, a copy the words do not hold, a
+    // copy that moves the pointer. No value is sliced, no `value_stated` is even asked.
+    for bad in [located(6, 9, "Kim Lee"), located(1, 2, "Kim Lee"), located(3, 5, "Lee"), located(2, 1, "change")] {
+        let answers = with_answer(CheckAnswers::new(), &unchecked, "locate", bad.clone());
+        let decision = decide(message, json!("Kim Lee"), &answers);
+        assert_eq!(first(&decision), (Verdict::Ask, "pointer_invalid".to_owned()), "{bad:?}");
+        assert!(decision.checks.iter().all(|c| c.task == "locate"), "{bad:?}");
+        // Even a pass filed for every question it could be cannot reach it.
+        let all = decision.checks.iter().map(|c| (c.id.clone(), pass.clone())).chain(answers.clone()).collect();
+        assert!(decide(message, json!("Kim Lee"), &all).effects.is_empty());
+    }
+    // Words that resolve but are not the value: `value_stated` blocks them.
+    let answers = with_answer(CheckAnswers::new(), &unchecked, "locate", located(2, 4, "change the name"));
+    let second = decide(message, json!("Kim Lee"), &answers);
+    let answers = with_answer(answers, &second, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Block });
+    let blocked = decide(message, json!("Kim Lee"), &answers);
+    assert_eq!(first(&blocked), (Verdict::Ask, "value_not_stated".to_owned()));
+    assert!(blocked.effects.is_empty() && blocked.writes.is_empty());
+}
+
+#[test]
+fn a_locate_answer_that_is_no_pointer_can_only_take_away() {
+    let message = "please change the name to Kim Lee";
+    let unchecked = decide(message, json!("Kim Lee"), &CheckAnswers::new());
+    let cases = [
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Ask }, "value_not_located"),
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Block }, "value_not_located"),
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Pass }, "check_answer_invalid"),
+        (CheckAnswer::Failed { failure: CheckFailure::Timeout, detail: "slow".into() }, "check_timeout"),
+        (CheckAnswer::Failed { failure: CheckFailure::InvalidAnswer, detail: "bad".into() }, "check_answer_invalid"),
+    ];
+    for (answer, code) in cases {
+        let decision = decide(message, json!("Kim Lee"), &answering(&unchecked, answer));
+        assert_eq!(first(&decision), (Verdict::Ask, code.to_owned()));
+        assert_eq!(decision.response.acts[0].reasons[0].field.as_deref(), Some("args.name"));
+        assert!(decision.effects.is_empty());
+    }
+    // A pointer is no verdict: filed under a yes-or-no question, it does not fit.
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    let stated = decide(message, pointer.clone(), &CheckAnswers::new());
+    let decision = decide(message, pointer, &answering(&stated, located(6, 7, "Kim Lee")));
+    assert_eq!(first(&decision), (Verdict::Ask, "check_answer_invalid".to_owned()));
+}
+
+fn with_uncovered(contract: &str) -> String {
+    format!("{contract}\n[model]\nchecks = [\"uncovered_request\"]\n")
+}
+
+fn decide_in(contract: &str, message: &str, name: Value, answers: &CheckAnswers) -> Decision {
+    let contract = Contract::load("rename.toml", contract, &Files).unwrap();
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "kim",
+        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": message}],
+        "acts": [{"op": "rename", "args": {"name": name}}],
+    });
+    let valid = request::parse(&contract, &body.to_string()).unwrap();
+    let mut rows = BTreeMap::new();
+    rows.insert(("customer".to_owned(), "kim".to_owned()), Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"name": "Kim"}) });
+    turn::decide_checked(&contract, &valid, &Memory(rows), &BTreeSet::new(), answers)
+}
+
+#[test]
+fn an_uncovered_request_takes_away_what_would_commit_and_a_pass_changes_nothing() {
+    let contract = with_uncovered(CONTRACT);
+    let message = "please change the name to Kim Lee and cancel my order";
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    let unchecked = decide_in(&contract, message, pointer.clone(), &CheckAnswers::new());
+    let tasks: Vec<&str> = unchecked.checks.iter().map(|c| c.task.as_str()).collect();
+    assert_eq!(tasks, ["uncovered_request", "value_stated"], "both in the first round");
+    let uncovered = &unchecked.checks[0];
+    assert_eq!(uncovered.message, message);
+    assert_eq!(uncovered.acts, [format!("rename {}", json!({"name": pointer}))]);
+
+    let stated = with_answer(CheckAnswers::new(), &unchecked, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let unanswered = decide_in(&contract, message, pointer.clone(), &stated);
+    assert_eq!(first(&unanswered), (Verdict::Ask, "check_unfinished".to_owned()));
+    let cases = [
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Block }, "request_uncovered"),
+        (CheckAnswer::Verdict { verdict: CheckVerdict::Ask }, "check_unsure"),
+        (CheckAnswer::Failed { failure: CheckFailure::Provider, detail: "down".into() }, "check_provider_failed"),
+        (CheckAnswer::Failed { failure: CheckFailure::Budget, detail: "out".into() }, "check_budget_exhausted"),
+    ];
+    for (answer, code) in cases {
+        let answers = with_answer(stated.clone(), &unchecked, "uncovered_request", answer);
+        let decision = decide_in(&contract, message, pointer.clone(), &answers);
+        assert_eq!(first(&decision), (Verdict::Ask, code.to_owned()));
+        assert!(decision.effects.is_empty() && decision.writes.is_empty() && decision.events.is_empty());
+    }
+    let answers = with_answer(stated, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let passed = decide_in(&contract, message, pointer.clone(), &answers);
+    let plain = decide(message, pointer.clone(), &answering(&decide(message, pointer, &CheckAnswers::new()), CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
+    assert_eq!(first(&passed), (Verdict::Commit, String::new()));
+    assert_eq!(passed.writes, plain.writes, "a pass changes nothing");
+}
+
+#[test]
+fn an_uncovered_request_turns_a_hold_into_a_question_and_opens_nothing() {
+    let contract = with_uncovered(&CONTRACT.replace("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n"));
+    let message = "please change the name to Kim Lee";
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    let unchecked = decide_in(&contract, message, pointer.clone(), &CheckAnswers::new());
+    let pass = with_answer(CheckAnswers::new(), &unchecked, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let held = decide_in(&contract, message, pointer.clone(), &with_answer(pass.clone(), &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
+    assert_eq!(held.response.acts[0].verdict, Verdict::Hold);
+    assert_eq!(held.opened.len(), 1);
+    let asked = decide_in(&contract, message, pointer, &with_answer(pass, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Block }));
+    assert_eq!(first(&asked), (Verdict::Ask, "request_uncovered".to_owned()));
+    assert!(asked.opened.is_empty() && asked.response.interactions.is_empty());
+}
+
+#[test]
+fn without_the_model_section_no_turn_level_check_is_asked() {
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    let decision = decide("please change the name to Kim Lee", pointer, &CheckAnswers::new());
+    assert!(decision.checks.iter().all(|c| c.task != "uncovered_request"));
+}

@@ -140,7 +140,7 @@ fn the_outbound_tasks_can_only_take_away_or_offer_a_draft() {
         assert_eq!(verdict(&runner.run::<ClaimsCoverage>(&claims, None).outcome), Some(expected));
     }
     let uncovered = UncoveredRequestInput { message: "Cancel it and change my address".into(), acts: vec!["cancel_pending_order".into()] };
-    for (answer, expected) in [("yes", CheckVerdict::Ask), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)] {
+    for (answer, expected) in [("yes", CheckVerdict::Block), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)] {
         let content = format!(r#"{{"uncovered":"{answer}"}}"#);
         let provider = Scripted::new(vec![Ok(content.as_str())]);
         let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
