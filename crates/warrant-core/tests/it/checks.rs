@@ -313,3 +313,19 @@ fn without_the_model_section_no_turn_level_check_is_asked() {
     let decision = decide("please change the name to Kim Lee", pointer, &CheckAnswers::new());
     assert!(decision.checks.iter().all(|c| c.task != "uncovered_request"));
 }
+
+#[test]
+fn the_model_section_loads_and_names_the_key_by_its_variable() {
+    let text = format!(
+        "{CONTRACT}\n[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"smollm2\"\nkey_env = \"WARRANT_TEST_KEY\"\nconnect_timeout_ms = 500\nturn_calls = 6\nturn_tokens = 900\nturn_deadline_ms = 4000\nchecks = [\"uncovered_request\"]\n\n[model.tasks.locate]\ntimeout_ms = 1500\n"
+    );
+    let contract = Contract::load("rename.toml", &text, &Files).unwrap();
+    let model = contract.model();
+    assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+    assert_eq!((model.model.as_deref(), model.key_env.as_deref()), (Some("smollm2"), Some("WARRANT_TEST_KEY")));
+    assert_eq!((model.turn_calls, model.turn_tokens, model.turn_deadline_ms, model.connect_timeout_ms), (Some(6), Some(900), Some(4000), Some(500)));
+    assert_eq!(model.tasks["locate"].timeout_ms, Some(1500));
+    assert_eq!(model.tasks["locate"].calls, None, "what is left out keeps the task's own limit");
+    assert!(model.runs("uncovered_request"));
+    assert_eq!(Contract::load("rename.toml", CONTRACT, &Files).unwrap().model(), &Default::default());
+}
