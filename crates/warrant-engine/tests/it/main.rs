@@ -6,6 +6,7 @@ mod checks;
 mod dispatch;
 mod lifecycle;
 mod retail;
+mod turn_checks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
