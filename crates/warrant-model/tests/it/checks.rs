@@ -86,3 +86,48 @@ fn a_check_no_task_runs_fails() {
     let round = run_checks(&runner, std::slice::from_ref(&request), 4);
     assert!(matches!(round.answers.get(&request.id), Some(CheckAnswer::Failed { failure: CheckFailure::Unfinished, .. })));
 }
+
+#[test]
+fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdict() {
+    use crate::Scripted;
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let prompts = Prompts::default();
+    let message = "please change the name to Kim Lee";
+    let locate = CheckRequest::locate("rename", "name", "Kim Lee", message);
+    let provider = Scripted::new(vec![Ok(r#"{"found":true,"from":5,"to":7,"copy":"Kim Lee"}"#)]);
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let round = run_checks(&runner, std::slice::from_ref(&locate), 8);
+    // The copy narrowed the pointer to the words it holds; only the pointer comes back.
+    let pointer = serde_json::from_value(serde_json::json!({"ptr": [6, 7], "copy": "Kim Lee"})).unwrap();
+    assert_eq!(round.answers[&locate.id], CheckAnswer::Located { pointer });
+    assert!(provider.requests()[0].messages[1].content.contains("[6]Kim [7]Lee"));
+
+    let provider = Scripted::new(vec![Ok(r#"{"found":false,"from":0,"to":0,"copy":""}"#)]);
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let round = run_checks(&runner, std::slice::from_ref(&locate), 8);
+    assert_eq!(round.answers[&locate.id], CheckAnswer::Verdict { verdict: CheckVerdict::Ask }, "not found is no pointer");
+
+    let uncovered = CheckRequest::uncovered("cancel it and change my address", vec!["cancel_pending_order {}".into()]);
+    let provider = Scripted::new(vec![Ok(r#"{"uncovered":"yes"}"#)]);
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let round = run_checks(&runner, std::slice::from_ref(&uncovered), 8);
+    assert_eq!(round.answers[&uncovered.id], CheckAnswer::Verdict { verdict: CheckVerdict::Block });
+    assert!(provider.requests()[0].messages[1].content.contains("- cancel_pending_order {}"));
+}
+
+#[test]
+fn one_check_runs_on_the_calling_thread() {
+    struct Here(std::thread::ThreadId);
+    impl Provider for Here {
+        fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+            let content = if std::thread::current().id() == self.0 { r#"{"answer":"yes"}"# } else { r#"{"answer":"no"}"# };
+            Ok(ChatAnswer { content: content.into(), prompt_tokens: 1, completion_tokens: 1 })
+        }
+    }
+    let provider = Here(std::thread::current().id());
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let prompts = Prompts::default();
+    let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
+    let round = run_checks(&runner, &requests(1), 8);
+    assert!(round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass }), "no thread was spawned for it");
+}
