@@ -178,3 +178,56 @@ fn a_real_answer_can_only_take_away() {
         }
     });
 }
+
+/// Decides `message` with the plain value `name` in rounds, as the engine does: each round
+/// runs the checks the decision names that have no answer yet, then decides again.
+fn decide_in_rounds(runner: &Runner<'_>, contract: &Contract, message: &str, name: &str) -> (Decision, CheckAnswers) {
+    let mut answers = CheckAnswers::new();
+    let mut decision = decide(contract, message, json!(name), &answers);
+    for _ in 0..3 {
+        let missing: Vec<_> = decision.checks.iter().filter(|c| !answers.contains_key(&c.id)).cloned().collect();
+        if missing.is_empty() {
+            break;
+        }
+        answers.extend(run_checks(runner, &missing, 1).answers);
+        decision = decide(contract, message, json!(name), &answers);
+    }
+    (decision, answers)
+}
+
+#[test]
+fn located_values_and_uncovered_requests_from_a_real_model_can_only_take_away() {
+    let folder = root().join("examples/rename");
+    let text = std::fs::read_to_string(folder.join("contract.toml")).unwrap();
+    let text = format!("{text}\n[model]\nchecks = [\"uncovered_request\"]\n");
+    let contract = Contract::load("rename-with-uncovered.toml", &text, &Files(folder)).unwrap();
+    // (message, the plain value an agent proposed, whether code alone could ever commit it)
+    let turns = [
+        ("please change the name to Kim Lee", "Kim Lee", true),
+        ("the name needs changing", "needs changing", true),
+        ("my name should be admin", "admin", false),
+        ("the name needs changing", "Bob", false),
+        ("please change the name to Kim Lee and cancel my order", "Kim Lee", true),
+    ];
+    with_runner(|runner| {
+        for (message, name, committable) in turns {
+            let (decision, answers) = decide_in_rounds(runner, &contract, message, name);
+            let act = &decision.response.acts[0];
+            eprintln!("{message:?} / {name:?}: {:?} {:?} from {answers:?}", act.verdict, act.reasons.first().map(|r| r.code));
+            let tasks: Vec<&str> = decision.checks.iter().map(|c| c.task.as_str()).collect();
+            assert!(tasks.contains(&"locate") && tasks.contains(&"uncovered_request"), "{tasks:?}");
+            let answered_yes = |a: &CheckAnswer| matches!(a, CheckAnswer::Located { .. } | CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+            if act.verdict == Verdict::Commit {
+                assert!(committable, "{message}: a model answer made code commit what it never could");
+                assert!(decision.checks.iter().all(|c| answers.get(&c.id).is_some_and(answered_yes)), "a commit needs every check passed");
+                assert!(tasks.contains(&"value_stated"), "a located value is checked as stated before it is used");
+                // The value is the message's own words, sliced by code, never the model's text.
+                let written = decision.writes[0].value["name"].as_str().unwrap().to_owned();
+                assert!(message.contains(&written), "{written:?} is not words of {message:?}");
+            } else {
+                assert!(matches!(act.verdict, Verdict::Ask | Verdict::Refuse), "{:?}", act.verdict);
+                assert!(decision.effects.is_empty() && decision.writes.is_empty());
+            }
+        }
+    });
+}
