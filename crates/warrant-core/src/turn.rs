@@ -851,6 +851,10 @@ fn decide_act(
     Ok(Outcome::Commit { args: Value::Object(args_json) })
 }
 
+/// An act's arguments with each located pointer in place of its plain value (borrowed when
+/// there was none), and the names of the located arguments.
+type Located<'p> = (std::borrow::Cow<'p, Map<String, Value>>, BTreeSet<String>);
+
 /// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
 /// the `locate` task is asked which words of the user's message give it. Its answer (a
 /// pointer) replaces the plain value and goes through structure exactly as if the agent had
@@ -861,7 +865,7 @@ fn locate_plain_values<'p>(
     proposal: &'p Proposal<'_>,
     answers: &CheckAnswers,
     needed: &mut Vec<CheckRequest>,
-) -> Result<(std::borrow::Cow<'p, Map<String, Value>>, BTreeSet<String>), Finding> {
+) -> Result<Located<'p>, Finding> {
     let mut args = std::borrow::Cow::Borrowed(&proposal.args);
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;

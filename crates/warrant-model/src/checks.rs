@@ -30,7 +30,10 @@ fn answer<O>(outcome: Outcome<O>) -> CheckAnswer {
     }
 }
 
-fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> (CheckAnswer, Vec<ModelCall>) {
+/// A check's answer with the calls made for it.
+type Answered = (CheckAnswer, Vec<ModelCall>);
+
+fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
     match request.task.as_str() {
         VALUE_STATED => {
             let input = ValueStatedInput {
@@ -74,7 +77,7 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> (CheckAnswer, Vec<Mod
 pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usize) -> CheckRound {
     let workers = parallel.max(1).min(requests.len());
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<(CheckAnswer, Vec<ModelCall>)>>> = requests.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<Answered>>> = requests.iter().map(|_| Mutex::new(None)).collect();
     let work = || {
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);

@@ -78,8 +78,18 @@ impl Prompts {
 
     /// The prompt for `T`.
     pub fn get<T: Task>(&self) -> PromptVersion {
-        self.by_task.get(T::NAME).cloned().unwrap_or_else(PromptVersion::builtin::<T>)
+        self.by_task.get(T::NAME).cloned().unwrap_or_else(builtin_once::<T>)
     }
+}
+
+/// The built-in version of `T`'s prompt, hashed once per process: hashing the prompt text and
+/// its schema again on every run of every check was part of what a turn's checks added to its
+/// latency (DESIGN.md §14).
+fn builtin_once<T: Task>() -> PromptVersion {
+    static BUILTIN: std::sync::OnceLock<std::sync::Mutex<BTreeMap<&'static str, PromptVersion>>> = std::sync::OnceLock::new();
+    let cache = BUILTIN.get_or_init(Default::default);
+    let Ok(mut versions) = cache.lock() else { return PromptVersion::builtin::<T>() };
+    versions.entry(T::NAME).or_insert_with(PromptVersion::builtin::<T>).clone()
 }
 
 /// Which attempt a call was.
