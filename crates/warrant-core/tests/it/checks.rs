@@ -60,17 +60,7 @@ impl Facts for Memory {
 }
 
 fn decide(message: &str, name: Value, answers: &CheckAnswers) -> Decision {
-    let contract = Contract::load("rename.toml", CONTRACT, &Files).unwrap();
-    let body = json!({
-        "conversation": "c", "turn": "t", "actor": "kim",
-        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
-        "entries": [{"kind": "user", "text": message}],
-        "acts": [{"op": "rename", "args": {"name": name}}],
-    });
-    let valid = request::parse(&contract, &body.to_string()).unwrap();
-    let mut rows = BTreeMap::new();
-    rows.insert(("customer".to_owned(), "kim".to_owned()), Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"name": "Kim"}) });
-    turn::decide_checked(&contract, &valid, &Memory(rows), &BTreeSet::new(), answers)
+    decide_in(CONTRACT, message, name, answers)
 }
 
 fn first(decision: &Decision) -> (Verdict, String) {
