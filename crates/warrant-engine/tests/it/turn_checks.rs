@@ -18,13 +18,18 @@ use warrant_store::{SqliteStore, Store};
 
 /// The rename example with the turn-level check on.
 fn contract_folder(dir: &Path) -> PathBuf {
+    contract_folder_with(dir, "")
+}
+
+/// The rename example with the turn-level check on and `more` after its `[model]` section.
+fn contract_folder_with(dir: &Path, more: &str) -> PathBuf {
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rename");
     let folder = dir.join("contract");
     std::fs::create_dir_all(folder.join("data")).unwrap();
     std::fs::copy(example.join("policies.cedar"), folder.join("policies.cedar")).unwrap();
     std::fs::copy(example.join("data/customers.json"), folder.join("data/customers.json")).unwrap();
     let text = std::fs::read_to_string(example.join("contract.toml")).unwrap();
-    std::fs::write(folder.join("contract.toml"), format!("{text}\n[model]\nchecks = [\"uncovered_request\"]\n")).unwrap();
+    std::fs::write(folder.join("contract.toml"), format!("{text}\n[model]\nchecks = [\"uncovered_request\"]\n{more}")).unwrap();
     folder
 }
 
@@ -207,4 +212,22 @@ fn an_unreachable_provider_fails_the_turn_level_check_and_every_act_is_asked() {
     let (verdict, code, _) = decide(&mut engine, &request(MESSAGE, json!({"ptr": [6, 7], "copy": "Kim Lee"})));
     assert_eq!((verdict, code.as_str()), (Verdict::Ask, "check_provider_failed"));
     assert_eq!(name_of_kim(&mut engine), "Kim");
+}
+
+#[test]
+fn a_task_runs_under_the_limits_the_contract_gives_it() {
+    let malformed = Answers { value_stated: r#"{"answer": perhaps"#, ..COVERED };
+    let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
+    // Its own limits allow a repair round; the schema error survives it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut own = engine(dir.path(), "own.sqlite", Some(ModelSetup::new(Box::new(live(endpoint(malformed))), "m")));
+    assert_eq!(decide(&mut own, &request(MESSAGE, pointer.clone())).1, "check_answer_invalid");
+    // One call, as the contract says: no repair round is left, and the check fails on budget.
+    let dir = tempfile::tempdir().unwrap();
+    let folder = contract_folder_with(dir.path(), "\n[model.tasks.value_stated]\ncalls = 1\n");
+    let (contract, folder) = load_contract(&folder.join("contract.toml")).unwrap();
+    let store = SqliteStore::open(&dir.path().join("tight.sqlite")).unwrap();
+    let setup = ModelSetup::new(Box::new(live(endpoint(malformed))), "m");
+    let mut tight = Engine::new(contract, &folder, store).unwrap().with_model(setup).unwrap();
+    assert_eq!(decide(&mut tight, &request(MESSAGE, pointer)).1, "check_budget_exhausted");
 }
