@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::Policies;
@@ -48,6 +49,7 @@ pub struct Contract {
     policies: Policies,
     guards: Guards,
     hash: String,
+    outbound: Outbound,
 }
 
 /// The currency of a contract's money: its ISO 4217 code and minor units.
@@ -117,6 +119,7 @@ impl Contract {
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
+        let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
         let hash = contract_hash(text, &policy_texts);
         Ok(Contract {
             origin: origin.to_owned(),
@@ -130,6 +133,7 @@ impl Contract {
             policies,
             guards,
             hash,
+            outbound,
         })
     }
 
@@ -196,6 +200,11 @@ impl Contract {
     /// The score: scored clauses and the passive set.
     pub fn score(&self) -> &Score {
         &self.score
+    }
+
+    /// The outbound gate's section: claim kinds, paths, channels (`[outbound]`).
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 }
 
@@ -298,6 +307,8 @@ struct RawContract {
     operation: Vec<RawOperation>,
     #[serde(default)]
     guards: RawGuards,
+    #[serde(default)]
+    outbound: RawOutbound,
 }
 
 #[derive(Debug, Deserialize)]
@@ -472,4 +483,7 @@ pub enum ContractErrorKind {
     /// A clause contains a control, zero-width, bidirectional or other invisible character.
     #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
     InvisibleCharacter { clause: String, code: u32 },
+    /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
+    #[error("outbound {what}: {message}")]
+    BadOutbound { what: String, message: String },
 }
