@@ -15,6 +15,7 @@ pub mod guard_corpus;
 pub mod ladder;
 pub mod money;
 pub mod outbound;
+pub mod outbound_corpus;
 pub mod operation;
 pub mod pointer;
 pub mod policy;
