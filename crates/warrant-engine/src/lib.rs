@@ -6,6 +6,7 @@
 mod files;
 mod guards;
 mod model;
+mod outbound;
 mod replay;
 
 use std::cell::RefCell;
@@ -29,6 +30,7 @@ use warrant_store::{
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
+pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, replay_outbound};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).

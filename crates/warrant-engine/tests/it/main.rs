@@ -4,6 +4,7 @@
 
 mod checks;
 mod lifecycle;
+mod outbound;
 mod retail;
 
 use std::collections::BTreeMap;
