@@ -7,6 +7,7 @@
 mod corpus;
 mod demo;
 mod guard;
+mod outbound;
 mod prompt;
 mod score;
 mod serve;
@@ -69,6 +70,9 @@ enum Command {
     },
     /// Lists every reason code with what it means.
     Reasons,
+    /// Runs one outbound request (a draft for a path) through the outbound gate; prints the
+    /// cleared message.
+    Outbound(outbound::OutboundArgs),
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -124,6 +128,7 @@ fn main() -> ExitCode {
                 );
             }
         }),
+        Command::Outbound(args) => outbound::run(&args),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

@@ -3,6 +3,7 @@
 
 mod corpus;
 mod guards;
+mod outbound;
 mod prompts;
 mod score;
 mod serve;
