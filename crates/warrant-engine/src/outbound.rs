@@ -28,7 +28,7 @@ use crate::{Engine, EngineError};
 
 /// How many rounds of questions one message may take: the draft's coverage, the rewrite, the
 /// rewrite's coverage.
-const ROUNDS: usize = 3;
+pub(crate) const ROUNDS: usize = 3;
 
 /// Everything about one outbound message, enough to decide it again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
