@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use warrant_core::outbound::Basis;
 use warrant_engine::{Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound};
 use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
-use warrant_store::SqliteStore;
+use warrant_store::{SqliteStore, Store};
 
 use crate::retail_engine;
 
@@ -150,4 +150,54 @@ fn a_bad_outbound_request_is_refused_with_its_field() {
         OutboundResult::Rejected(error) => assert_eq!(error.field, "draft.claims"),
         OutboundResult::Cleared(_) => panic!("a malformed request cleared a message"),
     }
+}
+
+#[test]
+fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
+    let (engine, _dir) = retail_engine();
+    let (mut engine, _) = with_model(engine, "no", "We will follow up shortly.");
+    let turn = |turn: &str, acts: Value, answers: Value, text: &str, claims: Value| {
+        json!({"conversation": "live", "turn": turn, "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
+            "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Please cancel it."}],
+            "acts": acts, "answers": answers, "draft": {"text": text, "claims": claims}}).to_string()
+    };
+    let claims = json!([{"claim": "order_cancelled", "order": "#W6247578"}]);
+    let cancel = json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
+    // Held, not committed: the order is still pending, so the claim is unbacked and the reply
+    // is the rewrite from verified facts (none).
+    let early = "Your order #W6247578 is cancelled.";
+    let TurnResult::Decided { response: held, .. } = engine.turn(&turn("t1", cancel, json!([]), early, claims.clone())).unwrap() else { panic!() };
+    assert_eq!(held.reply.as_ref().unwrap()["basis"], "rewritten", "{:?}", held.reply);
+    assert_eq!(held.reply.as_ref().unwrap()["text"], "We will follow up shortly.");
+    assert_eq!(held.reply.as_ref().unwrap()["reasons"][0]["code"], "claim_unbacked");
+    // Confirmed in this turn: the turn's own writes back the claim, and the draft goes out as is.
+    let confirm = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
+    let TurnResult::Decided { response: done, .. } = engine.turn(&turn("t2", json!([]), confirm, early, claims)).unwrap() else { panic!() };
+    let reply = done.reply.as_ref().unwrap();
+    assert_eq!(reply["basis"], "cleared", "{reply}");
+    assert_eq!(reply["text"], early);
+    assert_eq!(reply["path"], "live");
+    // Seed 003 on the live path.
+    let link = json!([{"claim": "payment_link_sent", "order": "#W6247578"}]);
+    let TurnResult::Decided { response: seed, .. } = engine.turn(&turn("t3", json!([]), json!([]), LINK, link)).unwrap() else { panic!() };
+    assert_ne!(seed.reply.as_ref().unwrap()["basis"], "cleared");
+    // The replies are on the record, and a replay gives them again byte for byte.
+    let stored = engine.store_mut().turns(0, 10).unwrap();
+    assert_eq!(stored[1].response["reply"], *reply);
+    assert_eq!(stored[1].replay["outbound"]["verdicts"][0]["backed"], true);
+    let report = engine.replay().unwrap();
+    assert_eq!((report.turns, report.identical), (3, 3), "{:?}", report.changes);
+}
+
+#[test]
+fn without_a_model_a_live_draft_cannot_be_cleared() {
+    let (mut engine, _dir) = retail_engine();
+    let request = json!({"conversation": "nomodel", "turn": "t1", "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
+        "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Hi."}],
+        "draft": {"text": "Hello! How can I help?", "claims": []}});
+    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else { panic!() };
+    let reply = response.reply.unwrap();
+    assert_eq!(reply["basis"], "fallback");
+    let codes: Vec<&str> = reply["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["coverage_failed", "rewrite_failed", "fallback_sent"]);
 }
