@@ -106,7 +106,13 @@ pub enum PathName {
 
 impl PathName {
     /// Every path.
-    pub const ALL: [PathName; 5] = [PathName::Live, PathName::Retry, PathName::Scheduled, PathName::Digest, PathName::Queue];
+    pub const ALL: [PathName; 5] = [
+        PathName::Live,
+        PathName::Retry,
+        PathName::Scheduled,
+        PathName::Digest,
+        PathName::Queue,
+    ];
 
     /// Its name on the wire and in the contract.
     pub const fn as_str(self) -> &'static str {
@@ -253,7 +259,13 @@ struct RawChannel {
 }
 
 fn bad(at: &Locator<'_>, offset: usize, what: &str, message: String) -> ContractError {
-    at.error(offset, ContractErrorKind::BadOutbound { what: what.to_owned(), message })
+    at.error(
+        offset,
+        ContractErrorKind::BadOutbound {
+            what: what.to_owned(),
+            message,
+        },
+    )
 }
 
 /// Compiles `[outbound]` against the records and operations it refers to.
@@ -268,10 +280,23 @@ pub(crate) fn compile(
         for locale in locales.get_ref() {
             let tag = locale.get_ref();
             if Locale::from_tag(tag).is_err() {
-                return Err(bad(at, locale.span().start, "locales", format!("`{}` is not one of `en-US`, `en-GB`, `ko-KR`", text::visible(tag))));
+                return Err(bad(
+                    at,
+                    locale.span().start,
+                    "locales",
+                    format!(
+                        "`{}` is not one of `en-US`, `en-GB`, `ko-KR`",
+                        text::visible(tag)
+                    ),
+                ));
             }
             if out.locales.contains(tag) {
-                return Err(bad(at, locale.span().start, "locales", format!("`{tag}` is listed twice")));
+                return Err(bad(
+                    at,
+                    locale.span().start,
+                    "locales",
+                    format!("`{tag}` is listed twice"),
+                ));
             }
             out.locales.push(tag.clone());
         }
@@ -280,74 +305,172 @@ pub(crate) fn compile(
         let name = raw_channel.name.get_ref();
         let what = format!("channel `{}`", text::visible(name));
         if !source::is_identifier(name) {
-            return Err(at.error(raw_channel.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+            return Err(at.error(
+                raw_channel.name.span().start,
+                ContractErrorKind::BadName(text::visible(name)),
+            ));
         }
         if out.channel(name).is_some() {
-            return Err(bad(at, raw_channel.name.span().start, &what, "is declared twice".into()));
+            return Err(bad(
+                at,
+                raw_channel.name.span().start,
+                &what,
+                "is declared twice".into(),
+            ));
         }
         if raw_channel.kind.get_ref() != "webhook" {
-            return Err(bad(at, raw_channel.kind.span().start, &what, format!("kind `{}` is not `webhook`", text::visible(raw_channel.kind.get_ref()))));
+            return Err(bad(
+                at,
+                raw_channel.kind.span().start,
+                &what,
+                format!(
+                    "kind `{}` is not `webhook`",
+                    text::visible(raw_channel.kind.get_ref())
+                ),
+            ));
         }
         let env = raw_channel.url_env.get_ref();
         let env_ok = env.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-            && env.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            && env
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
         if !env_ok {
-            return Err(bad(at, raw_channel.url_env.span().start, &what, format!("`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)", text::visible(env))));
+            return Err(bad(
+                at,
+                raw_channel.url_env.span().start,
+                &what,
+                format!(
+                    "`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)",
+                    text::visible(env)
+                ),
+            ));
         }
-        out.channels.push(Channel { name: name.clone(), kind: "webhook".into(), url_env: env.clone() });
+        out.channels.push(Channel {
+            name: name.clone(),
+            kind: "webhook".into(),
+            url_env: env.clone(),
+        });
     }
     for raw_claim in &raw.claim {
         let claim = compile_claim(at, raw_claim, tables, operations)?;
         if out.claim(&claim.name).is_some() {
-            return Err(bad(at, raw_claim.name.span().start, &format!("claim `{}`", claim.name), "is declared twice".into()));
+            return Err(bad(
+                at,
+                raw_claim.name.span().start,
+                &format!("claim `{}`", claim.name),
+                "is declared twice".into(),
+            ));
         }
         out.claims.push(claim);
     }
     for raw_path in &raw.path {
         let name = raw_path.name.get_ref();
         let Some(path) = PathName::from_name(name) else {
-            return Err(bad(at, raw_path.name.span().start, "path", format!("`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`", text::visible(name))));
+            return Err(bad(
+                at,
+                raw_path.name.span().start,
+                "path",
+                format!(
+                    "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
+                    text::visible(name)
+                ),
+            ));
         };
         let what = format!("path `{name}`");
         if out.path(path).is_some() {
-            return Err(bad(at, raw_path.name.span().start, &what, "is declared twice".into()));
+            return Err(bad(
+                at,
+                raw_path.name.span().start,
+                &what,
+                "is declared twice".into(),
+            ));
         }
         let channel = raw_path.channel.get_ref();
         if out.channel(channel).is_none() {
-            return Err(bad(at, raw_path.channel.span().start, &what, format!("channel `{}` is not declared", text::visible(channel))));
+            return Err(bad(
+                at,
+                raw_path.channel.span().start,
+                &what,
+                format!("channel `{}` is not declared", text::visible(channel)),
+            ));
         }
         let mut coverage = false;
         for check in &raw_path.checks {
             if check.get_ref() != CLAIMS_COVERAGE || coverage {
-                return Err(bad(at, check.span().start, &what, format!("check `{}` is not `{CLAIMS_COVERAGE}` (once)", text::visible(check.get_ref()))));
+                return Err(bad(
+                    at,
+                    check.span().start,
+                    &what,
+                    format!(
+                        "check `{}` is not `{CLAIMS_COVERAGE}` (once)",
+                        text::visible(check.get_ref())
+                    ),
+                ));
             }
             coverage = true;
         }
         let mut fallback = BTreeMap::new();
         for (locale, copy) in raw_path.fallback.get_ref() {
             if !out.locales.contains(locale) {
-                return Err(bad(at, copy.span().start, &what, format!("fallback copy for `{}`, which `outbound.locales` does not declare", text::visible(locale))));
+                return Err(bad(
+                    at,
+                    copy.span().start,
+                    &what,
+                    format!(
+                        "fallback copy for `{}`, which `outbound.locales` does not declare",
+                        text::visible(locale)
+                    ),
+                ));
             }
             if copy.get_ref().trim().is_empty() {
-                return Err(bad(at, copy.span().start, &what, format!("the fallback copy for `{locale}` is empty")));
+                return Err(bad(
+                    at,
+                    copy.span().start,
+                    &what,
+                    format!("the fallback copy for `{locale}` is empty"),
+                ));
             }
             fallback.insert(locale.clone(), copy.get_ref().clone());
         }
         if let Some(missing) = out.locales.iter().find(|l| !fallback.contains_key(*l)) {
-            return Err(bad(at, raw_path.fallback.span().start, &what, format!("no fallback copy for the locale `{missing}`")));
+            return Err(bad(
+                at,
+                raw_path.fallback.span().start,
+                &what,
+                format!("no fallback copy for the locale `{missing}`"),
+            ));
         }
-        out.paths.push(OutboundPath { name: path, channel: channel.clone(), coverage, fallback });
+        out.paths.push(OutboundPath {
+            name: path,
+            channel: channel.clone(),
+            coverage,
+            fallback,
+        });
     }
     if !out.paths.is_empty() && out.locales.is_empty() {
-        return Err(at.error(0, ContractErrorKind::BadOutbound { what: "locales".into(), message: "paths are declared but `outbound.locales` is empty".into() }));
+        return Err(at.error(
+            0,
+            ContractErrorKind::BadOutbound {
+                what: "locales".into(),
+                message: "paths are declared but `outbound.locales` is empty".into(),
+            },
+        ));
     }
     Ok(out)
 }
 
-fn compile_claim(at: &Locator<'_>, raw: &RawClaim, tables: &[Table], operations: &[Operation]) -> Result<ClaimKind, ContractError> {
+fn compile_claim(
+    at: &Locator<'_>,
+    raw: &RawClaim,
+    tables: &[Table],
+    operations: &[Operation],
+) -> Result<ClaimKind, ContractError> {
     let name = raw.name.get_ref();
     if !source::is_identifier(name) {
-        return Err(at.error(raw.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+        return Err(at.error(
+            raw.name.span().start,
+            ContractErrorKind::BadName(text::visible(name)),
+        ));
     }
     let what = format!("claim `{name}`");
     let mut args = Vec::new();
@@ -355,75 +478,188 @@ fn compile_claim(at: &Locator<'_>, raw: &RawClaim, tables: &[Table], operations:
         let offset = raw_arg.span().start;
         let raw_arg = raw_arg.get_ref();
         if !source::is_identifier(arg_name) || arg_name == "claim" {
-            return Err(bad(at, offset, &what, format!("argument `{}` is not a name (and `claim` is reserved)", text::visible(arg_name))));
+            return Err(bad(
+                at,
+                offset,
+                &what,
+                format!(
+                    "argument `{}` is not a name (and `claim` is reserved)",
+                    text::visible(arg_name)
+                ),
+            ));
         }
         let kind = match (raw_arg.kind.as_str(), &raw_arg.table, &raw_arg.values) {
             ("record", Some(table), None) => {
                 if !tables.iter().any(|t| t.name == *table) {
-                    return Err(bad(at, offset, &what, format!("argument `{arg_name}` names the undeclared table `{}`", text::visible(table))));
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "argument `{arg_name}` names the undeclared table `{}`",
+                            text::visible(table)
+                        ),
+                    ));
                 }
-                ClaimArgKind::Record { table: table.clone() }
+                ClaimArgKind::Record {
+                    table: table.clone(),
+                }
             }
-            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum { values: values.clone() },
+            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum {
+                values: values.clone(),
+            },
             ("money", None, None) => ClaimArgKind::Money,
             ("date", None, None) => ClaimArgKind::Date,
             ("text", None, None) => ClaimArgKind::Text,
             (kind, _, _) => {
-                return Err(bad(at, offset, &what, format!(
-                    "argument `{arg_name}`: kind `{}` is not `record` (with `table`), `enum` (with `values`), `money`, `date` or `text`",
-                    text::visible(kind)
-                )));
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "argument `{arg_name}`: kind `{}` is not `record` (with `table`), `enum` (with `values`), `money`, `date` or `text`",
+                        text::visible(kind)
+                    ),
+                ));
             }
         };
-        args.push(ClaimArg { name: arg_name.clone(), kind });
+        args.push(ClaimArg {
+            name: arg_name.clone(),
+            kind,
+        });
     }
     let offset = raw.backed_by.span().start;
     let backing = raw.backed_by.get_ref();
     let claim_arg = |arg: &str| args.iter().find(|a| a.name == arg);
     let backing = match backing {
-        RawBacking { event: Some(op), args: pairs, outcome, record: None, key: None, field: None, values: None } => {
+        RawBacking {
+            event: Some(op),
+            args: pairs,
+            outcome,
+            record: None,
+            key: None,
+            field: None,
+            values: None,
+        } => {
             let Some(operation) = operations.iter().find(|o| o.name == *op) else {
-                return Err(bad(at, offset, &what, format!("`backed_by.event` names the undeclared operation `{}`", text::visible(op))));
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "`backed_by.event` names the undeclared operation `{}`",
+                        text::visible(op)
+                    ),
+                ));
             };
             let mut matched = Vec::new();
             for (op_arg, arg) in pairs {
                 if operation.arg(op_arg).is_none() {
-                    return Err(bad(at, offset, &what, format!("operation `{op}` has no argument `{}`", text::visible(op_arg))));
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "operation `{op}` has no argument `{}`",
+                            text::visible(op_arg)
+                        ),
+                    ));
                 }
                 if claim_arg(arg).is_none() {
-                    return Err(bad(at, offset, &what, format!("`backed_by.args.{op_arg}` names `{}`, which is not an argument of the claim", text::visible(arg))));
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.args.{op_arg}` names `{}`, which is not an argument of the claim",
+                            text::visible(arg)
+                        ),
+                    ));
                 }
                 matched.push((op_arg.clone(), arg.clone()));
             }
-            if let Some(unmatched) = args.iter().find(|a| !matched.iter().any(|(_, c)| *c == a.name)) {
-                return Err(bad(at, offset, &what, format!("argument `{}` is not matched with any argument of `{op}`", unmatched.name)));
+            if let Some(unmatched) = args
+                .iter()
+                .find(|a| !matched.iter().any(|(_, c)| *c == a.name))
+            {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "argument `{}` is not matched with any argument of `{op}`",
+                        unmatched.name
+                    ),
+                ));
             }
             let done = match outcome.as_deref() {
                 None => false,
                 Some("done") => true,
-                Some(other) => return Err(bad(at, offset, &what, format!("`backed_by.outcome` `{}` is not `done`", text::visible(other)))),
+                Some(other) => {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.outcome` `{}` is not `done`",
+                            text::visible(other)
+                        ),
+                    ));
+                }
             };
-            Backing::Event { op: op.clone(), args: matched, done }
+            Backing::Event {
+                op: op.clone(),
+                args: matched,
+                done,
+            }
         }
-        RawBacking { event: None, args: pairs, outcome: None, record: Some(table), key: Some(key), field: Some(field), values: Some(values) }
-            if pairs.is_empty() =>
-        {
+        RawBacking {
+            event: None,
+            args: pairs,
+            outcome: None,
+            record: Some(table),
+            key: Some(key),
+            field: Some(field),
+            values: Some(values),
+        } if pairs.is_empty() => {
             match claim_arg(key).map(|a| &a.kind) {
                 Some(ClaimArgKind::Record { table: t }) if t == table => {}
                 _ => {
-                    return Err(bad(at, offset, &what, format!("`backed_by.key` must name a `record` argument of table `{}`", text::visible(table))));
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.key` must name a `record` argument of table `{}`",
+                            text::visible(table)
+                        ),
+                    ));
                 }
             }
             if field.is_empty() || values.is_empty() {
-                return Err(bad(at, offset, &what, "`backed_by.field` and `backed_by.values` must not be empty".into()));
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    "`backed_by.field` and `backed_by.values` must not be empty".into(),
+                ));
             }
-            Backing::Record { table: table.clone(), key: key.clone(), field: field.clone(), values: values.clone() }
+            Backing::Record {
+                table: table.clone(),
+                key: key.clone(),
+                field: field.clone(),
+                values: values.clone(),
+            }
         }
         _ => {
             return Err(bad(at, offset, &what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
         }
     };
-    Ok(ClaimKind { name: name.clone(), args, backing })
+    Ok(ClaimKind {
+        name: name.clone(),
+        args,
+        backing,
+    })
 }
 
 /// A claim as a draft makes it, checked against its kind: every declared argument present, no
@@ -450,35 +686,73 @@ impl Claim {
 }
 
 /// Reads one claim; the error names the field at fault below `field` and says what is wrong.
-pub fn parse_claim(outbound: &Outbound, value: &Value, field: &str) -> Result<Claim, (String, String)> {
-    let Value::Object(object) = value else { return Err((field.to_owned(), "a claim is an object".into())) };
+pub fn parse_claim(
+    outbound: &Outbound,
+    value: &Value,
+    field: &str,
+) -> Result<Claim, (String, String)> {
+    let Value::Object(object) = value else {
+        return Err((field.to_owned(), "a claim is an object".into()));
+    };
     let Some(Value::String(name)) = object.get("claim") else {
-        return Err((format!("{field}.claim"), "`claim` must name a claim kind".into()));
+        return Err((
+            format!("{field}.claim"),
+            "`claim` must name a claim kind".into(),
+        ));
     };
     let Some(kind) = outbound.claim(name) else {
-        return Err((format!("{field}.claim"), format!("`{}` is not a claim kind of the contract", text::visible(name))));
+        return Err((
+            format!("{field}.claim"),
+            format!(
+                "`{}` is not a claim kind of the contract",
+                text::visible(name)
+            ),
+        ));
     };
-    if let Some(extra) = object.keys().find(|k| *k != "claim" && !kind.args.iter().any(|a| a.name == **k)) {
-        return Err((format!("{field}.{extra}"), format!("claim `{name}` has no argument `{}`", text::visible(extra))));
+    if let Some(extra) = object
+        .keys()
+        .find(|k| *k != "claim" && !kind.args.iter().any(|a| a.name == **k))
+    {
+        return Err((
+            format!("{field}.{extra}"),
+            format!("claim `{name}` has no argument `{}`", text::visible(extra)),
+        ));
     }
     let mut args = BTreeMap::new();
     for arg in &kind.args {
         let at = format!("{field}.{}", arg.name);
-        let Some(given) = object.get(&arg.name) else { return Err((at, "missing".into())) };
+        let Some(given) = object.get(&arg.name) else {
+            return Err((at, "missing".into()));
+        };
         let value = match (&arg.kind, given) {
-            (ClaimArgKind::Record { .. } | ClaimArgKind::Text, Value::String(s)) if !s.is_empty() => given.clone(),
-            (ClaimArgKind::Enum { values }, Value::String(s)) if values.contains(s) => given.clone(),
-            (ClaimArgKind::Date, Value::String(s)) if s.parse::<jiff::civil::Date>().is_ok() => given.clone(),
+            (ClaimArgKind::Record { .. } | ClaimArgKind::Text, Value::String(s))
+                if !s.is_empty() =>
+            {
+                given.clone()
+            }
+            (ClaimArgKind::Enum { values }, Value::String(s)) if values.contains(s) => {
+                given.clone()
+            }
+            (ClaimArgKind::Date, Value::String(s)) if s.parse::<jiff::civil::Date>().is_ok() => {
+                given.clone()
+            }
             (ClaimArgKind::Money, _) => {
                 let money = Money::from_json(given).map_err(|e| (at.clone(), e.to_string()))?;
-                let units = money.to_minor_units().map_err(|e| (at.clone(), e.to_string()))?;
+                let units = money
+                    .to_minor_units()
+                    .map_err(|e| (at.clone(), e.to_string()))?;
                 serde_json::json!({"units": units, "currency": money.currency().code()})
             }
-            (kind, _) => return Err((at, format!("not a valid value of kind {}", kind_name(kind)))),
+            (kind, _) => {
+                return Err((at, format!("not a valid value of kind {}", kind_name(kind))));
+            }
         };
         args.insert(arg.name.clone(), value);
     }
-    Ok(Claim { claim: name.clone(), args })
+    Ok(Claim {
+        claim: name.clone(),
+        args,
+    })
 }
 
 fn kind_name(kind: &ClaimArgKind) -> &'static str {

@@ -140,7 +140,12 @@ impl LedgerFacts for Reading<'_> {
         let found = self.facts.record(table, key)?;
         let mut log = self.log.borrow_mut();
         if !log.records.iter().any(|r| r.table == table && r.key == key) {
-            let kept = found.clone().unwrap_or(Record { table: table.to_owned(), key: key.to_owned(), revision: 0, value: Value::Null });
+            let kept = found.clone().unwrap_or(Record {
+                table: table.to_owned(),
+                key: key.to_owned(),
+                revision: 0,
+                value: Value::Null,
+            });
             log.records.push(kept);
         }
         Ok(found)
@@ -148,7 +153,10 @@ impl LedgerFacts for Reading<'_> {
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
         let found = self.facts.events(kind)?;
-        self.log.borrow_mut().events.insert(kind.to_owned(), found.clone());
+        self.log
+            .borrow_mut()
+            .events
+            .insert(kind.to_owned(), found.clone());
         Ok(found)
     }
 }
@@ -168,15 +176,26 @@ impl RecordedLedger {
 
 impl LedgerFacts for RecordedLedger {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        match self.read.records.iter().find(|r| r.table == table && r.key == key) {
+        match self
+            .read
+            .records
+            .iter()
+            .find(|r| r.table == table && r.key == key)
+        {
             Some(r) if r.revision == 0 && r.value.is_null() => Ok(None),
             Some(r) => Ok(Some(r.clone())),
-            None => Err(FactError(format!("row `{key}` of `{table}` is not on the replay record"))),
+            None => Err(FactError(format!(
+                "row `{key}` of `{table}` is not on the replay record"
+            ))),
         }
     }
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        self.read.events.get(kind).cloned().ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
+        self.read
+            .events
+            .get(kind)
+            .cloned()
+            .ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
     }
 }
 
@@ -240,7 +259,11 @@ pub struct Outgoing<'a> {
 }
 
 fn invalid(field: &str, message: String) -> RequestError {
-    RequestError { code: ReasonCode::InvalidInput, field: field.to_owned(), message }
+    RequestError {
+        code: ReasonCode::InvalidInput,
+        field: field.to_owned(),
+        message,
+    }
 }
 
 /// Parses an outbound request all or nothing; errors name the field at fault.
@@ -248,38 +271,84 @@ pub fn parse_request(contract: &Contract, json: &str) -> Result<ValidOutbound, R
     let deserializer = &mut serde_json::Deserializer::from_str(json);
     let request: OutboundRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = e.path().to_string();
-        invalid(if field == "." { "" } else { &field }, e.inner().to_string().replace('\n', " "))
+        invalid(
+            if field == "." { "" } else { &field },
+            e.inner().to_string().replace('\n', " "),
+        )
     })?;
     validate_request(contract, request)
 }
 
 /// Validates a parsed outbound request against the contract.
-pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result<ValidOutbound, RequestError> {
-    if request.conversation.is_empty() || request.conversation.chars().any(crate::text::is_invisible) || request.conversation.len() > 256 {
-        return Err(invalid("conversation", "`conversation` must be 1 to 256 visible characters".into()));
+pub fn validate_request(
+    contract: &Contract,
+    request: OutboundRequest,
+) -> Result<ValidOutbound, RequestError> {
+    if request.conversation.is_empty()
+        || request.conversation.chars().any(crate::text::is_invisible)
+        || request.conversation.len() > 256
+    {
+        return Err(invalid(
+            "conversation",
+            "`conversation` must be 1 to 256 visible characters".into(),
+        ));
     }
     if request.at.parse::<jiff::Timestamp>().is_err() {
-        return Err(invalid("at", format!("`{}` is not an RFC 3339 instant", crate::text::visible(&request.at))));
+        return Err(invalid(
+            "at",
+            format!(
+                "`{}` is not an RFC 3339 instant",
+                crate::text::visible(&request.at)
+            ),
+        ));
     }
-    let path = PathName::from_name(&request.path)
-        .ok_or_else(|| invalid("path", format!("`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`", crate::text::visible(&request.path))))?;
+    let path = PathName::from_name(&request.path).ok_or_else(|| {
+        invalid(
+            "path",
+            format!(
+                "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
+                crate::text::visible(&request.path)
+            ),
+        )
+    })?;
     let valid = ValidOutbound { request, path };
     check_route(contract, &valid.outgoing())?;
     Ok(valid)
 }
 
 /// The path, channel and locale the contract declares for `outgoing`, or the field at fault.
-fn check_route<'c>(contract: &'c Contract, outgoing: &Outgoing<'_>) -> Result<(&'c claim::OutboundPath, String), RequestError> {
+fn check_route<'c>(
+    contract: &'c Contract,
+    outgoing: &Outgoing<'_>,
+) -> Result<(&'c claim::OutboundPath, String), RequestError> {
     let outbound = contract.outbound();
-    let path = outbound
-        .path(outgoing.path)
-        .ok_or_else(|| invalid("path", format!("the contract declares no outbound path `{}`", outgoing.path.as_str())))?;
+    let path = outbound.path(outgoing.path).ok_or_else(|| {
+        invalid(
+            "path",
+            format!(
+                "the contract declares no outbound path `{}`",
+                outgoing.path.as_str()
+            ),
+        )
+    })?;
     if path.fallback(outgoing.locale).is_none() {
-        return Err(invalid("locale", format!("`{}` is not one of the contract's `outbound.locales`", crate::text::visible(outgoing.locale))));
+        return Err(invalid(
+            "locale",
+            format!(
+                "`{}` is not one of the contract's `outbound.locales`",
+                crate::text::visible(outgoing.locale)
+            ),
+        ));
     }
     let channel = outgoing.channel.unwrap_or(&path.channel);
     if outbound.channel(channel).is_none() {
-        return Err(invalid("channel", format!("`{}` is not a channel of the contract", crate::text::visible(channel))));
+        return Err(invalid(
+            "channel",
+            format!(
+                "`{}` is not a channel of the contract",
+                crate::text::visible(channel)
+            ),
+        ));
     }
     Ok((path, channel.to_owned()))
 }
@@ -307,13 +376,25 @@ impl Question {
         let claims: Vec<String> = claims.iter().map(|c| c.to_json().to_string()).collect();
         let mut parts: Vec<&str> = vec![claim::CLAIMS_COVERAGE, text];
         parts.extend(claims.iter().map(String::as_str));
-        Question { id: derive_id("q", &parts), task: claim::CLAIMS_COVERAGE.to_owned(), text: Some(text.to_owned()), claims, facts: Vec::new() }
+        Question {
+            id: derive_id("q", &parts),
+            task: claim::CLAIMS_COVERAGE.to_owned(),
+            text: Some(text.to_owned()),
+            claims,
+            facts: Vec::new(),
+        }
     }
 
     fn rewrite(facts: Vec<String>) -> Question {
         let mut parts: Vec<&str> = vec![REWRITE];
         parts.extend(facts.iter().map(String::as_str));
-        Question { id: derive_id("q", &parts), task: REWRITE.to_owned(), text: None, claims: Vec::new(), facts }
+        Question {
+            id: derive_id("q", &parts),
+            task: REWRITE.to_owned(),
+            text: None,
+            claims: Vec::new(),
+            facts,
+        }
     }
 }
 
@@ -459,12 +540,21 @@ pub struct Gate {
 impl Gate {
     /// The questions in `questions` that `answers` does not answer yet.
     pub fn unanswered(&self, answers: &GateAnswers) -> Vec<Question> {
-        self.questions.iter().filter(|q| !answers.contains_key(&q.id)).cloned().collect()
+        self.questions
+            .iter()
+            .filter(|q| !answers.contains_key(&q.id))
+            .cloned()
+            .collect()
     }
 }
 
 fn reason(code: ReasonCode, field: Option<String>, detail: Option<String>) -> Reason {
-    Reason { code, field, policies: Vec::new(), detail: detail.map(|d| d.replace('\n', " ")) }
+    Reason {
+        code,
+        field,
+        policies: Vec::new(),
+        detail: detail.map(|d| d.replace('\n', " ")),
+    }
 }
 
 /// What checking one stage found.
@@ -476,7 +566,10 @@ struct Stage {
 }
 
 /// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
-#[expect(clippy::too_many_arguments, reason = "one private step of `clear`; its state is the gate's own")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one private step of `clear`; its state is the gate's own"
+)]
 fn check_stage(
     contract: &Contract,
     stage: &str,
@@ -495,7 +588,14 @@ fn check_stage(
             Ok(claim) => parsed.push((i, claim)),
             Err((field, message)) => {
                 all_parse = false;
-                verdicts.push(ClaimVerdict { stage: stage.into(), index: i, claim: value.clone(), backed: false, by: None, reason: Some(ReasonCode::ClaimInvalid) });
+                verdicts.push(ClaimVerdict {
+                    stage: stage.into(),
+                    index: i,
+                    claim: value.clone(),
+                    backed: false,
+                    by: None,
+                    reason: Some(ReasonCode::ClaimInvalid),
+                });
                 reasons.push(reason(ReasonCode::ClaimInvalid, Some(field), Some(message)));
             }
         }
@@ -508,14 +608,32 @@ fn check_stage(
             Ok(Some(by)) => (Some(by), None),
             Ok(None) => (None, Some(ReasonCode::ClaimUnbacked)),
             Err(e) => {
-                reasons.push(reason(ReasonCode::ClaimUnverifiable, Some(field.clone()), Some(e.0)));
+                reasons.push(reason(
+                    ReasonCode::ClaimUnverifiable,
+                    Some(field.clone()),
+                    Some(e.0),
+                ));
                 (None, Some(ReasonCode::ClaimUnverifiable))
             }
         };
         if code == Some(ReasonCode::ClaimUnbacked) {
-            reasons.push(reason(ReasonCode::ClaimUnbacked, Some(field), Some(format!("no committed event or record backs `{}`", claim.claim))));
+            reasons.push(reason(
+                ReasonCode::ClaimUnbacked,
+                Some(field),
+                Some(format!(
+                    "no committed event or record backs `{}`",
+                    claim.claim
+                )),
+            ));
         }
-        verdicts.push(ClaimVerdict { stage: stage.into(), index: i, claim: claim.to_json(), backed: by.is_some(), by: by.clone(), reason: code });
+        verdicts.push(ClaimVerdict {
+            stage: stage.into(),
+            index: i,
+            claim: claim.to_json(),
+            backed: by.is_some(),
+            by: by.clone(),
+            reason: code,
+        });
         if by.is_some() {
             backed.push(claim);
         } else {
@@ -523,10 +641,16 @@ fn check_stage(
         }
     }
     if !all_backed {
-        return Stage { backed, passed: false };
+        return Stage {
+            backed,
+            passed: false,
+        };
     }
     if !coverage {
-        return Stage { backed, passed: true };
+        return Stage {
+            backed,
+            passed: true,
+        };
     }
     let question = Question::coverage(text, &backed);
     let answer = answers.get(&question.id);
@@ -537,25 +661,63 @@ fn check_stage(
     let rewrite = stage != "draft";
     let field = Some(format!("{stage}.text"));
     let taken = match answer {
-        Some(GateAnswer::Verdict { verdict: CheckVerdict::Pass }) => return Stage { backed, passed: true },
-        Some(GateAnswer::Verdict { verdict: CheckVerdict::Block | CheckVerdict::Repair }) => {
-            (ReasonCode::CoverageBlocked, "the text states more than its claims".to_owned())
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Pass,
+        }) => {
+            return Stage {
+                backed,
+                passed: true,
+            };
         }
-        Some(GateAnswer::Verdict { verdict: CheckVerdict::Ask }) => (ReasonCode::CoverageUnsure, "the coverage check cannot tell".to_owned()),
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Block | CheckVerdict::Repair,
+        }) => (
+            ReasonCode::CoverageBlocked,
+            "the text states more than its claims".to_owned(),
+        ),
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Ask,
+        }) => (
+            ReasonCode::CoverageUnsure,
+            "the coverage check cannot tell".to_owned(),
+        ),
         Some(GateAnswer::Failed { detail, .. }) => (ReasonCode::CoverageFailed, detail.clone()),
-        Some(GateAnswer::Rewritten { .. }) => (ReasonCode::CoverageFailed, "the answer is not a verdict".to_owned()),
-        None => (ReasonCode::CoverageFailed, "the coverage check has no answer".to_owned()),
+        Some(GateAnswer::Rewritten { .. }) => (
+            ReasonCode::CoverageFailed,
+            "the answer is not a verdict".to_owned(),
+        ),
+        None => (
+            ReasonCode::CoverageFailed,
+            "the coverage check has no answer".to_owned(),
+        ),
     };
     // A rewrite that fails its coverage check, for whatever cause, claims more than the facts
     // it was given could back.
-    let code = if rewrite { ReasonCode::RewriteUnbacked } else { taken.0 };
-    reasons.push(reason(code, field, Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1))));
-    Stage { backed, passed: false }
+    let code = if rewrite {
+        ReasonCode::RewriteUnbacked
+    } else {
+        taken.0
+    };
+    reasons.push(reason(
+        code,
+        field,
+        Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1)),
+    ));
+    Stage {
+        backed,
+        passed: false,
+    }
 }
 
 /// What backs `claim`: an event id or a row, `None` when nothing does.
-fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Result<Option<String>, FactError> {
-    let Some(kind) = contract.outbound().claim(&claim.claim) else { return Ok(None) };
+fn backing(
+    contract: &Contract,
+    claim: &Claim,
+    facts: &dyn LedgerFacts,
+) -> Result<Option<String>, FactError> {
+    let Some(kind) = contract.outbound().claim(&claim.claim) else {
+        return Ok(None);
+    };
     match &kind.backing {
         Backing::Event { op, args, done } => {
             let events = facts.events(op)?;
@@ -566,10 +728,16 @@ fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Resul
                 })
             });
             let mut found = None;
-            let outcomes = if *done { facts.events("effect_done")? } else { Vec::new() };
+            let outcomes = if *done {
+                facts.events("effect_done")?
+            } else {
+                Vec::new()
+            };
             for event in matching {
                 let reported = !*done
-                    || outcomes.iter().any(|o| event.effect.is_some() && o.effect == event.effect);
+                    || outcomes
+                        .iter()
+                        .any(|o| event.effect.is_some() && o.effect == event.effect);
                 if reported {
                     found = Some(event.id.clone());
                     break;
@@ -577,23 +745,40 @@ fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Resul
             }
             Ok(found)
         }
-        Backing::Record { table, key, field, values } => {
-            let Some(Value::String(row_key)) = claim.args.get(key) else { return Ok(None) };
-            let Some(row) = facts.record(table, row_key)? else { return Ok(None) };
+        Backing::Record {
+            table,
+            key,
+            field,
+            values,
+        } => {
+            let Some(Value::String(row_key)) = claim.args.get(key) else {
+                return Ok(None);
+            };
+            let Some(row) = facts.record(table, row_key)? else {
+                return Ok(None);
+            };
             let state = row.value.get(field.as_str()).and_then(Value::as_str);
-            Ok(state.filter(|s| values.iter().any(|v| v == s)).map(|_| format!("{table}/{row_key}@{}", row.revision)))
+            Ok(state
+                .filter(|s| values.iter().any(|v| v == s))
+                .map(|_| format!("{table}/{row_key}@{}", row.revision)))
         }
     }
 }
 
 /// The verified facts for the rewrite: the backed claims and the rows they name, as read now.
 fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
-    let mut lines: Vec<String> = backed.iter().map(|c| format!("claim {}", c.to_json())).collect();
+    let mut lines: Vec<String> = backed
+        .iter()
+        .map(|c| format!("claim {}", c.to_json()))
+        .collect();
     let mut rows: Vec<(String, String)> = Vec::new();
     for claim in backed {
-        let Some(kind) = contract.outbound().claim(&claim.claim) else { continue };
+        let Some(kind) = contract.outbound().claim(&claim.claim) else {
+            continue;
+        };
         for arg in &kind.args {
-            if let (ClaimArgKind::Record { table }, Some(Value::String(key))) = (&arg.kind, claim.args.get(&arg.name))
+            if let (ClaimArgKind::Record { table }, Some(Value::String(key))) =
+                (&arg.kind, claim.args.get(&arg.name))
                 && !rows.iter().any(|(t, k)| t == table && k == key)
             {
                 rows.push((table.clone(), key.clone()));
@@ -611,14 +796,31 @@ fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts
 
 /// Clears `outgoing`: the draft as is, the one rewrite, or the fallback copy. An `Err` is a
 /// route the contract does not declare (path, locale, channel): nothing can be sent on it.
-pub fn clear(contract: &Contract, outgoing: &Outgoing<'_>, facts: &dyn LedgerFacts, answers: &GateAnswers) -> Result<Gate, RequestError> {
+pub fn clear(
+    contract: &Contract,
+    outgoing: &Outgoing<'_>,
+    facts: &dyn LedgerFacts,
+    answers: &GateAnswers,
+) -> Result<Gate, RequestError> {
     let (path, channel) = check_route(contract, outgoing)?;
-    let reading = Reading { facts, log: RefCell::new(LedgerRead::default()) };
+    let reading = Reading {
+        facts,
+        log: RefCell::new(LedgerRead::default()),
+    };
     let mut verdicts = Vec::new();
     let mut questions = Vec::new();
     let mut reasons = Vec::new();
     let draft = outgoing.draft;
-    let first = check_stage(contract, "draft", &draft.text, &draft.claims, path.coverage, &reading, answers, (&mut verdicts, &mut questions, &mut reasons));
+    let first = check_stage(
+        contract,
+        "draft",
+        &draft.text,
+        &draft.claims,
+        path.coverage,
+        &reading,
+        answers,
+        (&mut verdicts, &mut questions, &mut reasons),
+    );
     let (basis, text, claims) = if first.passed {
         (Basis::Cleared, draft.text.clone(), first.backed)
     } else {
@@ -630,15 +832,36 @@ pub fn clear(contract: &Contract, outgoing: &Outgoing<'_>, facts: &dyn LedgerFac
                 let claims: Vec<Value> = first.backed.iter().map(Claim::to_json).collect();
                 // The rewrite's text is the model's, not the generator's: its coverage check
                 // runs on every path, so that nothing unchecked reaches a customer.
-                let second = check_stage(contract, "rewrite", &text, &claims, true, &reading, answers, (&mut verdicts, &mut questions, &mut reasons));
-                if second.passed { (Basis::Rewritten, text, second.backed) } else { fallback(path, outgoing.locale, &mut reasons) }
+                let second = check_stage(
+                    contract,
+                    "rewrite",
+                    &text,
+                    &claims,
+                    true,
+                    &reading,
+                    answers,
+                    (&mut verdicts, &mut questions, &mut reasons),
+                );
+                if second.passed {
+                    (Basis::Rewritten, text, second.backed)
+                } else {
+                    fallback(path, outgoing.locale, &mut reasons)
+                }
             }
             Some(GateAnswer::Failed { detail, .. }) => {
-                reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some(detail)));
+                reasons.push(reason(
+                    ReasonCode::RewriteFailed,
+                    Some("rewrite".into()),
+                    Some(detail),
+                ));
                 fallback(path, outgoing.locale, &mut reasons)
             }
             Some(GateAnswer::Verdict { .. }) | None => {
-                reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some("the rewrite has no text".into())));
+                reasons.push(reason(
+                    ReasonCode::RewriteFailed,
+                    Some("rewrite".into()),
+                    Some("the rewrite has no text".into()),
+                ));
                 fallback(path, outgoing.locale, &mut reasons)
             }
         }
@@ -650,7 +873,19 @@ pub fn clear(contract: &Contract, outgoing: &Outgoing<'_>, facts: &dyn LedgerFac
         Basis::Rewritten => "rewritten",
         Basis::Fallback => "fallback",
     };
-    let id = derive_id("msg", &[outgoing.conversation, outgoing.path.as_str(), &channel, outgoing.locale, outgoing.at, basis_name, &text, &claims_text]);
+    let id = derive_id(
+        "msg",
+        &[
+            outgoing.conversation,
+            outgoing.path.as_str(),
+            &channel,
+            outgoing.locale,
+            outgoing.at,
+            basis_name,
+            &text,
+            &claims_text,
+        ],
+    );
     let message = ClearedMessage {
         id,
         conversation: outgoing.conversation.to_owned(),
@@ -663,12 +898,25 @@ pub fn clear(contract: &Contract, outgoing: &Outgoing<'_>, facts: &dyn LedgerFac
         claims,
         reasons,
     };
-    Ok(Gate { message, verdicts, questions, facts: reading.log.into_inner() })
+    Ok(Gate {
+        message,
+        verdicts,
+        questions,
+        facts: reading.log.into_inner(),
+    })
 }
 
-fn fallback(path: &claim::OutboundPath, locale: &str, reasons: &mut Vec<Reason>) -> (Basis, String, Vec<Claim>) {
+fn fallback(
+    path: &claim::OutboundPath,
+    locale: &str,
+    reasons: &mut Vec<Reason>,
+) -> (Basis, String, Vec<Claim>) {
     reasons.push(reason(ReasonCode::FallbackSent, None, None));
     // `check_route` made sure the copy exists; an empty text would never be sent by a sender
     // that checks, but it cannot happen here.
-    (Basis::Fallback, path.fallback(locale).unwrap_or_default().to_owned(), Vec::new())
+    (
+        Basis::Fallback,
+        path.fallback(locale).unwrap_or_default().to_owned(),
+        Vec::new(),
+    )
 }

@@ -13,8 +13,8 @@ use warrant_core::Contract;
 use warrant_core::check::CheckFailure;
 use warrant_core::claim::CLAIMS_COVERAGE;
 use warrant_core::outbound::{
-    self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead, OutboundRequest, Outgoing, Question,
-    RecordedLedger, REWRITE,
+    self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead,
+    OutboundRequest, Outgoing, Question, REWRITE, RecordedLedger,
 };
 use warrant_core::records::Record;
 use warrant_core::request::RequestError;
@@ -62,7 +62,10 @@ pub struct OutboundRun {
 
 /// The result of an outbound request.
 #[derive(Debug, Clone)]
-#[expect(clippy::large_enum_variant, reason = "one result per message, returned once")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one result per message, returned once"
+)]
 pub enum OutboundResult {
     /// The gate decided what goes out.
     Cleared(OutboundRun),
@@ -78,36 +81,74 @@ pub(crate) struct StoreLedger<'a, S: Store> {
 
 impl<S: Store> LedgerFacts for StoreLedger<'_, S> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
-        let found = store.record(table, key).map_err(|e| FactError(e.to_string()))?;
-        Ok(found.map(|r| Record { table: r.table, key: r.key, revision: r.revision, value: r.value }))
+        let mut store = self
+            .store
+            .try_borrow_mut()
+            .map_err(|e| FactError(e.to_string()))?;
+        let found = store
+            .record(table, key)
+            .map_err(|e| FactError(e.to_string()))?;
+        Ok(found.map(|r| Record {
+            table: r.table,
+            key: r.key,
+            revision: r.revision,
+            value: r.value,
+        }))
     }
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
-        let rows = store.events(Some(self.conversation)).map_err(|e| FactError(e.to_string()))?;
+        let mut store = self
+            .store
+            .try_borrow_mut()
+            .map_err(|e| FactError(e.to_string()))?;
+        let rows = store
+            .events(Some(self.conversation))
+            .map_err(|e| FactError(e.to_string()))?;
         Ok(rows
             .into_iter()
             .filter(|e| e.kind == kind)
-            .map(|e| EventRecord { id: e.id, kind: e.kind, payload: e.payload, effect: e.effect })
+            .map(|e| EventRecord {
+                id: e.id,
+                kind: e.kind,
+                payload: e.payload,
+                effect: e.effect,
+            })
             .collect())
     }
 }
 
 /// Answers the gate's questions through the model; without one, each fails as unfinished.
-pub(crate) fn answer(model: Option<&ModelSetup>, budget: Option<&TurnBudget>, questions: &[Question]) -> (GateAnswers, Vec<ModelCall>) {
+pub(crate) fn answer(
+    model: Option<&ModelSetup>,
+    budget: Option<&TurnBudget>,
+    questions: &[Question],
+) -> (GateAnswers, Vec<ModelCall>) {
     let mut answers = GateAnswers::new();
     let mut calls = Vec::new();
     for question in questions {
         let (Some(model), Some(budget)) = (model, budget) else {
             let detail = "no model provider is configured".to_owned();
-            answers.insert(question.id.clone(), GateAnswer::Failed { failure: CheckFailure::Unfinished, detail });
+            answers.insert(
+                question.id.clone(),
+                GateAnswer::Failed {
+                    failure: CheckFailure::Unfinished,
+                    detail,
+                },
+            );
             continue;
         };
-        let runner = Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
+        let runner = Runner {
+            provider: model.provider.as_ref(),
+            model: &model.model,
+            budget,
+            prompts: &model.prompts,
+        };
         let answer = match question.task.as_str() {
             CLAIMS_COVERAGE => {
-                let input = ClaimsCoverageInput { text: question.text.clone().unwrap_or_default(), claims: question.claims.clone() };
+                let input = ClaimsCoverageInput {
+                    text: question.text.clone().unwrap_or_default(),
+                    claims: question.claims.clone(),
+                };
                 let run = runner.run::<ClaimsCoverage>(&input, Some(&question.id));
                 calls.extend(run.calls);
                 match run.outcome {
@@ -116,17 +157,29 @@ pub(crate) fn answer(model: Option<&ModelSetup>, budget: Option<&TurnBudget>, qu
                 }
             }
             REWRITE => {
-                let run = runner.run::<Rewrite>(&RewriteInput { facts: question.facts.clone() }, Some(&question.id));
+                let run = runner.run::<Rewrite>(
+                    &RewriteInput {
+                        facts: question.facts.clone(),
+                    },
+                    Some(&question.id),
+                );
                 calls.extend(run.calls);
                 match run.outcome {
-                    Outcome::Answered { output: Some(draft), .. } => GateAnswer::Rewritten { text: draft.text },
-                    Outcome::Answered { output: None, .. } => {
-                        GateAnswer::Failed { failure: CheckFailure::InvalidAnswer, detail: "the rewrite gave no text".into() }
-                    }
+                    Outcome::Answered {
+                        output: Some(draft),
+                        ..
+                    } => GateAnswer::Rewritten { text: draft.text },
+                    Outcome::Answered { output: None, .. } => GateAnswer::Failed {
+                        failure: CheckFailure::InvalidAnswer,
+                        detail: "the rewrite gave no text".into(),
+                    },
                     Outcome::Failed { failure, detail } => GateAnswer::Failed { failure, detail },
                 }
             }
-            other => GateAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task answers `{other}`") },
+            other => GateAnswer::Failed {
+                failure: CheckFailure::Unfinished,
+                detail: format!("no task answers `{other}`"),
+            },
         };
         answers.insert(question.id.clone(), answer);
     }
@@ -156,9 +209,15 @@ impl<S: Store> Engine<S> {
             calls.extend(round_calls);
             gate = self.clear(&outgoing, &answers)?;
         }
-        let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() };
-        let used: GateAnswers =
-            gate.questions.iter().filter_map(|q| answers.get(&q.id).map(|a| (q.id.clone(), a.clone()))).collect();
+        let corrupt = |e: serde_json::Error| EngineError::Corrupt {
+            what: "cleared message".into(),
+            message: e.to_string(),
+        };
+        let used: GateAnswers = gate
+            .questions
+            .iter()
+            .filter_map(|q| answers.get(&q.id).map(|a| (q.id.clone(), a.clone())))
+            .collect();
         let record = OutboundRecord {
             contract: self.contract.hash().to_owned(),
             request: valid.request.clone(),
@@ -169,19 +228,36 @@ impl<S: Store> Engine<S> {
             facts: gate.facts,
             message: serde_json::to_value(&gate.message).map_err(corrupt)?,
         };
-        Ok(OutboundResult::Cleared(OutboundRun { message: gate.message, record }))
+        Ok(OutboundResult::Cleared(OutboundRun {
+            message: gate.message,
+            record,
+        }))
     }
 
-    fn clear(&mut self, outgoing: &Outgoing<'_>, answers: &GateAnswers) -> Result<outbound::Gate, EngineError> {
-        let ledger = StoreLedger { store: RefCell::new(&mut self.store), conversation: outgoing.conversation };
-        outbound::clear(&self.contract, outgoing, &ledger, answers)
-            .map_err(|e| EngineError::Corrupt { what: "outbound request".into(), message: e.to_string() })
+    fn clear(
+        &mut self,
+        outgoing: &Outgoing<'_>,
+        answers: &GateAnswers,
+    ) -> Result<outbound::Gate, EngineError> {
+        let ledger = StoreLedger {
+            store: RefCell::new(&mut self.store),
+            conversation: outgoing.conversation,
+        };
+        outbound::clear(&self.contract, outgoing, &ledger, answers).map_err(|e| {
+            EngineError::Corrupt {
+                what: "outbound request".into(),
+                message: e.to_string(),
+            }
+        })
     }
 }
 
 /// Decides a recorded message again from its record alone: the facts it read and the answers
 /// it got. Pure; with the same contract the message is byte-identical to the recorded one.
-pub fn replay_outbound(contract: &Contract, record: &OutboundRecord) -> Result<ClearedMessage, RequestError> {
+pub fn replay_outbound(
+    contract: &Contract,
+    record: &OutboundRecord,
+) -> Result<ClearedMessage, RequestError> {
     let valid = outbound::validate_request(contract, record.request.clone())?;
     let ledger = RecordedLedger::new(record.facts.clone());
     Ok(outbound::clear(contract, &valid.outgoing(), &ledger, &record.answers)?.message)

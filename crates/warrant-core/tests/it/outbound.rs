@@ -16,7 +16,8 @@ use crate::root;
 struct Folder;
 impl ContractFiles for Folder {
     fn read(&self, path: &str) -> Result<String, String> {
-        std::fs::read_to_string(root().join("examples/retail").join(path)).map_err(|e| e.to_string())
+        std::fs::read_to_string(root().join("examples/retail").join(path))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -27,13 +28,20 @@ fn retail() -> Contract {
 
 fn cases() -> Vec<outbound_corpus::Case> {
     let text = std::fs::read_to_string(root().join("corpus/outbound/cases.jsonl")).unwrap();
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| outbound_corpus::parse_case(l).unwrap()).collect()
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| outbound_corpus::parse_case(l).unwrap())
+        .collect()
 }
 
 struct Ledger(Vec<Record>, Vec<EventRecord>);
 impl outbound::LedgerFacts for Ledger {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        Ok(self.0.iter().find(|r| r.table == table && r.key == key).cloned())
+        Ok(self
+            .0
+            .iter()
+            .find(|r| r.table == table && r.key == key)
+            .cloned())
     }
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
         Ok(self.1.iter().filter(|e| e.kind == kind).cloned().collect())
@@ -47,7 +55,12 @@ fn request(path: &str, claims: Value) -> String {
 }
 
 fn cancelled() -> Ledger {
-    let row = Record { table: "order".into(), key: "#W1".into(), revision: 2, value: json!({"status": "cancelled"}) };
+    let row = Record {
+        table: "order".into(),
+        key: "#W1".into(),
+        revision: 2,
+        value: json!({"status": "cancelled"}),
+    };
     Ledger(vec![row], Vec::new())
 }
 
@@ -61,17 +74,29 @@ fn every_outbound_case_ends_as_its_corpus_says() {
             panic!("{}: {failure}\n    why: {}", case.name, case.why);
         }
     }
-    let seed = cases.iter().filter(|c| c.name.starts_with("seed_003")).count();
-    assert!(seed >= 4, "seed 003's incident is in the corpus on every path");
+    let seed = cases
+        .iter()
+        .filter(|c| c.name.starts_with("seed_003"))
+        .count();
+    assert!(
+        seed >= 4,
+        "seed 003's incident is in the corpus on every path"
+    );
     for basis in [Basis::Cleared, Basis::Rewritten, Basis::Fallback] {
-        assert!(cases.iter().any(|c| c.expect.basis == basis), "no case ends {basis:?}");
+        assert!(
+            cases.iter().any(|c| c.expect.basis == basis),
+            "no case ends {basis:?}"
+        );
     }
 }
 
 #[test]
 fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
     let contract = retail();
-    let mut case = cases().into_iter().find(|c| c.name == "seed_003_payment_link_nobody_created").unwrap();
+    let mut case = cases()
+        .into_iter()
+        .find(|c| c.name == "seed_003_payment_link_nobody_created")
+        .unwrap();
     // The same draft, had a payment integration recorded the link: the runner must call it a leak.
     case.records.push(Record {
         table: "order".into(),
@@ -80,7 +105,10 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
         value: json!({"status": "pending", "payment_link_status": "sent"}),
     });
     match outbound_corpus::run_case(&contract, &case) {
-        Err(Failure::Leak { basis: Basis::Cleared, .. }) => {}
+        Err(Failure::Leak {
+            basis: Basis::Cleared,
+            ..
+        }) => {}
         other => panic!("expected a leak, got {other:?}"),
     }
 }
@@ -89,23 +117,55 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
 fn an_invalid_claim_names_its_field() {
     let contract = retail();
     let valid = outbound::parse_request(&contract, &request("retry", json!([{"claim": "order_cancelled", "order": "#W1"}, {"claim": "order_cancelled", "order": 7}]))).unwrap();
-    let gate = outbound::clear(&contract, &valid.outgoing(), &cancelled(), &GateAnswers::new()).unwrap();
-    let invalid = gate.message.reasons().iter().find(|r| r.code == ReasonCode::ClaimInvalid).unwrap();
+    let gate = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &cancelled(),
+        &GateAnswers::new(),
+    )
+    .unwrap();
+    let invalid = gate
+        .message
+        .reasons()
+        .iter()
+        .find(|r| r.code == ReasonCode::ClaimInvalid)
+        .unwrap();
     assert_eq!(invalid.field.as_deref(), Some("draft.claims[1].order"));
     assert_eq!(gate.message.basis(), Basis::Fallback);
-    assert!(gate.message.claims().is_empty(), "fallback copy makes no claim");
+    assert!(
+        gate.message.claims().is_empty(),
+        "fallback copy makes no claim"
+    );
 }
 
 #[test]
 fn a_request_error_names_the_field() {
     let contract = retail();
     let cases = [
-        (json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "extra": 1}), "extra"),
-        (json!({"conversation": "c", "path": "sms", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}), "path"),
-        (json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-GB", "draft": {"text": "x"}}), "locale"),
-        (json!({"conversation": "c", "path": "live", "at": "tomorrow", "locale": "en-US", "draft": {"text": "x"}}), "at"),
-        (json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x", "claim": []}}), "draft.claim"),
-        (json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "channel": "sms"}), "channel"),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "extra": 1}),
+            "extra",
+        ),
+        (
+            json!({"conversation": "c", "path": "sms", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}),
+            "path",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-GB", "draft": {"text": "x"}}),
+            "locale",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "tomorrow", "locale": "en-US", "draft": {"text": "x"}}),
+            "at",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x", "claim": []}}),
+            "draft.claim",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "channel": "sms"}),
+            "channel",
+        ),
     ];
     for (body, field) in cases {
         let error = outbound::parse_request(&contract, &body.to_string()).unwrap_err();
@@ -117,24 +177,65 @@ fn a_request_error_names_the_field() {
 #[test]
 fn the_same_recorded_facts_and_answers_give_the_same_message() {
     let contract = retail();
-    let valid = outbound::parse_request(&contract, &request("scheduled", json!([{"claim": "order_cancelled", "order": "#W1"}]))).unwrap();
+    let valid = outbound::parse_request(
+        &contract,
+        &request(
+            "scheduled",
+            json!([{"claim": "order_cancelled", "order": "#W1"}]),
+        ),
+    )
+    .unwrap();
     let live = cancelled();
     let first = outbound::clear(&contract, &valid.outgoing(), &live, &GateAnswers::new()).unwrap();
     let mut answers = GateAnswers::new();
     for q in first.unanswered(&answers) {
-        answers.insert(q.id, GateAnswer::Verdict { verdict: warrant_core::check::CheckVerdict::Pass });
+        answers.insert(
+            q.id,
+            GateAnswer::Verdict {
+                verdict: warrant_core::check::CheckVerdict::Pass,
+            },
+        );
     }
     let gate = outbound::clear(&contract, &valid.outgoing(), &live, &answers).unwrap();
     assert_eq!(gate.message.basis(), Basis::Cleared);
     assert_eq!(gate.message.text(), "Your order #W1 has been cancelled.");
-    let replayed = outbound::clear(&contract, &valid.outgoing(), &RecordedLedger::new(gate.facts.clone()), &answers).unwrap();
-    assert_eq!(serde_json::to_string(&replayed.message).unwrap(), serde_json::to_string(&gate.message).unwrap());
+    let replayed = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &RecordedLedger::new(gate.facts.clone()),
+        &answers,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&replayed.message).unwrap(),
+        serde_json::to_string(&gate.message).unwrap()
+    );
     // Another instant is another message.
-    let later = outbound::parse_request(&contract, &request("scheduled", json!([{"claim": "order_cancelled", "order": "#W1"}])).replace("09:00", "10:00")).unwrap();
+    let later = outbound::parse_request(
+        &contract,
+        &request(
+            "scheduled",
+            json!([{"claim": "order_cancelled", "order": "#W1"}]),
+        )
+        .replace("09:00", "10:00"),
+    )
+    .unwrap();
     let other = outbound::clear(&contract, &later.outgoing(), &live, &answers).unwrap();
     assert_ne!(other.message.id(), gate.message.id());
     // Facts that are not on the record cannot back anything: the replay fails closed.
-    let empty = outbound::clear(&contract, &valid.outgoing(), &RecordedLedger::default(), &answers).unwrap();
+    let empty = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &RecordedLedger::default(),
+        &answers,
+    )
+    .unwrap();
     assert_eq!(empty.message.basis(), Basis::Fallback);
-    assert!(empty.message.reasons().iter().any(|r| r.code == ReasonCode::ClaimUnverifiable));
+    assert!(
+        empty
+            .message
+            .reasons()
+            .iter()
+            .any(|r| r.code == ReasonCode::ClaimUnverifiable)
+    );
 }
