@@ -344,3 +344,54 @@ fn an_enforcing_guards_correction_is_the_draft_the_gate_clears() {
         None
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use warrant_core::claim::PathName;
+    use warrant_core::outbound::{self, Basis, GateAnswers, Outgoing};
+    use warrant_core::request::Draft;
+
+    fn claim() -> impl Strategy<Value = Value> {
+        let kinds = prop::sample::select(vec![
+            "order_cancelled",
+            "refund_issued",
+            "payment_link_sent",
+            "address_changed",
+            "nope",
+        ]);
+        let arg = prop_oneof![
+            Just(json!("#W1")),
+            Just(json!(7)),
+            Just(json!(null)),
+            "\\PC{0,12}".prop_map(Value::String)
+        ];
+        (
+            kinds,
+            prop::sample::select(vec!["order", "user", "claim", "x"]),
+            arg,
+        )
+            .prop_map(|(k, name, v)| {
+                let mut object = serde_json::Map::new();
+                object.insert("claim".into(), json!(k));
+                object.insert(name.into(), v);
+                Value::Object(object)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// With no model answers and no facts, nothing the generator writes is ever sent as is
+        /// or rewritten on any retail path: it is the fallback copy, and no input panics.
+        #[test]
+        fn without_answers_every_draft_falls_back(text in "\\PC{0,60}", claims in prop::collection::vec(claim(), 0..4), path in prop::sample::select(PathName::ALL.to_vec())) {
+            static RETAIL: std::sync::OnceLock<warrant_core::Contract> = std::sync::OnceLock::new();
+            let contract = RETAIL.get_or_init(super::retail);
+            let draft = Draft { text, claims };
+            let outgoing = Outgoing { conversation: "c", path, channel: None, locale: "en-US", at: "2026-11-20T09:00:00Z", draft: &draft };
+            let gate = outbound::clear(contract, &outgoing, &super::Ledger(Vec::new(), Vec::new()), &GateAnswers::new()).unwrap();
+            prop_assert_eq!(gate.message.basis(), Basis::Fallback);
+            prop_assert!(gate.message.claims().is_empty());
+        }
+    }
+}
