@@ -240,27 +240,8 @@ fn the_same_recorded_facts_and_answers_give_the_same_message() {
     );
 }
 
-const GUARDED: &str = r#"
-[sources]
-kinds = ["user", "model_reply"]
-
-[guards.announcement]
-mode = "enforce"
-
-[guards.announcement.correction]
-en = "I have not opened it yet."
-
-[[guards.announcement.shape]]
-language = "en"
-order = ["subject", "verb", "object", "imminence"]
-subject = ["Let me"]
-verb = ["check"]
-imminence = ["now"]
-stop = ["."]
-
-[guards.announcement.shape.object]
-read_file = ["that file"]
-
+/// The guards test's contract with a `live` path that runs no coverage check.
+const LIVE: &str = r#"
 [outbound]
 locales = ["en-US"]
 
@@ -275,67 +256,36 @@ channel = "hook"
 fallback."en-US" = "We will be in touch."
 "#;
 
-struct Promoted(Option<warrant_core::ladder::PromotionRecord>);
-impl warrant_core::turn::Facts for Promoted {
-    fn record(&self, _: &str, _: &str) -> Result<Option<Record>, FactError> {
-        Ok(None)
-    }
-    fn interaction(&self, _: &str) -> Result<Option<warrant_core::turn::Interaction>, FactError> {
-        Ok(None)
-    }
-    fn promotion(
-        &self,
-        _: &warrant_core::ladder::Subject,
-    ) -> Result<Option<warrant_core::ladder::PromotionRecord>, FactError> {
-        Ok(self.0.clone())
-    }
-}
-
 #[test]
 fn an_enforcing_guards_correction_is_the_draft_the_gate_clears() {
-    use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder};
-    let contract = Contract::from_toml("guarded.toml", GUARDED).unwrap();
+    use crate::guards::{CONTRACT, Promoted, promotion};
+    let contract = Contract::from_toml("guarded.toml", &format!("{CONTRACT}{LIVE}")).unwrap();
     let body = json!({"conversation": "c", "turn": "t", "actor": "kim", "at": "2026-11-30T03:00:00Z",
-        "time_zone": "UTC", "locale": "en-US", "draft": {"text": "Okay. Let me check that file now."}});
+        "time_zone": "UTC", "locale": "en-US", "draft": {"text": "Okay. Let me check that file."}});
     let valid = warrant_core::request::parse(&contract, &body.to_string()).unwrap();
     let none = std::collections::BTreeSet::new();
     // Observing: the draft itself is what the gate checks (no claims, no coverage check here).
     let observed = warrant_core::turn::decide(&contract, &valid, &Promoted(None), &none);
+    let reply = observed.response.reply.unwrap();
     assert_eq!(
-        observed.response.reply.as_ref().unwrap()["text"],
-        "Okay. Let me check that file now."
-    );
-    assert_eq!(
-        observed.response.reply.as_ref().unwrap()["basis"],
-        "cleared"
+        (reply["text"].as_str(), reply["basis"].as_str()),
+        (Some("Okay. Let me check that file."), Some("cleared"))
     );
     // Enforcing: the correction replaces the draft before the gate.
     let subject = contract.guards().announcement().unwrap().subject();
-    let audits = AuditSummary {
-        audited: 50,
-        ..AuditSummary::default()
-    };
-    let promotion = Ladder::promote(
-        subject,
-        audits,
-        CorpusRun {
-            passed: 1,
-            failed: 0,
-        },
-        Bars::default(),
-        "ana".into(),
-        "t".into(),
-    )
-    .unwrap()
-    .record()
-    .clone();
-    let enforced = warrant_core::turn::decide(&contract, &valid, &Promoted(Some(promotion)), &none);
-    let reply = enforced.response.reply.as_ref().unwrap();
-    assert_eq!(reply["text"], "Okay. I have not opened it yet.");
-    assert_eq!(reply["path"], "live");
-    // A turn without an outbound section has no path to send on: no reply at all.
-    let plain =
-        Contract::from_toml("plain.toml", GUARDED.split("[outbound]").next().unwrap()).unwrap();
+    let enforced = warrant_core::turn::decide(
+        &contract,
+        &valid,
+        &Promoted(Some(promotion(subject))),
+        &none,
+    );
+    let reply = enforced.response.reply.unwrap();
+    assert_eq!(
+        (reply["text"].as_str(), reply["path"].as_str()),
+        (Some("Okay. I have not opened it yet."), Some("live"))
+    );
+    // A contract without an outbound section has no path to send on: no reply at all.
+    let plain = Contract::from_toml("plain.toml", CONTRACT).unwrap();
     let valid = warrant_core::request::parse(&plain, &body.to_string()).unwrap();
     assert_eq!(
         warrant_core::turn::decide(&plain, &valid, &Promoted(None), &none)
