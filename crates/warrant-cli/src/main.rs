@@ -9,6 +9,7 @@ mod demo;
 mod guard;
 mod outbound;
 mod prompt;
+mod scheduler;
 mod score;
 mod serve;
 mod turn;
@@ -70,6 +71,11 @@ enum Command {
     },
     /// Lists every reason code with what it means.
     Reasons,
+    /// Runs what is due (delivery of the outbox) once or as a daemon; lists the outbox.
+    Scheduler {
+        #[command(subcommand)]
+        command: scheduler::SchedulerCommand,
+    },
     /// Runs one outbound request (a draft for a path) through the outbound gate; prints the
     /// cleared message.
     Outbound(outbound::OutboundArgs),
@@ -128,6 +134,7 @@ fn main() -> ExitCode {
                 );
             }
         }),
+        Command::Scheduler { command } => scheduler::run(&command),
         Command::Outbound(args) => outbound::run(&args),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {

@@ -90,7 +90,7 @@ pub(crate) struct PromoteArgs {
     who: String,
 }
 
-fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
+pub(crate) fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
     let mut store: Box<dyn Store> = match StoreUrl::parse(&at.store)? {
         StoreUrl::Sqlite(path) => Box::new(SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?),
         StoreUrl::Postgres { conninfo, schema } => Box::new(PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?),

@@ -147,6 +147,17 @@ reason_codes! {
     CheckRepair => "check_repair",
     /// A semantic check cannot tell; the user is asked.
     CheckUnsure => "check_unsure",
+    /// An audit names no finding of this store (its id is unknown, or the contract declares
+    /// no guard); nothing is written.
+    UnknownFinding => "unknown_finding",
+    /// The finding was audited before: a finding has one label, and a second audit writes
+    /// nothing (the answer names the stored label).
+    FindingAlreadyAudited => "finding_already_audited",
+    /// The audit's label does not fit the finding's kind: a flag is a true or false positive,
+    /// a sampled unflagged reply is a miss or clean.
+    AuditLabelDoesNotFit => "audit_label_does_not_fit",
+    /// A request names a guard the contract does not declare.
+    UnknownGuard => "unknown_guard",
     /// A draft's claim does not parse against its claim kind (unknown kind, missing, extra or
     /// ill-typed argument); the field names it. The draft goes to the rewrite.
     ClaimInvalid => "claim_invalid",

@@ -11,6 +11,9 @@ use warrant_core::request::TurnRequest;
 use warrant_core::turn::{self, TurnResponse};
 use warrant_store::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow, Store};
 
+use warrant_model::PromptVersion;
+
+use crate::model::{active_prompt, prompt_subject};
 use crate::{Engine, EngineError};
 
 /// Where the guard stands: its version, the mode in force, and its audited record.
@@ -36,6 +39,22 @@ pub struct GuardStatus {
     pub miss_rate: Option<f64>,
     /// The active promotion, if any, and whether it holds for this version.
     pub promotion: Option<Value>,
+}
+
+/// Where a model task's prompt stands on the ladder (the data of `warrant prompt list`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptStatus {
+    /// The task.
+    pub task: String,
+    /// The built-in version (a content hash).
+    pub builtin: String,
+    /// The version in force: the admitted promotion's, else the built-in one.
+    pub active: String,
+    /// The active promotion of `prompt:TASK`, if any: its record (audits, corpus, bars) and
+    /// whether it still holds.
+    pub promotion: Option<Value>,
+    /// Every promotion decided for the task, accepted or refused, in decision order.
+    pub decisions: Vec<Value>,
 }
 
 /// Why the ladder's commands cannot run.
@@ -99,7 +118,7 @@ impl<S: Store> Engine<S> {
                 Some(Err(refusal)) => json!({"holds": false, "reason": refusal.code(), "detail": refusal.to_string()}),
                 _ => json!({"holds": true}),
             };
-            json!({"version": r.subject.version, "who": r.who, "at": r.at, "audits": r.audits, "corpus": r.corpus, "status": holds})
+            json!({"version": r.subject.version, "who": r.who, "at": r.at, "audits": r.audits, "corpus": r.corpus, "bars": r.bars, "status": holds})
         });
         Ok(GuardStatus {
             guard: ANNOUNCEMENT.to_owned(),
@@ -176,6 +195,38 @@ impl<S: Store> Engine<S> {
             demoted: None,
         })?;
         Ok(Ok(record))
+    }
+
+    /// The ladder state of every model task's prompt.
+    pub fn prompt_status(&mut self) -> Result<Vec<PromptStatus>, EngineError> {
+        use warrant_model::tasks::{ClaimsCoverage, Locate, Rewrite, UncoveredRequest, ValueStated};
+        let builtins = [
+            PromptVersion::builtin::<ValueStated>(),
+            PromptVersion::builtin::<Locate>(),
+            PromptVersion::builtin::<UncoveredRequest>(),
+            PromptVersion::builtin::<ClaimsCoverage>(),
+            PromptVersion::builtin::<Rewrite>(),
+        ];
+        let mut statuses = Vec::with_capacity(builtins.len());
+        for builtin in builtins {
+            let task = builtin.task;
+            let active = active_prompt(&mut self.store, &task)?;
+            let promotion = promotion_record(&mut self.store, &prompt_subject(&task))?.map(|r| {
+                let holds = match Promotion::admit(&r, &r.subject) {
+                    Ok(_) => json!({"holds": true}),
+                    Err(refusal) => json!({"holds": false, "reason": refusal.code(), "detail": refusal.to_string()}),
+                };
+                json!({"version": r.subject.version, "who": r.who, "at": r.at, "audits": r.audits, "corpus": r.corpus, "bars": r.bars, "status": holds})
+            });
+            let decisions = self
+                .store
+                .promotions(&task)?
+                .into_iter()
+                .map(|p| json!({"seq": p.seq, "version": p.version, "accepted": p.accepted, "report": p.report}))
+                .collect();
+            statuses.push(PromptStatus { active: active.unwrap_or_else(|| builtin.version.clone()), builtin: builtin.version, task, promotion, decisions });
+        }
+        Ok(statuses)
     }
 
     /// Demotes the active promotion; how many were demoted.

@@ -3,6 +3,8 @@
 //! refuses: it reads the contract's files, seeds the records, serves stored facts to the
 //! decision, and commits what it decided in one transaction.
 
+pub mod dispatch;
+pub mod outbox;
 mod files;
 mod guards;
 mod model;
@@ -30,7 +32,7 @@ use warrant_store::{
 };
 
 pub use files::{FolderFiles, load_contract};
-pub use guards::{GuardError, GuardStatus};
+pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, replay_outbound};
 pub use replay::{ReplayChange, ReplayReport, canonical};

@@ -2,7 +2,6 @@
 //! finds the tenant from its key, and makes one engine call; errors are `{"error":{code,field,
 //! message}}` with a stable code, whatever went wrong.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use axum::Router;
@@ -38,6 +37,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/effects/{id}/outcome"),
     ("POST", "/v1/score"),
     ("GET", "/v1/records/{table}/{key}"),
+    ("GET", "/v1/guards/{guard}/findings"),
+    ("POST", "/v1/findings/{id}/audit"),
+    ("GET", "/v1/ladder"),
 ];
 
 const OPENAPI: &str = include_str!("openapi.json");
@@ -57,6 +59,9 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
         ("POST", "/v1/score") => post(post_score),
         ("GET", "/v1/records/{table}/{key}") => get(get_record),
+        ("GET", "/v1/guards/{guard}/findings") => get(crate::ladder::list_findings),
+        ("POST", "/v1/findings/{id}/audit") => post(crate::ladder::post_audit),
+        ("GET", "/v1/ladder") => get(crate::ladder::get_ladder),
         _ => return None,
     })
 }
@@ -98,11 +103,11 @@ pub(crate) struct ApiError {
 struct ErrorCode(String);
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, field: Option<&str>, message: String) -> ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, field: Option<&str>, message: String) -> ApiError {
         ApiError { status, code, field: field.map(str::to_owned), message }
     }
 
-    fn bad(code: &'static str, field: Option<&str>, message: String) -> ApiError {
+    pub(crate) fn bad(code: &'static str, field: Option<&str>, message: String) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, code, field, message)
     }
 }
@@ -143,7 +148,7 @@ async fn track(State(state): State<AppState>, request: Request, next: Next) -> R
 
 /// The tenant whose key came with the request.
 #[derive(Debug)]
-pub(crate) struct Tenant(TenantName);
+pub(crate) struct Tenant(pub(crate) TenantName);
 
 impl FromRequestParts<AppState> for Tenant {
     type Rejection = ApiError;
@@ -189,7 +194,7 @@ impl FromRequestParts<AppState> for Tenant {
 }
 
 /// The body of a JSON request: the right content type, within the size limit, UTF-8.
-fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
+pub(crate) fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
     let json = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -328,48 +333,61 @@ async fn get_record(
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TurnsQuery {
-    limit: Option<usize>,
+/// A query string as (name, value) pairs, each name one of `known`: an unknown name is an
+/// error naming it, so a misspelt filter never silently widens an answer.
+pub(crate) fn query_pairs(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    known: &[&str],
+) -> Result<Vec<(String, String)>, ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
+    if let Some((name, _)) = pairs.iter().find(|(name, _)| !known.contains(&name.as_str())) {
+        return Err(ApiError::bad("invalid_input", Some(name), format!("unknown query parameter `{name}`; known: {}", known.join(", "))));
+    }
+    Ok(pairs)
 }
 
-/// Turns are read in pages of this many, oldest first, keeping the newest.
-const TURN_PAGE: usize = 256;
+/// The value of query parameter `name`, parsed, if given.
+pub(crate) fn query_value<T: std::str::FromStr>(pairs: &[(String, String)], name: &str, what: &str) -> Result<Option<T>, ApiError> {
+    match pairs.iter().rev().find(|(n, _)| n == name) {
+        None => Ok(None),
+        Some((_, value)) => value
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad("invalid_input", Some(name), format!("`{name}={value}` is not {what}"))),
+    }
+}
 
+/// The page size a query asks for: `limit`, 1 to `MAX_TURNS`, 20 unless given.
+pub(crate) fn page_limit(pairs: &[(String, String)]) -> Result<usize, ApiError> {
+    let limit = query_value::<usize>(pairs, "limit", "a whole number")?.unwrap_or(20);
+    if !(1..=MAX_TURNS).contains(&limit) {
+        return Err(ApiError::bad("invalid_input", Some("limit"), format!("`limit` must be 1 to {MAX_TURNS}, not {limit}")));
+    }
+    Ok(limit)
+}
+
+/// The most recent turns first, `limit` at a time; `before` (the `next` of the previous page)
+/// pages back through older ones.
 async fn list_turns(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    query: Result<Query<TurnsQuery>, QueryRejection>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::bad("invalid_input", Some("limit"), e.body_text()))?;
-    let limit = query.limit.unwrap_or(20).clamp(1, MAX_TURNS);
-    let turns = state
+    let pairs = query_pairs(query, &["limit", "before"])?;
+    let limit = page_limit(&pairs)?;
+    let before = query_value::<i64>(&pairs, "before", "a sequence number")?;
+    // One more than asked tells whether an older page exists.
+    let mut turns = state
         .inner
         .pools
-        .with_engine(&tenant, move |engine| {
-            let mut newest: VecDeque<warrant_store::StoredTurn> = VecDeque::with_capacity(limit + 1);
-            let mut after = 0;
-            loop {
-                let page = engine.store_mut().turns(after, TURN_PAGE)?;
-                let full = page.len() == TURN_PAGE;
-                for turn in page {
-                    after = turn.seq;
-                    newest.push_back(turn);
-                    if newest.len() > limit {
-                        newest.pop_front();
-                    }
-                }
-                if !full {
-                    return Ok(newest);
-                }
-            }
-        })
+        .with_engine(&tenant, move |engine| Ok(engine.store_mut().recent_turns(before, limit + 1)?))
         .await?;
+    let more = turns.len() > limit;
+    turns.truncate(limit);
+    let next = if more { turns.last().map(|t| t.seq) } else { None };
     let turns: Vec<Value> = turns
         .into_iter()
-        .rev()
         .map(|t| json!({"seq": t.seq, "conversation": t.conversation, "turn": t.turn, "request": t.request, "response": t.response}))
         .collect();
-    Ok(axum::Json(json!({"turns": turns})).into_response())
+    Ok(axum::Json(json!({"turns": turns, "next": next})).into_response())
 }

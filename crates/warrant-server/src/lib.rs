@@ -7,6 +7,7 @@
 //! engine commits a turn in one transaction.
 
 mod api;
+mod ladder;
 mod metrics;
 mod pool;
 mod store;

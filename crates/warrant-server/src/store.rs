@@ -8,6 +8,7 @@ use warrant_store::{
     InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRow, Record,
     SqliteStore, Store, StoreError, StoredTurn,
 };
+use warrant_store::{DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy};
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
 /// much larger than a SQLite connection.
@@ -86,5 +87,42 @@ impl Store for AnyStore {
     }
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError> {
         both!(self, s => s.promotions(task))
+    }
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
+        both!(self, s => s.enqueue(message, now))
+    }
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        both!(self, s => s.take_outbox(lease, limit))
+    }
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        both!(self, s => s.mark_sent(ids, now))
+    }
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError> {
+        both!(self, s => s.mark_failed(id, holder, failure, policy, now))
+    }
+    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        both!(self, s => s.outbox(state, limit))
+    }
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
+        both!(self, s => s.schedule_job(job))
+    }
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
+        both!(self, s => s.take_due_jobs(lease, limit))
+    }
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
+        both!(self, s => s.complete_job(id, holder, result))
+    }
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
+        both!(self, s => s.due_job(id))
+    }
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        both!(self, s => s.recent_turns(before, limit))
     }
 }

@@ -9,6 +9,7 @@ mod commit;
 mod error;
 mod guards;
 mod migrations;
+mod outbox;
 mod pg;
 mod registry;
 mod rows;
@@ -25,6 +26,9 @@ pub use pg::PgStore;
 pub use registry::{Added, Registry};
 pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn};
 pub use sqlite::SqliteStore;
+pub use outbox::{
+    DueJob, Enqueued, Failure, FailureRecorded, JobState, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
+};
 
 /// A connection to warrant's store. One value is one connection: give each thread its own.
 ///
@@ -103,4 +107,54 @@ pub trait Store: Send {
     /// Every promotion decided for `task`, in decision order: the log of decisions. Which
     /// version is active is the ladder's promotion of subject `prompt:TASK` (`promotion`).
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
+
+    // Delivery: the outbox and the scheduler's due jobs (`outbox.rs`). Times are milliseconds
+    // since the Unix epoch, given by the caller.
+
+    /// Stores a message for delivery, `queued` and due at `now`. A message whose idempotency
+    /// key is stored already is not stored again: the answer names the stored one.
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError>;
+
+    /// Takes up to `limit` deliverable messages (queued and due, or `sending` under an expired
+    /// lease) in the order they were stored, counts an attempt on each and leases them to
+    /// `lease.holder` until `lease.until`. Two takers never get the same message while its lease
+    /// holds.
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Records that the channel accepted these messages, in one transaction; how many this
+    /// changed (a message recorded sent before, or unknown, is not counted). The channel's
+    /// acceptance is the truth, so it is recorded whoever holds the lease.
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError>;
+
+    /// Records a failed attempt by `holder`: queued again after the policy's backoff, or dead
+    /// after its last attempt or at once for a permanent refusal.
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError>;
+
+    /// Outbox messages in the order they were stored, of one state or all, at most `limit`.
+    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Stores a due job, `pending`; whether it was new (a job id stored before is a no-op).
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError>;
+
+    /// Takes up to `limit` jobs that are due (pending at or before `lease.now`, or taken under
+    /// an expired lease), in due order, and leases them as [`Store::take_outbox`] does.
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError>;
+
+    /// Marks a job `holder` has taken as done with its result (the outbox message id); whether
+    /// it was still held by `holder`.
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError>;
+
+    /// A stored due job.
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError>;
+
+    /// Stored turns newest first, with a sequence number below `before` (every turn when
+    /// `None`), at most `limit`: the review page's recent turns, paged by the last `seq` seen.
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
 }

@@ -19,12 +19,14 @@ pub(crate) const SQLITE: &[Step] = &[
     Step { version: 1, sql: include_str!("../migrations/sqlite/0001_initial.sql") },
     Step { version: 2, sql: include_str!("../migrations/sqlite/0002_guards.sql") },
     Step { version: 3, sql: include_str!("../migrations/sqlite/0003_prompts.sql") },
+    Step { version: 4, sql: include_str!("../migrations/sqlite/0004_outbound.sql") },
 ];
 
 pub(crate) const POSTGRES: &[Step] = &[
     Step { version: 1, sql: include_str!("../migrations/postgres/0001_initial.sql") },
     Step { version: 2, sql: include_str!("../migrations/postgres/0002_guards.sql") },
     Step { version: 3, sql: include_str!("../migrations/postgres/0003_prompts.sql") },
+    Step { version: 4, sql: include_str!("../migrations/postgres/0004_outbound.sql") },
 ];
 
 /// The steps a database that has run `applied` still needs, in order. A database that ran a

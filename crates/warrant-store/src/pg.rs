@@ -5,6 +5,8 @@
 //! advisory locks do the rest: one per turn key, so that a duplicate is found before anything
 //! else, and one per schema, taken last, so that sequence numbers follow commit order.
 
+mod outbox;
+
 use std::collections::HashMap;
 use std::fmt;
 
@@ -15,6 +17,7 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
+use crate::outbox::{DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxRow, OutboxState, OutboxMessage, RetryPolicy};
 use crate::guards::{self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow};
 use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
@@ -289,6 +292,18 @@ impl Store for PgStore {
         .collect()
     }
 
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        let (before, limit) = (before.unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+        self.query(
+            "SELECT seq, conversation, turn, request, response, replay
+             FROM turns WHERE seq < $1 ORDER BY seq DESC LIMIT $2",
+            &[&before, &limit],
+        )?
+        .iter()
+        .map(decode_turn)
+        .collect()
+    }
+
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError> {
         let rows = match conversation {
             Some(conversation) if !storable(conversation) => Vec::new(),
@@ -450,6 +465,49 @@ impl Store for PgStore {
                 Ok(PromptPromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
             })
             .collect()
+    }
+
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
+        self.outbox_enqueue(message, now)
+    }
+
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        self.outbox_take(lease, limit)
+    }
+
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        self.outbox_mark_sent(ids, now)
+    }
+
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError> {
+        self.outbox_mark_failed(id, holder, failure, policy, now)
+    }
+
+    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        self.outbox_list(state, limit)
+    }
+
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
+        self.jobs_schedule(job)
+    }
+
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
+        self.jobs_take(lease, limit)
+    }
+
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
+        self.jobs_complete(id, holder, result)
+    }
+
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
+        self.jobs_get(id)
     }
 }
 

@@ -163,6 +163,31 @@ fn check_event(at: impl Fn() -> String, event: &EventRow) -> Result<(), StoreErr
     Ok(())
 }
 
+pub(crate) fn check_outbox_message(message: &crate::outbox::OutboxMessage) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("id", &message.id),
+        ("conversation", &message.conversation),
+        ("path", &message.path),
+        ("channel", &message.channel),
+        ("idempotency_key", &message.idempotency_key),
+    ] {
+        text(|| format!("`{name}`"), value)?;
+    }
+    json(|| "`body`".to_owned(), &message.body)?;
+    json(|| "`record`".to_owned(), &message.record)
+}
+
+pub(crate) fn check_job(job: &crate::outbox::NewJob) -> Result<(), StoreError> {
+    text(|| "`id`".to_owned(), &job.id)?;
+    text(|| "`conversation`".to_owned(), &job.conversation)?;
+    json(|| "`draft`".to_owned(), &job.draft)
+}
+
+/// A text argument named `field` in the error.
+pub(crate) fn check_text(field: &str, value: &str) -> Result<(), StoreError> {
+    text(|| field.to_owned(), value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod corpus;
+mod delivery;
 mod guards;
 mod outbound;
 mod prompts;
+mod receiver;
 mod score;
 mod serve;
 mod turns;

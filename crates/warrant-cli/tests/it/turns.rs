@@ -68,7 +68,7 @@ fn order_status(store: &str, turn_key: &str) -> Value {
     response
 }
 
-fn sqlite_store(dir: &tempfile::TempDir) -> String {
+pub(crate) fn sqlite_store(dir: &tempfile::TempDir) -> String {
     format!("sqlite:{}", dir.path().join("w.sqlite").display())
 }
 

@@ -1,8 +1,9 @@
 //! Integration tests of the engine over real stores: the retail conformance suite and the
-//! turn's lifecycle (idempotency, confirmation, outcomes, replay).
+//! turn's lifecycle (idempotency, confirmation, outcomes, replay), and the dispatcher.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod checks;
+mod dispatch;
 mod lifecycle;
 mod outbound;
 mod retail;

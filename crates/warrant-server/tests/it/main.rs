@@ -5,6 +5,7 @@
 
 mod api;
 mod isolation;
+mod ladder;
 mod openapi;
 mod review;
 

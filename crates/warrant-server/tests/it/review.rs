@@ -1,8 +1,9 @@
 //! The review page in headless Chromium (Debian's `chromium`): opened with a tenant's key, it
-//! shows a refused act with its reason, and the reply's basis as absent. The test fails when
-//! Chromium is missing; `.ci/run` installs it.
+//! shows a refused act with its reason, and the reply's basis as absent; clicked through
+//! `playwright-core` (tests/browser), an audit button changes the audited count on the page and
+//! in the store. The tests fail when Chromium, node or npm is missing; `.ci/run` installs them.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,8 +19,8 @@ fn rendered(url: &str) -> String {
         "{CHROMIUM} is missing: install Debian's `chromium` package (apt-get install -y chromium), as .ci/run does"
     );
     let profile = tempfile::tempdir().unwrap();
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(CHROMIUM)
+    let mut chromium = Command::new(CHROMIUM);
+    chromium
         .args([
             "--headless",
             "--no-sandbox",
@@ -33,25 +34,23 @@ fn rendered(url: &str) -> String {
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(url)
-        .stdout(out.reopen().unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        .arg(url);
+    let (status, dom, _) = run_within(chromium, Duration::from_secs(90));
     assert!(status.success(), "chromium exited with {status}");
-    std::fs::read_to_string(out.path()).unwrap()
+    dom
+}
+
+/// Turns with a held, a committed and a refused act: the order is cancelled once (held, then
+/// confirmed), then asked for again.
+fn refused_after_a_cancel(addr: std::net::SocketAddr, key: &str) {
+    let k = Some(key);
+    let (_, held) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
+    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
+    let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
+    let (_, done) = http(addr, "POST", "/v1/turns", k, Some(&confirm));
+    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
+    let (_, refused) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
+    assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
 }
 
 #[test]
@@ -59,14 +58,7 @@ fn the_review_page_in_chromium_shows_a_refused_acts_reason() {
     let mut place = Place::sqlite();
     let (_, key) = place.tenant("review");
     let server = warrant_server::Running::start(&place.config()).unwrap();
-    let k = Some(key.as_str());
-    let (_, held) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
-    let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
-    let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
-    let (_, done) = http(server.addr, "POST", "/v1/turns", k, Some(&confirm));
-    assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
-    let (_, refused) = http(server.addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
-    assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
+    refused_after_a_cancel(server.addr, &key);
 
     let dom = rendered(&format!("http://{}/#key={key}", server.addr));
     assert!(dom.contains("data-loaded=\"true\""), "the page did not load its turns:\n{dom}");
@@ -106,4 +98,82 @@ fn the_review_page_in_chromium_shows_the_clause_readings_a_refusal_rests_on() {
     assert!(dom.contains("rejected: unregistered_sentence at"), "the rejection reason is not shown:\n{dom}");
     assert!(dom.contains("who can help.\u{201d} performs escalate (sentence 0)"), "the clause reading is not shown:\n{dom}");
     assert!(dom.contains("unknown_operation (op)"), "the refused act's reason is not shown:\n{dom}");
+}
+
+/// The folder of the node script that drives Chromium, with `playwright-core` installed from
+/// its lock file when it is not there yet.
+fn browser_dir() -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "`node` is missing: install Node.js 20 or newer with npm (apt-get install -y nodejs npm): {node:?}"
+    );
+    if !dir.join("node_modules/playwright-core/package.json").exists() {
+        let npm = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).output();
+        match npm {
+            Ok(out) => assert!(out.status.success(), "`npm ci` in {} failed:\n{}", dir.display(), String::from_utf8_lossy(&out.stderr)),
+            Err(e) => panic!("`npm` is missing ({e}): install npm (apt-get install -y npm) to fetch playwright-core"),
+        }
+    }
+    dir
+}
+
+/// Runs `command` to its end within `limit`, killing it past that; (status, stdout, stderr).
+fn run_within(mut command: Command, limit: Duration) -> (std::process::ExitStatus, String, String) {
+    let (out, err) = (tempfile::NamedTempFile::new().unwrap(), tempfile::NamedTempFile::new().unwrap());
+    let mut child = command.stdout(out.reopen().unwrap()).stderr(err.reopen().unwrap()).spawn().unwrap();
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?} did not finish within {limit:?}; stderr:\n{}", std::fs::read_to_string(err.path()).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, std::fs::read_to_string(out.path()).unwrap(), std::fs::read_to_string(err.path()).unwrap())
+}
+
+#[test]
+fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_and_in_the_store() {
+    assert!(std::path::Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing: install Debian's `chromium` package, as .ci/run does");
+    let dir = browser_dir();
+    let mut place = Place::sqlite();
+    let (tenant, key) = place.tenant("click");
+    let server = warrant_server::Running::start(&place.config()).unwrap();
+    let k = Some(key.as_str());
+    refused_after_a_cancel(server.addr, &key);
+    // A finding, through the real path: a draft that announces a lookup it did not make.
+    let (_, flagged) = http(server.addr, "POST", "/v1/turns", k, Some(&crate::ladder::announcing("g", "t1")));
+    assert_eq!(flagged["findings"][0]["reason"], "announcement_without_call", "{flagged}");
+    let (_, listed) = http(server.addr, "GET", "/v1/guards/announcement/findings?unaudited=true", k, None);
+    let finding = listed["findings"][0]["finding"]["id"].as_str().unwrap().to_owned();
+
+    let mut node = Command::new("node");
+    node.arg("review.mjs").arg(format!("http://{}/#key={key}", server.addr)).args([finding.as_str(), "true_positive"]).current_dir(&dir);
+    let (status, out, err) = run_within(node, Duration::from_secs(240));
+    assert!(status.success(), "the browser script failed ({status}):\n{err}\n{out}");
+    let seen: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        seen["refused"].as_array().unwrap().iter().any(|r| r.as_str().is_some_and(|r| r.contains("policies: order_not_pending"))),
+        "the refused act's reason is not on the page: {seen}"
+    );
+    assert_eq!((seen["before"].as_u64(), seen["after"].as_u64()), (Some(0), Some(1)), "{seen}");
+    assert!(seen["audited"].as_str().unwrap().starts_with("audited: true_positive by reviewer"), "{seen}");
+    assert_eq!(seen["problems"], json!([]), "{seen}");
+    let reply = seen["reply"].as_str().unwrap();
+    assert!(reply.contains("reply basis: rewritten") && reply.contains("claim order_cancelled {\"args\":{\"order\":\"#W1\"}}"), "{seen}");
+    assert!(reply.contains("claim_unbacked"), "{seen}");
+    assert!(seen["none"].as_str().unwrap().starts_with("reply basis: none"), "{seen}");
+
+    // The click reached the store: the finding carries the page's label and auditor.
+    let Place::Sqlite(folder) = &place else { unreachable!() };
+    let mut store = warrant_store::SqliteStore::open(&folder.path().join(format!("t_{tenant}.sqlite"))).unwrap();
+    let stored = warrant_store::Store::findings(&mut store, warrant_core::guard::ANNOUNCEMENT).unwrap();
+    let audit = stored.iter().find(|f| f.finding.id == finding).and_then(|f| f.audit.clone()).unwrap();
+    assert_eq!((audit.label.as_str(), audit.who.as_str()), ("true_positive", "reviewer"));
 }

@@ -16,7 +16,7 @@ const ROUNDS: i64 = 20;
 
 /// Runs `attempt(store, thread)` on two threads released together, each with its own
 /// connection, and returns both results in thread order.
-fn race<T: Send>(
+pub fn race<T: Send>(
     stores: &mut [Box<dyn Store>; 2],
     attempt: impl Fn(&mut dyn Store, usize) -> T + Sync,
 ) -> [T; 2] {

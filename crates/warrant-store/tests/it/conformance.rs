@@ -591,3 +591,30 @@ pub fn prompt_versions_are_kept_and_every_promotion_decision_is_logged(fx: &Fixt
     // A promotion of a version that is not kept is refused by the store.
     assert!(store.record_promotion(&promote("never_kept", true)).is_err());
 }
+
+pub fn recent_turns_come_newest_first_before_a_cursor(fx: &Fixture) {
+    let mut store = fx.open();
+    assert_eq!(store.recent_turns(None, 10).unwrap(), vec![]);
+    let order = [("c1", "t1"), ("c2", "t1"), ("c1", "t2"), ("c3", "x")];
+    let mut seqs = Vec::new();
+    for (conversation, turn) in order {
+        seqs.push(committed(store.commit(&commit(conversation, turn)).unwrap()));
+    }
+    let keys = |turns: Vec<warrant_store::StoredTurn>| -> Vec<(String, String)> {
+        turns.into_iter().map(|t| (t.conversation, t.turn)).collect()
+    };
+    let newest = store.recent_turns(None, 2).unwrap();
+    assert_eq!(newest.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![seqs[3], seqs[2]]);
+    // The next page starts below the last sequence number seen, and ends at the oldest turn.
+    let cursor = newest.last().unwrap().seq;
+    assert_eq!(
+        keys(store.recent_turns(Some(cursor), 10).unwrap()),
+        [("c2".to_owned(), "t1".to_owned()), ("c1".to_owned(), "t1".to_owned())]
+    );
+    assert_eq!(store.recent_turns(Some(seqs[0]), 10).unwrap(), vec![]);
+    assert_eq!(store.recent_turns(None, 0).unwrap(), vec![]);
+    // Every turn, newest first, is the commit order reversed.
+    let mut all = store.turns(0, 100).unwrap();
+    all.reverse();
+    assert_eq!(store.recent_turns(None, usize::MAX).unwrap(), all);
+}

@@ -9,6 +9,7 @@ mod concurrency;
 mod conformance;
 mod fixture;
 mod guards;
+mod outbox;
 mod roundtrip;
 mod schema;
 
@@ -58,6 +59,7 @@ conformance! {
     conformance::refused_input_writes_nothing,
     conformance::a_taken_id_is_an_error_and_writes_nothing,
     conformance::an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing,
+    conformance::recent_turns_come_newest_first_before_a_cursor,
     guards::a_commit_stores_its_findings_with_the_turn,
     guards::a_rolled_back_commit_stores_no_findings,
     guards::a_finding_is_audited_once_with_a_label_that_fits_its_kind,
@@ -72,4 +74,13 @@ conformance! {
     concurrency::two_reports_of_one_effect_one_is_recorded,
     concurrency::two_writers_of_two_records_in_opposite_orders_do_not_deadlock,
     concurrency::a_reader_tailing_turns_misses_none_while_writers_commit,
+    outbox::a_duplicate_enqueue_is_one_row,
+    outbox::taking_leases_due_messages_in_stored_order,
+    outbox::an_expired_lease_is_taken_again,
+    outbox::failures_back_off_and_the_last_attempt_is_dead,
+    outbox::a_permanent_refusal_is_dead_at_once,
+    outbox::two_takers_never_get_the_same_row,
+    outbox::due_jobs_are_taken_when_due_once_and_completed_by_their_holder,
+    outbox::two_schedulers_never_take_the_same_job,
+    outbox::delivery_input_with_nul_is_refused,
 }

@@ -63,8 +63,8 @@ fn both_backends_keep_the_same_tables_and_columns() {
     assert_eq!(
         tables,
         [
-            "audits", "effects", "events", "findings", "interactions", "promotions", "prompt_promotions",
-            "prompt_versions", "records", "schema_version", "turns"
+            "audits", "due_jobs", "effects", "events", "findings", "interactions", "outbox", "promotions",
+            "prompt_promotions", "prompt_versions", "records", "schema_version", "turns"
         ]
     );
     assert_eq!(sqlite, postgres);

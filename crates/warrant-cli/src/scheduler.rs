@@ -1,0 +1,248 @@
+//! `warrant scheduler`: runs what is due (today, delivery of the outbox to the deployment's
+//! webhook) once or as a daemon until SIGTERM or SIGINT, and lists the outbox for operators.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use warrant_engine::dispatch::{self, DispatchConfig, Dispatcher};
+use warrant_store::{OutboxState, RetryPolicy, Store};
+
+use crate::Exit;
+use crate::prompt::{At, open};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SchedulerCommand {
+    /// Delivers what is due: once (`--once`), or until SIGTERM or SIGINT.
+    Run(RunArgs),
+    /// Lists outbox messages as JSON lines, in the order they were stored.
+    Outbox(OutboxArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The contract file.
+    #[arg(long)]
+    contract: PathBuf,
+    #[command(flatten)]
+    at: At,
+    /// The deployment's channel: an HTTP webhook that receives each message as a JSON POST.
+    #[arg(long)]
+    webhook: String,
+    /// Deliver what is due now, then exit, instead of running until a signal.
+    #[arg(long)]
+    once: bool,
+    /// Attempts before a message is dead.
+    #[arg(long, default_value_t = 8)]
+    attempts: u32,
+    /// The wait after the first failed attempt, doubling after each one.
+    #[arg(long, default_value_t = 1_000)]
+    backoff_ms: i64,
+    /// The longest wait between attempts.
+    #[arg(long, default_value_t = 300_000)]
+    backoff_cap_ms: i64,
+    /// The longest one delivery may take.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Messages taken per round.
+    #[arg(long, default_value_t = 8)]
+    batch: usize,
+    /// How many of a batch's messages are delivered at once.
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
+    /// How long taken messages stay this process's; must outlast a batch of timeouts.
+    #[arg(long, default_value_t = 120_000)]
+    lease_ms: u64,
+    /// How often the daemon looks for due work when it found none.
+    #[arg(long, default_value_t = 1_000)]
+    poll_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OutboxArgs {
+    #[command(flatten)]
+    at: At,
+    /// Only messages in this state: `queued`, `sending`, `sent` or `dead`.
+    #[arg(long)]
+    state: Option<String>,
+    /// At most this many messages.
+    #[arg(long, default_value_t = 1_000)]
+    limit: usize,
+}
+
+pub(crate) fn run(command: &SchedulerCommand) -> Result<(), Exit> {
+    match command {
+        SchedulerCommand::Run(args) => run_scheduler(args),
+        SchedulerCommand::Outbox(args) => list(args),
+    }
+}
+
+/// The dispatcher's configuration from the flags, checked before anything is opened.
+fn config(args: &RunArgs) -> Result<DispatchConfig, Exit> {
+    let mut config = DispatchConfig::new(args.webhook.clone());
+    config.retry = RetryPolicy {
+        attempts: args.attempts,
+        backoff_base_ms: args.backoff_ms,
+        backoff_cap_ms: args.backoff_cap_ms,
+    };
+    config.timeout = Duration::from_millis(args.timeout_ms);
+    config.batch = args.batch;
+    config.parallel = args.parallel;
+    config.lease = Duration::from_millis(args.lease_ms);
+    config.validate().map_err(|e| Exit::Input(e.to_string()))?;
+    Ok(config)
+}
+
+fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
+    let config = config(args)?;
+    // First, so that a signal while the contract loads or the store opens stops the daemon
+    // cleanly before it takes anything.
+    let stop = if args.once {
+        None
+    } else {
+        Some(stop_on_signal()?)
+    };
+    // The contract must load, as for every command that acts for a deployment.
+    crate::load_contract(&args.contract)?;
+    let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut store = open(&args.at)?;
+    if stop.is_none() {
+        let done = dispatcher.drain(&mut *store).map_err(failed)?;
+        println!(
+            "{}",
+            serde_json::json!({
+                "taken": done.taken, "sent": done.sent, "retried": done.retried, "dead": done.dead,
+                "not_held": done.not_held,
+            })
+        );
+        return Ok(());
+    }
+    let Some(stop) = stop else {
+        return Ok(());
+    };
+    // Operators and tests read this line as "ready".
+    eprintln!(
+        "warrant scheduler: delivering to {} as {}",
+        args.webhook,
+        dispatcher.config().holder
+    );
+    dispatch::run_until_stopped(&stop, Duration::from_millis(args.poll_ms), || {
+        tick(&mut *store, &dispatcher)
+    })
+}
+
+/// One pass over the scheduler's steps, in order; how much work they did (0: nothing due).
+/// Due follow-ups are the step that goes before delivery: `warrant_engine::outbox::run_due_jobs`
+/// with the outbound gate composing and clearing each draft, once the gate exists (issue 5).
+fn tick(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
+    deliver(store, dispatcher)
+}
+
+/// Delivers one batch of due outbox messages.
+fn deliver(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
+    Ok(dispatcher.dispatch_once(store).map_err(failed)?.taken)
+}
+
+fn failed(error: dispatch::DispatchError) -> Exit {
+    Exit::Input(error.to_string())
+}
+
+/// A flag set by SIGTERM or SIGINT. The handlers are installed before this returns, so a
+/// signal that arrives as the daemon starts is not lost.
+fn stop_on_signal() -> Result<Arc<AtomicBool>, Exit> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let stop = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut interrupt, mut terminate) = {
+        let _inside = runtime.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        flag.store(true, Ordering::SeqCst);
+    });
+    Ok(stop)
+}
+
+fn list(args: &OutboxArgs) -> Result<(), Exit> {
+    let state = match &args.state {
+        None => None,
+        Some(text) => Some(OutboxState::parse(text).ok_or_else(|| {
+            Exit::Input(format!(
+                "`--state {text}`: give one of `queued`, `sending`, `sent`, `dead`"
+            ))
+        })?),
+    };
+    let mut store = open(&args.at)?;
+    let rows = store
+        .outbox(state, args.limit)
+        .map_err(|e| Exit::Input(format!("store: {e}")))?;
+    for row in rows {
+        println!(
+            "{}",
+            serde_json::to_string(&row).map_err(|e| Exit::Input(e.to_string()))?
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Line {
+        #[command(subcommand)]
+        command: SchedulerCommand,
+    }
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let mut line = vec![
+            "x",
+            "run",
+            "--contract",
+            "c.toml",
+            "--store",
+            "sqlite:s.db",
+            "--webhook",
+        ];
+        line.extend_from_slice(extra);
+        match Line::parse_from(line).command {
+            SchedulerCommand::Run(args) => args,
+            SchedulerCommand::Outbox(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn flags_become_a_checked_configuration() {
+        let checked = config(&run_args(&[
+            "http://127.0.0.1:1/hook",
+            "--attempts",
+            "3",
+            "--batch",
+            "2",
+        ]))
+        .unwrap();
+        assert_eq!((checked.retry.attempts, checked.batch), (3, 2));
+        let short_lease = run_args(&["http://127.0.0.1:1/hook", "--lease-ms", "100"]);
+        assert!(matches!(config(&short_lease), Err(Exit::Input(m)) if m.contains("lease")));
+        assert!(
+            matches!(config(&run_args(&["mailto:x@y"])), Err(Exit::Input(m)) if m.contains("webhook"))
+        );
+    }
+}

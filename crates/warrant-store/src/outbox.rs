@@ -1,0 +1,382 @@
+//! What delivery keeps: the outbox (every cleared message stored before it is sent) and the
+//! scheduler's due jobs, with the one rule both backends share for a failed delivery (backoff,
+//! cap, dead letter). Times are milliseconds since the Unix epoch, given by the caller: the
+//! store reads no clock, and tests choose the time.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+
+/// Where a message is in its delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxState {
+    /// Stored, waiting for its next attempt.
+    Queued,
+    /// Taken by a dispatcher under a lease; deliverable again once the lease expires.
+    Sending,
+    /// The channel accepted it.
+    Sent,
+    /// Refused for good, or out of attempts: an operator's to look at, never retried.
+    Dead,
+}
+
+impl OutboxState {
+    pub const ALL: [OutboxState; 4] = [
+        OutboxState::Queued,
+        OutboxState::Sending,
+        OutboxState::Sent,
+        OutboxState::Dead,
+    ];
+
+    /// The state as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutboxState::Queued => "queued",
+            OutboxState::Sending => "sending",
+            OutboxState::Sent => "sent",
+            OutboxState::Dead => "dead",
+        }
+    }
+
+    /// The state named `text`, if it is one.
+    pub fn parse(text: &str) -> Option<OutboxState> {
+        OutboxState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    fn stored(id: &str, text: &str) -> Result<OutboxState, StoreError> {
+        OutboxState::parse(text).ok_or_else(|| StoreError::Corrupt {
+            what: format!("outbox message `{id}` has the state `{text}`"),
+        })
+    }
+}
+
+/// A message to store in the outbox: what the gate cleared, ready for its channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxMessage {
+    pub id: String,
+    pub conversation: String,
+    /// The outbound path it took through the gate (`live`, `scheduled`, …).
+    pub path: String,
+    /// The channel it goes to, as the contract names it.
+    pub channel: String,
+    /// What is delivered, as is.
+    pub body: Value,
+    /// The gate's record of how the message was cleared.
+    pub record: Value,
+    /// Unique across the outbox, and sent with every attempt, so that the receiver can apply
+    /// the message once however many times it arrives.
+    pub idempotency_key: String,
+}
+
+/// A stored outbox message with its delivery state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxRow {
+    /// The position in the order messages were stored, assigned by the store.
+    pub seq: i64,
+    #[serde(flatten)]
+    pub message: OutboxMessage,
+    pub state: OutboxState,
+    /// How many times it was taken for delivery.
+    pub attempts: i64,
+    pub next_attempt_at: i64,
+    pub lease_holder: Option<String>,
+    pub lease_until: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub sent_at: Option<i64>,
+}
+
+/// What storing a message did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enqueued {
+    Stored,
+    /// A message with the same idempotency key was stored before, under this id; nothing new
+    /// was stored.
+    Duplicate {
+        id: String,
+    },
+}
+
+/// Who takes rows, when, and until when they are theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// A name unique to the taker (a process, a thread), so that only it records the result.
+    pub holder: String,
+    pub now: i64,
+    /// When the rows become deliverable again if the holder never records a result.
+    pub until: i64,
+}
+
+/// How a failed delivery is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// After this many attempts a message is dead.
+    pub attempts: u32,
+    /// The wait after the first failure; it doubles with each failure after that.
+    pub backoff_base_ms: i64,
+    /// The longest wait.
+    pub backoff_cap_ms: i64,
+}
+
+impl RetryPolicy {
+    /// The wait after the `attempts`-th failed attempt: base × 2^(attempts − 1), at most the cap.
+    pub fn backoff_ms(&self, attempts: i64) -> i64 {
+        let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 62)).unwrap_or(62);
+        let factor = 1_i64.checked_shl(doublings).unwrap_or(i64::MAX);
+        self.backoff_base_ms
+            .max(0)
+            .saturating_mul(factor)
+            .min(self.backoff_cap_ms.max(0))
+    }
+}
+
+/// Why a delivery failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Worth another attempt: a timeout, an unreachable channel, a 5xx, 408 or 429.
+    Transient(String),
+    /// The channel refused the message itself (a 4xx other than 408 and 429): another attempt
+    /// would be refused the same way.
+    Permanent(String),
+}
+
+impl Failure {
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Transient(m) | Failure::Permanent(m) => m,
+        }
+    }
+}
+
+/// What recording a failure did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureRecorded {
+    /// Queued again for this time.
+    Retry {
+        at: i64,
+    },
+    Dead,
+    /// The message is not in this holder's lease any more (it expired and another dispatcher
+    /// took it, or it was recorded already); nothing was written.
+    NotHeld,
+}
+
+/// The state a failure leaves a message in, and its next attempt time: written once here for
+/// both backends.
+pub(crate) fn after_failure(
+    attempts: i64,
+    failure: &Failure,
+    policy: &RetryPolicy,
+    now: i64,
+) -> (OutboxState, i64) {
+    match failure {
+        Failure::Permanent(_) => (OutboxState::Dead, now),
+        Failure::Transient(_) if attempts >= i64::from(policy.attempts) => (OutboxState::Dead, now),
+        Failure::Transient(_) => (
+            OutboxState::Queued,
+            now.saturating_add(policy.backoff_ms(attempts)),
+        ),
+    }
+}
+
+/// Where a due job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting for its due time.
+    Pending,
+    /// Taken by a scheduler under a lease; due again once the lease expires.
+    Taken,
+    /// Run; its result is the outbox message it became.
+    Done,
+}
+
+impl JobState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Taken => "taken",
+            JobState::Done => "done",
+        }
+    }
+
+    fn stored(id: &str, text: &str) -> Result<JobState, StoreError> {
+        [JobState::Pending, JobState::Taken, JobState::Done]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| StoreError::Corrupt {
+                what: format!("due job `{id}` has the state `{text}`"),
+            })
+    }
+}
+
+/// A follow-up to run at a time: its draft request is composed and cleared when it is due.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewJob {
+    pub id: String,
+    pub conversation: String,
+    pub due_at: i64,
+    pub draft: Value,
+}
+
+/// A stored due job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DueJob {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub job: NewJob,
+    pub state: JobState,
+    pub lease_holder: Option<String>,
+    pub lease_until: Option<i64>,
+    /// The id of the outbox message the job became, once done.
+    pub result: Option<String>,
+}
+
+/// The columns of an outbox row, in the order [`RawOutbox`] reads them; a macro, so that
+/// `concat!` makes each statement one static string (PostgreSQL's statement cache keys on it).
+macro_rules! outbox_columns {
+    () => {
+        "seq, id, conversation, path, channel, body, record, idempotency_key, state, \
+         attempts, next_attempt_at, lease_holder, lease_until, last_error, created_at, sent_at"
+    };
+}
+pub(crate) use outbox_columns;
+
+/// An outbox row as a backend read it, JSON already decoded.
+pub(crate) struct RawOutbox {
+    pub(crate) seq: i64,
+    pub(crate) id: String,
+    pub(crate) conversation: String,
+    pub(crate) path: String,
+    pub(crate) channel: String,
+    pub(crate) body: Value,
+    pub(crate) record: Value,
+    pub(crate) idempotency_key: String,
+    pub(crate) state: String,
+    pub(crate) attempts: i64,
+    pub(crate) next_attempt_at: i64,
+    pub(crate) lease_holder: Option<String>,
+    pub(crate) lease_until: Option<i64>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) sent_at: Option<i64>,
+}
+
+impl RawOutbox {
+    pub(crate) fn decode(self) -> Result<OutboxRow, StoreError> {
+        Ok(OutboxRow {
+            seq: self.seq,
+            state: OutboxState::stored(&self.id, &self.state)?,
+            message: OutboxMessage {
+                id: self.id,
+                conversation: self.conversation,
+                path: self.path,
+                channel: self.channel,
+                body: self.body,
+                record: self.record,
+                idempotency_key: self.idempotency_key,
+            },
+            attempts: self.attempts,
+            next_attempt_at: self.next_attempt_at,
+            lease_holder: self.lease_holder,
+            lease_until: self.lease_until,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            sent_at: self.sent_at,
+        })
+    }
+}
+
+/// The columns of a due job, in the order [`RawJob`] reads them.
+macro_rules! job_columns {
+    () => {
+        "seq, id, conversation, due_at, draft, state, lease_holder, lease_until, result"
+    };
+}
+pub(crate) use job_columns;
+
+pub(crate) struct RawJob {
+    pub(crate) seq: i64,
+    pub(crate) id: String,
+    pub(crate) conversation: String,
+    pub(crate) due_at: i64,
+    pub(crate) draft: Value,
+    pub(crate) state: String,
+    pub(crate) lease_holder: Option<String>,
+    pub(crate) lease_until: Option<i64>,
+    pub(crate) result: Option<String>,
+}
+
+impl RawJob {
+    pub(crate) fn decode(self) -> Result<DueJob, StoreError> {
+        Ok(DueJob {
+            seq: self.seq,
+            state: JobState::stored(&self.id, &self.state)?,
+            job: NewJob {
+                id: self.id,
+                conversation: self.conversation,
+                due_at: self.due_at,
+                draft: self.draft,
+            },
+            lease_holder: self.lease_holder,
+            lease_until: self.lease_until,
+            result: self.result,
+        })
+    }
+}
+
+/// Rows a take returned, in the order they were stored (RETURNING keeps no order).
+pub(crate) fn in_order<T>(mut rows: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
+    rows.sort_by_key(seq);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: RetryPolicy = RetryPolicy {
+        attempts: 4,
+        backoff_base_ms: 100,
+        backoff_cap_ms: 350,
+    };
+
+    #[test]
+    fn backoff_doubles_from_the_base_up_to_the_cap() {
+        let waits: Vec<i64> = (1..=5).map(|a| POLICY.backoff_ms(a)).collect();
+        assert_eq!(waits, [100, 200, 350, 350, 350]);
+        assert_eq!(POLICY.backoff_ms(i64::MAX), 350);
+        assert_eq!(POLICY.backoff_ms(0), 100);
+    }
+
+    #[test]
+    fn the_last_attempt_and_a_permanent_refusal_are_dead() {
+        let transient = Failure::Transient("503".into());
+        assert_eq!(
+            after_failure(1, &transient, &POLICY, 1000),
+            (OutboxState::Queued, 1100)
+        );
+        assert_eq!(
+            after_failure(3, &transient, &POLICY, 1000),
+            (OutboxState::Queued, 1350)
+        );
+        assert_eq!(
+            after_failure(4, &transient, &POLICY, 1000),
+            (OutboxState::Dead, 1000)
+        );
+        assert_eq!(
+            after_failure(1, &Failure::Permanent("400".into()), &POLICY, 1000),
+            (OutboxState::Dead, 1000)
+        );
+    }
+
+    #[test]
+    fn states_read_back_as_written() {
+        for state in OutboxState::ALL {
+            assert_eq!(OutboxState::parse(state.as_str()), Some(state));
+        }
+        assert_eq!(OutboxState::parse("Sent"), None);
+    }
+}
