@@ -87,3 +87,53 @@ pub fn guard(text: &str) {
     let quoted: String = nfc.split(warrant_core::text::is_line_break).map(|line| format!("> {line}\n")).collect();
     assert!(guard.flags(&quoted, std::iter::empty()).is_empty(), "a block-quoted line was flagged: {quoted:?}");
 }
+
+const OUTBOUND: &str = r#"
+[sources]
+kinds = ["user"]
+[records]
+[[records.table]]
+name = "order"
+file = "orders.json"
+entity = "Order"
+[outbound]
+locales = ["en-US", "ko-KR"]
+[[outbound.channel]]
+name = "hook"
+kind = "webhook"
+url_env = "HOOK_URL"
+[[outbound.claim]]
+name = "order_cancelled"
+args.order = { kind = "record", table = "order" }
+backed_by = { record = "order", key = "order", field = "status", values = ["cancelled"] }
+[[outbound.path]]
+name = "scheduled"
+channel = "hook"
+checks = ["claims_coverage"]
+fallback = { "en-US" = "We will be in touch.", "ko-KR" = "곧 연락드릴게요." }
+"#;
+
+struct NoLedger;
+impl warrant_core::outbound::LedgerFacts for NoLedger {
+    fn record(&self, _: &str, _: &str) -> Result<Option<warrant_core::records::Record>, warrant_core::turn::FactError> {
+        Ok(None)
+    }
+    fn events(&self, _: &str) -> Result<Vec<warrant_core::turn::EventRecord>, warrant_core::turn::FactError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Parses `text` as an outbound request and clears it with nothing to back any claim.
+pub fn outbound(text: &str) {
+    use warrant_core::outbound::{self, Basis, GateAnswers};
+    let Ok(contract) = Contract::from_toml("outbound.toml", OUTBOUND) else { panic!("the outbound contract does not load") };
+    match outbound::parse_request(&contract, text) {
+        Err(error) => assert!(!error.message.contains('\n'), "multi-line error: {error}"),
+        Ok(valid) => {
+            let gate = outbound::clear(&contract, &valid.outgoing(), &NoLedger, &GateAnswers::new())
+                .unwrap_or_else(|e| panic!("a valid request has no route: {e}"));
+            assert_eq!(gate.message.basis(), Basis::Fallback, "{:?}", gate.message);
+            assert!(gate.message.claims().is_empty());
+        }
+    }
+}

@@ -38,6 +38,14 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
                 continue;
             }
             let place = format!("{}:{}", file.display(), i + 1);
+            if crate::outbound::is_outbound_case(line) {
+                // An outbound gate case (`corpus/outbound`): a draft and the basis it must go out on.
+                match crate::outbound::run_corpus_case(&contract, line, &place) {
+                    true => tally.passed += 1,
+                    false => tally.failed += 1,
+                }
+                continue;
+            }
             let result = corpus::parse_case(line).and_then(|case| {
                 let result = corpus::run_case(&contract, &case);
                 if let Err(failure) = &result {

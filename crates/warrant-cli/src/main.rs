@@ -7,6 +7,7 @@
 mod corpus;
 mod demo;
 mod guard;
+mod outbound;
 mod prompt;
 mod scheduler;
 mod score;
@@ -75,6 +76,9 @@ enum Command {
         #[command(subcommand)]
         command: scheduler::SchedulerCommand,
     },
+    /// Runs one outbound request (a draft for a path) through the outbound gate; prints the
+    /// cleared message.
+    Outbound(outbound::OutboundArgs),
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
             }
         }),
         Command::Scheduler { command } => scheduler::run(&command),
+        Command::Outbound(args) => outbound::run(&args),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

@@ -147,7 +147,7 @@ pub(crate) fn budget_from_env(base: BudgetLimits) -> Result<BudgetLimits, Exit> 
     Ok(limits)
 }
 
-fn with_model<S: Store>(engine: Engine<S>) -> Result<Engine<S>, Exit> {
+pub(crate) fn with_model<S: Store>(engine: Engine<S>) -> Result<Engine<S>, Exit> {
     let config = engine.contract().model().clone();
     match model_from_env(&config)? {
         Some(mut model) => {
@@ -184,7 +184,7 @@ impl<S: Store> EngineOps for Engine<S> {
     }
 }
 
-fn read_input(path: &Path) -> Result<String, Exit> {
+pub(crate) fn read_input(path: &Path) -> Result<String, Exit> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text)?;

@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::Policies;
@@ -49,6 +50,7 @@ pub struct Contract {
     guards: Guards,
     hash: String,
     model: ModelConfig,
+    outbound: Outbound,
 }
 
 /// The currency of a contract's money: its ISO 4217 code and minor units.
@@ -119,6 +121,7 @@ impl Contract {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
         let model = compile_model(&at, raw.model.as_ref())?;
+        let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
         let hash = contract_hash(text, &policy_texts);
         Ok(Contract {
             origin: origin.to_owned(),
@@ -133,6 +136,7 @@ impl Contract {
             guards,
             hash,
             model,
+            outbound,
         })
     }
 
@@ -204,6 +208,11 @@ impl Contract {
     /// The `[model]` section: where model tasks run, their budgets, the turn-level checks.
     pub fn model(&self) -> &ModelConfig {
         &self.model
+    }
+
+    /// The outbound gate's section: claim kinds, paths, channels (`[outbound]`).
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 }
 
@@ -307,6 +316,8 @@ struct RawContract {
     #[serde(default)]
     guards: RawGuards,
     model: Option<RawModel>,
+    #[serde(default)]
+    outbound: RawOutbound,
 }
 
 #[derive(Debug, Deserialize)]
@@ -484,6 +495,9 @@ pub enum ContractErrorKind {
     /// The `[model]` section is declared wrongly.
     #[error("`[model]`: {0}")]
     BadModel(String),
+    /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
+    #[error("outbound {what}: {message}")]
+    BadOutbound { what: String, message: String },
 }
 
 // The `[model]` section (DESIGN.md §6): where the model tasks run and within what limits. The

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod check;
+pub mod claim;
 pub mod contract;
 pub mod corpus;
 pub mod date;
@@ -13,6 +14,8 @@ pub mod guard;
 pub mod guard_corpus;
 pub mod ladder;
 pub mod money;
+pub mod outbound;
+pub mod outbound_corpus;
 pub mod operation;
 pub mod pointer;
 pub mod policy;

@@ -164,6 +164,29 @@ reason_codes! {
     /// The `uncovered_request` check found a request in the user's message that no act of the
     /// turn covers; every act that would commit or be held is asked about instead.
     RequestUncovered => "request_uncovered",
+    /// A draft's claim does not parse against its claim kind (unknown kind, missing, extra or
+    /// ill-typed argument); the field names it. The draft goes to the rewrite.
+    ClaimInvalid => "claim_invalid",
+    /// A draft's claim is backed by no committed event and no record in the declared state; the
+    /// draft goes to the rewrite.
+    ClaimUnbacked => "claim_unbacked",
+    /// The facts that would back a claim could not be read; the claim counts as unbacked.
+    ClaimUnverifiable => "claim_unverifiable",
+    /// The claims-coverage check found the text stating more than its claims list; the draft
+    /// goes to the rewrite.
+    CoverageBlocked => "coverage_blocked",
+    /// The claims-coverage check cannot tell; the draft goes to the rewrite.
+    CoverageUnsure => "coverage_unsure",
+    /// The claims-coverage check could not run (no model, budget, provider, invalid answer);
+    /// it counts as failed, never as passed.
+    CoverageFailed => "coverage_failed",
+    /// The rewrite could not run or gave no usable text; the fallback copy goes out.
+    RewriteFailed => "rewrite_failed",
+    /// The rewrite's text claims more than the verified facts (or its coverage check could not
+    /// tell or run); the fallback copy goes out.
+    RewriteUnbacked => "rewrite_unbacked",
+    /// The outbound path's deterministic fallback copy went out instead of the draft.
+    FallbackSent => "fallback_sent",
 }
 
 impl std::fmt::Display for ReasonCode {

@@ -11,7 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use std::cell::RefCell;
+
 use crate::args::{self, ArgContext, Checked};
+use crate::claim::PathName;
+use crate::outbound::{self, GateAnswers, LedgerFacts};
+use crate::request::Draft;
 use crate::check::{self, CheckAnswers, CheckRequest};
 use crate::contract::Contract;
 use crate::effect::Eval;
@@ -81,6 +86,13 @@ pub trait Facts {
     fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
         let _ = subject;
         Ok(None)
+    }
+
+    /// The committed events of `conversation` of kind `kind`, in commit order, for the
+    /// outbound gate. A source without a ledger cannot back any claim: it fails closed.
+    fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        let _ = conversation;
+        Err(FactError(format!("no ledger is served here: events of `{kind}` cannot be read")))
     }
 }
 
@@ -255,8 +267,10 @@ pub struct TurnResponse {
     pub interactions: Vec<InteractionOut>,
     /// Effects authorized.
     pub effects: Vec<EffectOut>,
-    /// The cleared reply. Until the outbound gate exists no reply is cleared, so this is
-    /// always `null`: a draft is never passed through unchecked.
+    /// The cleared reply: the draft (or an enforcing guard's correction of it) as the outbound
+    /// gate let it out on the `live` path, as is, rewritten or as fallback copy. `null` when
+    /// the turn has no draft or the contract declares no `live` path for its locale: a draft is
+    /// never passed through unchecked.
     pub reply: Option<Value>,
     /// What the guards found in the draft. In enforce mode a finding carries the corrected
     /// reply for the outbound gate; the guards never set `reply` themselves.
@@ -311,6 +325,10 @@ pub struct FactsRead {
     /// Promotion records the guards read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub promotions: Vec<PromotionRecord>,
+    /// Committed events the outbound gate read, by kind (the turn's own events are not among
+    /// them: a replay makes those again).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events: BTreeMap<String, Vec<EventRecord>>,
 }
 
 /// Everything a turn decided.
@@ -333,6 +351,17 @@ pub struct Decision {
     /// The semantic checks the acts that passed structure needed, each once, in the order
     /// first needed; the answers the decision read are the supplied ones with these ids.
     pub checks: Vec<CheckRequest>,
+    /// The outbound gate's questions for the reply, and its verdict on every claim.
+    pub outbound: OutboundTrace,
+}
+
+/// What the outbound gate needed and decided for a turn's reply, for the replay record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutboundTrace {
+    /// The model questions it asked; the answers it read are the supplied ones with these ids.
+    pub questions: Vec<outbound::Question>,
+    /// Every claim's verdict.
+    pub verdicts: Vec<outbound::ClaimVerdict>,
 }
 
 #[derive(Debug, Clone)]
@@ -515,6 +544,19 @@ pub fn decide_checked(
     facts: &dyn Facts,
     conflicts: &BTreeSet<RowRef>,
     answers: &CheckAnswers,
+) -> Decision {
+    decide_answered(contract, valid, facts, conflicts, (answers, &GateAnswers::new()))
+}
+
+/// Decides a turn with the answers of its semantic checks and of the outbound gate's questions
+/// about its reply (DESIGN.md §3 step 7). A gate question without an answer counts as failed:
+/// the reply goes out as the rewrite or the fallback copy, never unchecked.
+pub fn decide_answered(
+    contract: &Contract,
+    valid: &ValidRequest,
+    facts: &dyn Facts,
+    conflicts: &BTreeSet<RowRef>,
+    (answers, gate_answers): (&CheckAnswers, &GateAnswers),
 ) -> Decision {
     let mut needed: Vec<CheckRequest> = Vec::new();
     let request = &valid.request;
@@ -705,8 +747,37 @@ pub fn decide_checked(
         response.acts.push(out);
     }
 
-    let mut writes = Vec::new();
     let mut facts_read = FactsRead::default();
+    if let (Some(guard), Some(draft)) = (contract.guards().announcement(), &request.draft) {
+        // A promotion that cannot be read leaves the guard observing: it fails towards less
+        // authority, never more.
+        let promotion = facts.promotion(&guard.subject()).ok().flatten();
+        response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
+        facts_read.promotions.extend(promotion);
+    }
+    let mut trace = OutboundTrace::default();
+    if let Some(draft) = &request.draft {
+        // An enforcing guard's correction is the draft the gate checks; the guard itself
+        // never sets the reply.
+        let corrected = response.findings.iter().find_map(|f| f.replacement.clone());
+        let checked = Draft { text: corrected.unwrap_or_else(|| draft.text.clone()), claims: draft.claims.clone() };
+        let ledger = TurnLedger { work: RefCell::new(&mut work), facts, conversation: &request.conversation, turn_events: &events, read: RefCell::new(BTreeMap::new()) };
+        let outgoing = outbound::Outgoing {
+            conversation: &request.conversation,
+            path: PathName::Live,
+            channel: None,
+            locale: &request.locale,
+            at: &request.at,
+            draft: &checked,
+        };
+        // A contract without a `live` path for this locale has nothing to send it with.
+        if let Ok(gate) = outbound::clear(contract, &outgoing, &ledger, gate_answers) {
+            response.reply = serde_json::to_value(&gate.message).ok();
+            trace = OutboundTrace { questions: gate.questions, verdicts: gate.verdicts };
+        }
+        facts_read.events = ledger.read.into_inner();
+    }
+    let mut writes = Vec::new();
     for (row, slot) in &work.rows {
         match &slot.read {
             Some(read) => {
@@ -725,14 +796,7 @@ pub fn decide_checked(
             None => facts_read.missing_interactions.push(id.clone()),
         }
     }
-    if let (Some(guard), Some(draft)) = (contract.guards().announcement(), &request.draft) {
-        // A promotion that cannot be read leaves the guard observing: it fails towards less
-        // authority, never more.
-        let promotion = facts.promotion(&guard.subject()).ok().flatten();
-        response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
-        facts_read.promotions.extend(promotion);
-    }
-    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read, checks: needed }
+    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read, checks: needed, outbound: trace }
 }
 
 enum Outcome {
@@ -942,12 +1006,40 @@ fn semantic_checks(
     first.map_or(Ok(()), Err)
 }
 
+/// The facts the outbound gate reads in a turn: rows as this turn leaves them, and the
+/// conversation's committed events together with the ones this turn writes.
+struct TurnLedger<'w, 'f> {
+    work: RefCell<&'w mut Workspace<'f>>,
+    facts: &'f dyn Facts,
+    conversation: &'w str,
+    turn_events: &'w [EventRecord],
+    read: RefCell<BTreeMap<String, Vec<EventRecord>>>,
+}
+
+impl LedgerFacts for TurnLedger<'_, '_> {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        let row = RowRef { table: table.to_owned(), key: key.to_owned() };
+        let mut work = self.work.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let view = work.row(&row).map_err(|f| FactError(f.reason.detail.unwrap_or_default()))?;
+        Ok(view.map(|v| Record { table: row.table, key: row.key, revision: v.revision, value: (*v.value).clone() }))
+    }
+
+    fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        let stored = self.facts.events(self.conversation, kind)?;
+        self.read.borrow_mut().insert(kind.to_owned(), stored.clone());
+        let mut all = stored;
+        all.extend(self.turn_events.iter().filter(|e| e.kind == kind).cloned());
+        Ok(all)
+    }
+}
+
 /// Facts recorded on a replay record, served back for a replay.
 #[derive(Debug, Clone, Default)]
 pub struct RecordedFacts {
     records: BTreeMap<(String, String), Record>,
     interactions: BTreeMap<String, Option<Interaction>>,
     promotions: Vec<PromotionRecord>,
+    events: BTreeMap<String, Vec<EventRecord>>,
 }
 
 impl RecordedFacts {
@@ -964,6 +1056,7 @@ impl RecordedFacts {
             facts.interactions.insert(id.clone(), None);
         }
         facts.promotions.clone_from(&read.promotions);
+        facts.events.clone_from(&read.events);
         facts
     }
 }
@@ -986,5 +1079,9 @@ impl Facts for RecordedFacts {
 
     fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
         Ok(self.promotions.iter().find(|p| p.subject.name == subject.name).cloned())
+    }
+
+    fn events(&self, _conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        self.events.get(kind).cloned().ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
     }
 }

@@ -8,6 +8,7 @@ pub mod outbox;
 mod files;
 mod guards;
 mod model;
+mod outbound;
 mod replay;
 
 use std::cell::RefCell;
@@ -20,6 +21,8 @@ use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::records::{self, Record, TableSource};
 use warrant_core::request::{self, RequestError, ValidRequest};
 use warrant_core::check::CheckAnswers;
+use warrant_core::outbound::{GateAnswers, LedgerFacts};
+use warrant_core::turn::EventRecord;
 use warrant_core::turn::{self, Decision, Facts, FactError, Interaction, RecordedFacts, RowRef, TurnResponse};
 use warrant_model::ModelCall;
 use warrant_core::{Contract, ContractError};
@@ -31,6 +34,7 @@ use warrant_store::{
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
+pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, replay_outbound};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
@@ -134,6 +138,12 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
         let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
         guards::promotion_record(&mut **store, &subject.name).map_err(|e| FactError(e.to_string()))
     }
+
+    fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let ledger = outbound::StoreLedger { store: RefCell::new(&mut **store), conversation };
+        LedgerFacts::events(&ledger, kind)
+    }
 }
 
 /// How many times a turn is decided again after a commit conflict.
@@ -217,10 +227,11 @@ impl<S: Store> Engine<S> {
         }
         let mut conflicts: BTreeSet<RowRef> = BTreeSet::new();
         let mut answers = CheckAnswers::new();
+        let mut gate_answers = GateAnswers::new();
         let mut calls: Vec<ModelCall> = Vec::new();
         let budget = self.model.as_ref().map(ModelSetup::turn_budget);
         for _ in 0..MAX_ATTEMPTS {
-            let mut decision = self.decide(valid, &conflicts, &answers);
+            let mut decision = self.decide(valid, &conflicts, (&answers, &gate_answers));
             // Step 4: the checks the acts that passed structure need, run at once; deciding
             // again with their answers can only take away. An act whose effects came only
             // with an answer may need checks of its own, hence the few rounds; what is still
@@ -233,9 +244,21 @@ impl<S: Store> Engine<S> {
                 let round = model::run(self.model.as_ref(), budget.as_ref(), &missing);
                 answers.extend(round.answers);
                 calls.extend(round.calls);
-                decision = self.decide(valid, &conflicts, &answers);
+                decision = self.decide(valid, &conflicts, (&answers, &gate_answers));
             }
-            let commit = to_commit(valid, &decision, &conflicts, (&answers, &calls))?;
+            // Step 7: the outbound gate's questions about the reply (its coverage checks, its
+            // one rewrite), answered one round at a time; what stays unanswered has failed.
+            for _ in 0..outbound::ROUNDS {
+                let open: Vec<_> = decision.outbound.questions.iter().filter(|q| !gate_answers.contains_key(&q.id)).cloned().collect();
+                if open.is_empty() {
+                    break;
+                }
+                let (round, round_calls) = outbound::answer(self.model.as_ref(), budget.as_ref(), &open);
+                gate_answers.extend(round);
+                calls.extend(round_calls);
+                decision = self.decide(valid, &conflicts, (&answers, &gate_answers));
+            }
+            let commit = to_commit(valid, &decision, &conflicts, (&answers, &gate_answers, &calls))?;
             failpoint("before_commit");
             match self.store.commit(&commit)? {
                 CommitOutcome::Committed { .. } => {
@@ -256,9 +279,9 @@ impl<S: Store> Engine<S> {
         Err(EngineError::Contention(MAX_ATTEMPTS))
     }
 
-    fn decide(&mut self, valid: &ValidRequest, conflicts: &BTreeSet<RowRef>, answers: &CheckAnswers) -> Decision {
+    fn decide(&mut self, valid: &ValidRequest, conflicts: &BTreeSet<RowRef>, answers: (&CheckAnswers, &GateAnswers)) -> Decision {
         let facts = StoreFacts { store: RefCell::new(&mut self.store) };
-        turn::decide_checked(&self.contract, valid, &facts, conflicts, answers)
+        turn::decide_answered(&self.contract, valid, &facts, conflicts, answers)
     }
 
     /// Records an effect's outcome as the executor reports it. A failed effect's record
@@ -322,7 +345,7 @@ fn to_commit(
     valid: &ValidRequest,
     decision: &Decision,
     conflicts: &BTreeSet<RowRef>,
-    (answers, calls): (&CheckAnswers, &[ModelCall]),
+    (answers, gate_answers, calls): (&CheckAnswers, &GateAnswers, &[ModelCall]),
 ) -> Result<Commit, EngineError> {
     let request = &valid.request;
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "decision".into(), message: e.to_string() };
@@ -332,6 +355,12 @@ fn to_commit(
     // made for them: a replay decides again from these answers and needs no model.
     let used: CheckAnswers =
         decision.checks.iter().filter_map(|c| answers.get(&c.id).map(|a| (c.id.clone(), a.clone()))).collect();
+    let used_gate: GateAnswers = decision
+        .outbound
+        .questions
+        .iter()
+        .filter_map(|q| gate_answers.get(&q.id).map(|a| (q.id.clone(), a.clone())))
+        .collect();
     let replay = json!({
         "contract": decision.response.contract,
         "facts": decision.facts,
@@ -340,6 +369,8 @@ fn to_commit(
         "checks": decision.checks,
         "answers": used,
         "model_calls": calls,
+        "outbound": decision.outbound,
+        "outbound_answers": used_gate,
     });
     let mut effects = Vec::new();
     for record in &decision.effects {
@@ -412,12 +443,14 @@ fn to_commit(
 }
 
 /// Facts served from a stored turn's replay record.
-pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>, CheckAnswers), EngineError> {
+pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>, CheckAnswers, GateAnswers), EngineError> {
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: format!("replay record of turn `{}`", stored.turn), message: e.to_string() };
     let facts: turn::FactsRead = serde_json::from_value(stored.replay.get("facts").cloned().unwrap_or(Value::Null)).map_err(corrupt)?;
     let conflicts: BTreeSet<RowRef> =
         serde_json::from_value(stored.replay.get("conflicts").cloned().unwrap_or(Value::Array(vec![]))).map_err(corrupt)?;
     let answers: CheckAnswers =
         serde_json::from_value(stored.replay.get("answers").cloned().unwrap_or(Value::Object(Default::default()))).map_err(corrupt)?;
-    Ok((RecordedFacts::new(&facts), conflicts, answers))
+    let gate_answers: GateAnswers =
+        serde_json::from_value(stored.replay.get("outbound_answers").cloned().unwrap_or(Value::Object(Default::default()))).map_err(corrupt)?;
+    Ok((RecordedFacts::new(&facts), conflicts, answers, gate_answers))
 }

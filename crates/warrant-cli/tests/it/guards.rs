@@ -107,7 +107,9 @@ fn changed_contract(dir: &Path) -> String {
 fn the_ladder_end_to_end(store: &str) {
     // Observe: the contract asks for enforce, but nothing is promoted yet.
     let response = turn(CONTRACT, store, "t1", "Sure. Let me check your order.", &[]);
-    assert_eq!(response["reply"], Value::Null);
+    // The reply is the outbound gate's: with no model its coverage check cannot run, so the
+    // live path's fallback copy goes out, never the draft.
+    assert_eq!(response["reply"]["basis"], "fallback", "{response}");
     let findings = response["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{response}");
     assert_eq!(findings[0]["mode"], "observe");
@@ -163,7 +165,8 @@ fn the_ladder_end_to_end(store: &str) {
     let now = status(CONTRACT, store);
     assert_eq!(now["mode"], "enforce", "{now}");
     let response = turn(CONTRACT, store, "t7", "Sure. Let me check your order.", &[]);
-    assert_eq!(response["reply"], Value::Null, "the outbound gate, not the guard, clears replies");
+    assert_eq!(response["reply"]["basis"], "fallback", "the outbound gate, not the guard, clears replies");
+    assert_ne!(response["reply"]["text"], "Sure. I have not looked that up yet.");
     assert_eq!(response["findings"][0]["mode"], "enforce");
     assert_eq!(response["findings"][0]["replacement"], "Sure. I have not looked that up yet.");
 

@@ -33,3 +33,8 @@ fn kept_gate_inputs_never_perform_beside_a_rejection() {
 fn kept_guard_inputs_never_panic_and_never_flag_framed_or_called_announcements() {
     assert!(replay("guard", checks::guard) >= 5);
 }
+
+#[test]
+fn kept_outbound_inputs_are_refused_on_one_line_or_fall_back() {
+    assert!(replay("outbound", checks::outbound) >= 5);
+}

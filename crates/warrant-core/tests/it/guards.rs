@@ -14,7 +14,8 @@ use warrant_core::records::Record;
 use warrant_core::request;
 use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, RecordedFacts};
 
-const CONTRACT: &str = r#"
+/// A contract with only the guard (the outbound tests add a `live` path to it).
+pub(crate) const CONTRACT: &str = r#"
 [sources]
 kinds = ["user", "model_reply"]
 
@@ -45,7 +46,7 @@ fn guard() -> AnnouncementGuard {
 }
 
 /// No records; the promotion it is given, if any.
-struct Promoted(Option<PromotionRecord>);
+pub(crate) struct Promoted(pub(crate) Option<PromotionRecord>);
 impl Facts for Promoted {
     fn record(&self, _: &str, _: &str) -> Result<Option<Record>, FactError> {
         Ok(None)
@@ -70,7 +71,7 @@ fn decide(draft: &str, calls: &[&str], facts: &dyn Facts) -> Decision {
     turn::decide(&contract, &valid, facts, &BTreeSet::new())
 }
 
-fn promotion(subject: Subject) -> PromotionRecord {
+pub(crate) fn promotion(subject: Subject) -> PromotionRecord {
     let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
     Ladder::promote(subject, audits, CorpusRun { passed: 1, failed: 0 }, Bars::default(), "ana".into(), "t".into())
         .unwrap()

@@ -5,6 +5,7 @@ mod checks;
 mod contracts;
 mod fuzz_findings;
 mod guards;
+mod outbound;
 mod properties;
 mod turns;
 

@@ -5,6 +5,7 @@
 mod checks;
 mod dispatch;
 mod lifecycle;
+mod outbound;
 mod retail;
 mod turn_checks;
 

@@ -1,0 +1,101 @@
+//! `warrant outbound`: one outbound request (a draft for a path) through the outbound gate
+//! against a store; prints the cleared message, and on request writes its replay record.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use warrant_engine::{Engine, OutboundResult, load_contract};
+use warrant_store::{PgStore, SqliteStore, Store};
+
+use crate::Exit;
+use crate::turn::{StoreUrl, read_input, with_model};
+
+#[derive(Debug, Args)]
+pub(crate) struct OutboundArgs {
+    /// The contract file.
+    #[arg(long)]
+    contract: PathBuf,
+    /// The store: `sqlite:PATH` or `postgres://…[?schema=NAME]`.
+    #[arg(long)]
+    store: String,
+    /// Writes the message's replay record (draft, claim verdicts, model calls) to this file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// The outbound request (JSON), or `-` for standard input.
+    #[arg(default_value = "-")]
+    request: PathBuf,
+}
+
+pub(crate) fn run(args: &OutboundArgs) -> Result<(), Exit> {
+    let url = StoreUrl::parse(&args.store)?;
+    let json = read_input(&args.request)?;
+    let (contract, folder) =
+        load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
+    match url {
+        StoreUrl::Sqlite(path) => {
+            let store = SqliteStore::open(&path)
+                .map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
+            clear(
+                Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?,
+                &json,
+                args,
+            )
+        }
+        StoreUrl::Postgres { conninfo, schema } => {
+            let store = PgStore::connect(&conninfo, &schema)
+                .map_err(|e| Exit::Input(format!("store: {e}")))?;
+            clear(
+                Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?,
+                &json,
+                args,
+            )
+        }
+    }
+}
+
+fn clear<S: Store>(engine: Engine<S>, json: &str, args: &OutboundArgs) -> Result<(), Exit> {
+    let mut engine = with_model(engine)?;
+    match engine
+        .outbound(json)
+        .map_err(|e| Exit::Input(e.to_string()))?
+    {
+        OutboundResult::Cleared(run) => {
+            let text = |e: serde_json::Error| Exit::Input(format!("cannot write JSON: {e}"));
+            if let Some(path) = &args.record {
+                let record = serde_json::to_string_pretty(&run.record).map_err(text)?;
+                std::fs::write(path, record + "\n")
+                    .map_err(|e| Exit::Input(format!("cannot write `{}`: {e}", path.display())))?;
+            }
+            println!("{}", serde_json::to_string(&run.message).map_err(text)?);
+            Ok(())
+        }
+        OutboundResult::Rejected(error) => {
+            println!("{}", json!({"error": error}));
+            Err(Exit::Quiet(2))
+        }
+    }
+}
+
+/// Whether a corpus line is an outbound gate case: an object with a `draft`.
+pub(crate) fn is_outbound_case(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.get("draft").is_some())
+}
+
+/// Runs one outbound case, printing its failure with its place; whether it held.
+pub(crate) fn run_corpus_case(contract: &warrant_core::Contract, line: &str, place: &str) -> bool {
+    use warrant_core::outbound_corpus;
+    let result = outbound_corpus::parse_case(line).and_then(|case| {
+        outbound_corpus::run_case(contract, &case).inspect_err(|failure| {
+            println!(
+                "{place}: {failure}\n    name: {}\n    why: {}",
+                case.name, case.why
+            );
+        })
+    });
+    if let Err(failure @ outbound_corpus::Failure::BadCase(_)) = &result {
+        println!("{place}: {failure}");
+    }
+    result.is_ok()
+}

@@ -1,0 +1,766 @@
+//! The contract's `[outbound]` section (DESIGN.md §7): the closed set of claim kinds a message
+//! may make, what backs each one, the outbound paths with their fallback copy per locale, and the
+//! channels messages leave by. It is checked when the contract loads, so the gate never meets a
+//! claim kind without backing or a path without copy for a locale it may send in.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::date::Locale;
+use crate::money::Money;
+use crate::operation::Operation;
+use crate::records::Table;
+use crate::source;
+use crate::text;
+
+/// The semantic check a path may declare: does the text claim more than its claims list?
+pub const CLAIMS_COVERAGE: &str = "claims_coverage";
+
+/// The kind of an argument of a claim: the operation argument kinds that a statement of fact
+/// can carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimArgKind {
+    /// The key of a row of `table`.
+    Record {
+        /// The table.
+        table: String,
+    },
+    /// One of a closed set of ids.
+    Enum {
+        /// The set.
+        values: Vec<String>,
+    },
+    /// `{"amount","currency"}`, compared in minor units.
+    Money,
+    /// `YYYY-MM-DD`.
+    Date,
+    /// Free text, compared exactly with an event's argument.
+    Text,
+}
+
+/// One argument of a claim kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimArg {
+    /// Its name in the claim's object.
+    pub name: String,
+    /// Its kind.
+    pub kind: ClaimArgKind,
+}
+
+/// What makes a claim true.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backing {
+    /// A committed event of operation `op` whose arguments equal the claim's.
+    Event {
+        /// The operation (the event kind).
+        op: String,
+        /// Pairs of (the operation's argument, the claim's argument) that must be equal.
+        args: Vec<(String, String)>,
+        /// Whether the executor must also have reported the effect `done`: a committed event
+        /// says warrant authorized the effect, not that it happened.
+        done: bool,
+    },
+    /// A row of an authoritative record in a given state.
+    Record {
+        /// The table.
+        table: String,
+        /// The claim's argument holding the row's key.
+        key: String,
+        /// The row's field.
+        field: String,
+        /// The values of the field that back the claim.
+        values: Vec<String>,
+    },
+}
+
+/// A declared claim kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimKind {
+    /// Its name (`order_cancelled`).
+    pub name: String,
+    /// Its arguments, in declaration order.
+    pub args: Vec<ClaimArg>,
+    /// What backs it.
+    pub backing: Backing,
+}
+
+/// The closed set of outbound paths (rule 3): every way a message reaches a customer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathName {
+    /// The reply in a turn.
+    Live,
+    /// A message sent again.
+    Retry,
+    /// A follow-up due at a time, run by the scheduler.
+    Scheduled,
+    /// A digest of several updates.
+    Digest,
+    /// A message from a queue consumer.
+    Queue,
+}
+
+impl PathName {
+    /// Every path.
+    pub const ALL: [PathName; 5] = [
+        PathName::Live,
+        PathName::Retry,
+        PathName::Scheduled,
+        PathName::Digest,
+        PathName::Queue,
+    ];
+
+    /// Its name on the wire and in the contract.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PathName::Live => "live",
+            PathName::Retry => "retry",
+            PathName::Scheduled => "scheduled",
+            PathName::Digest => "digest",
+            PathName::Queue => "queue",
+        }
+    }
+
+    /// The path named exactly `name`.
+    pub fn from_name(name: &str) -> Option<PathName> {
+        PathName::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+/// A declared outbound path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundPath {
+    /// Which path.
+    pub name: PathName,
+    /// The channel its messages leave by.
+    pub channel: String,
+    /// Whether the claims-coverage check runs on drafts of this path.
+    pub coverage: bool,
+    fallback: BTreeMap<String, String>,
+}
+
+impl OutboundPath {
+    /// The fallback copy for `locale`; every declared locale has one.
+    pub fn fallback(&self, locale: &str) -> Option<&str> {
+        self.fallback.get(locale).map(String::as_str)
+    }
+}
+
+/// A channel messages leave by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Channel {
+    /// Its name.
+    pub name: String,
+    /// Its kind; only `webhook` exists.
+    pub kind: String,
+    /// The environment variable holding the webhook's URL (read by the dispatcher, never here).
+    pub url_env: String,
+}
+
+/// The checked `[outbound]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outbound {
+    locales: Vec<String>,
+    claims: Vec<ClaimKind>,
+    paths: Vec<OutboundPath>,
+    channels: Vec<Channel>,
+}
+
+impl Outbound {
+    /// The locales messages may be sent in.
+    pub fn locales(&self) -> &[String] {
+        &self.locales
+    }
+
+    /// The claim kind `name`.
+    pub fn claim(&self, name: &str) -> Option<&ClaimKind> {
+        self.claims.iter().find(|c| c.name == name)
+    }
+
+    /// Every claim kind.
+    pub fn claims(&self) -> &[ClaimKind] {
+        &self.claims
+    }
+
+    /// The path `name`, if declared.
+    pub fn path(&self, name: PathName) -> Option<&OutboundPath> {
+        self.paths.iter().find(|p| p.name == name)
+    }
+
+    /// The channel `name`.
+    pub fn channel(&self, name: &str) -> Option<&Channel> {
+        self.channels.iter().find(|c| c.name == name)
+    }
+}
+
+/// `[outbound]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOutbound {
+    locales: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    claim: Vec<RawClaim>,
+    #[serde(default)]
+    path: Vec<RawPath>,
+    #[serde(default)]
+    channel: Vec<RawChannel>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClaim {
+    name: Spanned<String>,
+    #[serde(default)]
+    args: BTreeMap<String, Spanned<RawClaimArg>>,
+    backed_by: Spanned<RawBacking>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClaimArg {
+    kind: String,
+    table: Option<String>,
+    values: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBacking {
+    event: Option<String>,
+    #[serde(default)]
+    args: BTreeMap<String, String>,
+    outcome: Option<String>,
+    record: Option<String>,
+    key: Option<String>,
+    field: Option<String>,
+    values: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    name: Spanned<String>,
+    channel: Spanned<String>,
+    #[serde(default)]
+    checks: Vec<Spanned<String>>,
+    fallback: Spanned<BTreeMap<String, Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChannel {
+    name: Spanned<String>,
+    kind: Spanned<String>,
+    url_env: Spanned<String>,
+}
+
+fn bad(at: &Locator<'_>, offset: usize, what: &str, message: String) -> ContractError {
+    at.error(
+        offset,
+        ContractErrorKind::BadOutbound {
+            what: what.to_owned(),
+            message,
+        },
+    )
+}
+
+/// Compiles `[outbound]` against the records and operations it refers to.
+pub(crate) fn compile(
+    at: &Locator<'_>,
+    raw: &RawOutbound,
+    tables: &[Table],
+    operations: &[Operation],
+) -> Result<Outbound, ContractError> {
+    let mut out = Outbound::default();
+    if let Some(locales) = &raw.locales {
+        for locale in locales.get_ref() {
+            let tag = locale.get_ref();
+            if Locale::from_tag(tag).is_err() {
+                return Err(bad(
+                    at,
+                    locale.span().start,
+                    "locales",
+                    format!(
+                        "`{}` is not one of `en-US`, `en-GB`, `ko-KR`",
+                        text::visible(tag)
+                    ),
+                ));
+            }
+            if out.locales.contains(tag) {
+                return Err(bad(
+                    at,
+                    locale.span().start,
+                    "locales",
+                    format!("`{tag}` is listed twice"),
+                ));
+            }
+            out.locales.push(tag.clone());
+        }
+    }
+    for raw_channel in &raw.channel {
+        let name = raw_channel.name.get_ref();
+        let what = format!("channel `{}`", text::visible(name));
+        if !source::is_identifier(name) {
+            return Err(at.error(
+                raw_channel.name.span().start,
+                ContractErrorKind::BadName(text::visible(name)),
+            ));
+        }
+        if out.channel(name).is_some() {
+            return Err(bad(
+                at,
+                raw_channel.name.span().start,
+                &what,
+                "is declared twice".into(),
+            ));
+        }
+        if raw_channel.kind.get_ref() != "webhook" {
+            return Err(bad(
+                at,
+                raw_channel.kind.span().start,
+                &what,
+                format!(
+                    "kind `{}` is not `webhook`",
+                    text::visible(raw_channel.kind.get_ref())
+                ),
+            ));
+        }
+        let env = raw_channel.url_env.get_ref();
+        let env_ok = env.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && env
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !env_ok {
+            return Err(bad(
+                at,
+                raw_channel.url_env.span().start,
+                &what,
+                format!(
+                    "`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)",
+                    text::visible(env)
+                ),
+            ));
+        }
+        out.channels.push(Channel {
+            name: name.clone(),
+            kind: "webhook".into(),
+            url_env: env.clone(),
+        });
+    }
+    for raw_claim in &raw.claim {
+        let claim = compile_claim(at, raw_claim, tables, operations)?;
+        if out.claim(&claim.name).is_some() {
+            return Err(bad(
+                at,
+                raw_claim.name.span().start,
+                &format!("claim `{}`", claim.name),
+                "is declared twice".into(),
+            ));
+        }
+        out.claims.push(claim);
+    }
+    for raw_path in &raw.path {
+        let name = raw_path.name.get_ref();
+        let Some(path) = PathName::from_name(name) else {
+            return Err(bad(
+                at,
+                raw_path.name.span().start,
+                "path",
+                format!(
+                    "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
+                    text::visible(name)
+                ),
+            ));
+        };
+        let what = format!("path `{name}`");
+        if out.path(path).is_some() {
+            return Err(bad(
+                at,
+                raw_path.name.span().start,
+                &what,
+                "is declared twice".into(),
+            ));
+        }
+        let channel = raw_path.channel.get_ref();
+        if out.channel(channel).is_none() {
+            return Err(bad(
+                at,
+                raw_path.channel.span().start,
+                &what,
+                format!("channel `{}` is not declared", text::visible(channel)),
+            ));
+        }
+        let mut coverage = false;
+        for check in &raw_path.checks {
+            if check.get_ref() != CLAIMS_COVERAGE || coverage {
+                return Err(bad(
+                    at,
+                    check.span().start,
+                    &what,
+                    format!(
+                        "check `{}` is not `{CLAIMS_COVERAGE}` (once)",
+                        text::visible(check.get_ref())
+                    ),
+                ));
+            }
+            coverage = true;
+        }
+        let mut fallback = BTreeMap::new();
+        for (locale, copy) in raw_path.fallback.get_ref() {
+            if !out.locales.contains(locale) {
+                return Err(bad(
+                    at,
+                    copy.span().start,
+                    &what,
+                    format!(
+                        "fallback copy for `{}`, which `outbound.locales` does not declare",
+                        text::visible(locale)
+                    ),
+                ));
+            }
+            if copy.get_ref().trim().is_empty() {
+                return Err(bad(
+                    at,
+                    copy.span().start,
+                    &what,
+                    format!("the fallback copy for `{locale}` is empty"),
+                ));
+            }
+            fallback.insert(locale.clone(), copy.get_ref().clone());
+        }
+        if let Some(missing) = out.locales.iter().find(|l| !fallback.contains_key(*l)) {
+            return Err(bad(
+                at,
+                raw_path.fallback.span().start,
+                &what,
+                format!("no fallback copy for the locale `{missing}`"),
+            ));
+        }
+        out.paths.push(OutboundPath {
+            name: path,
+            channel: channel.clone(),
+            coverage,
+            fallback,
+        });
+    }
+    if !out.paths.is_empty() && out.locales.is_empty() {
+        return Err(at.error(
+            0,
+            ContractErrorKind::BadOutbound {
+                what: "locales".into(),
+                message: "paths are declared but `outbound.locales` is empty".into(),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn compile_claim(
+    at: &Locator<'_>,
+    raw: &RawClaim,
+    tables: &[Table],
+    operations: &[Operation],
+) -> Result<ClaimKind, ContractError> {
+    let name = raw.name.get_ref();
+    if !source::is_identifier(name) {
+        return Err(at.error(
+            raw.name.span().start,
+            ContractErrorKind::BadName(text::visible(name)),
+        ));
+    }
+    let what = format!("claim `{name}`");
+    let mut args = Vec::new();
+    for (arg_name, raw_arg) in &raw.args {
+        let offset = raw_arg.span().start;
+        let raw_arg = raw_arg.get_ref();
+        if !source::is_identifier(arg_name) || arg_name == "claim" {
+            return Err(bad(
+                at,
+                offset,
+                &what,
+                format!(
+                    "argument `{}` is not a name (and `claim` is reserved)",
+                    text::visible(arg_name)
+                ),
+            ));
+        }
+        let kind = match (raw_arg.kind.as_str(), &raw_arg.table, &raw_arg.values) {
+            ("record", Some(table), None) => {
+                if !tables.iter().any(|t| t.name == *table) {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "argument `{arg_name}` names the undeclared table `{}`",
+                            text::visible(table)
+                        ),
+                    ));
+                }
+                ClaimArgKind::Record {
+                    table: table.clone(),
+                }
+            }
+            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum {
+                values: values.clone(),
+            },
+            ("money", None, None) => ClaimArgKind::Money,
+            ("date", None, None) => ClaimArgKind::Date,
+            ("text", None, None) => ClaimArgKind::Text,
+            (kind, _, _) => {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "argument `{arg_name}`: kind `{}` is not `record` (with `table`), `enum` (with `values`), `money`, `date` or `text`",
+                        text::visible(kind)
+                    ),
+                ));
+            }
+        };
+        args.push(ClaimArg {
+            name: arg_name.clone(),
+            kind,
+        });
+    }
+    let offset = raw.backed_by.span().start;
+    let backing = raw.backed_by.get_ref();
+    let claim_arg = |arg: &str| args.iter().find(|a| a.name == arg);
+    let backing = match backing {
+        RawBacking {
+            event: Some(op),
+            args: pairs,
+            outcome,
+            record: None,
+            key: None,
+            field: None,
+            values: None,
+        } => {
+            let Some(operation) = operations.iter().find(|o| o.name == *op) else {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "`backed_by.event` names the undeclared operation `{}`",
+                        text::visible(op)
+                    ),
+                ));
+            };
+            let mut matched = Vec::new();
+            for (op_arg, arg) in pairs {
+                if operation.arg(op_arg).is_none() {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "operation `{op}` has no argument `{}`",
+                            text::visible(op_arg)
+                        ),
+                    ));
+                }
+                if claim_arg(arg).is_none() {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.args.{op_arg}` names `{}`, which is not an argument of the claim",
+                            text::visible(arg)
+                        ),
+                    ));
+                }
+                matched.push((op_arg.clone(), arg.clone()));
+            }
+            if let Some(unmatched) = args
+                .iter()
+                .find(|a| !matched.iter().any(|(_, c)| *c == a.name))
+            {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "argument `{}` is not matched with any argument of `{op}`",
+                        unmatched.name
+                    ),
+                ));
+            }
+            let done = match outcome.as_deref() {
+                None => false,
+                Some("done") => true,
+                Some(other) => {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.outcome` `{}` is not `done`",
+                            text::visible(other)
+                        ),
+                    ));
+                }
+            };
+            Backing::Event {
+                op: op.clone(),
+                args: matched,
+                done,
+            }
+        }
+        RawBacking {
+            event: None,
+            args: pairs,
+            outcome: None,
+            record: Some(table),
+            key: Some(key),
+            field: Some(field),
+            values: Some(values),
+        } if pairs.is_empty() => {
+            match claim_arg(key).map(|a| &a.kind) {
+                Some(ClaimArgKind::Record { table: t }) if t == table => {}
+                _ => {
+                    return Err(bad(
+                        at,
+                        offset,
+                        &what,
+                        format!(
+                            "`backed_by.key` must name a `record` argument of table `{}`",
+                            text::visible(table)
+                        ),
+                    ));
+                }
+            }
+            if field.is_empty() || values.is_empty() {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    "`backed_by.field` and `backed_by.values` must not be empty".into(),
+                ));
+            }
+            Backing::Record {
+                table: table.clone(),
+                key: key.clone(),
+                field: field.clone(),
+                values: values.clone(),
+            }
+        }
+        _ => {
+            return Err(bad(at, offset, &what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
+        }
+    };
+    Ok(ClaimKind {
+        name: name.clone(),
+        args,
+        backing,
+    })
+}
+
+/// A claim as a draft makes it, checked against its kind: every declared argument present, no
+/// other, each of its kind. Arguments are kept in the form events record them (record keys and
+/// enum ids as strings, money as `{"units","currency"}`), so backing is exact equality.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    /// Its kind.
+    pub claim: String,
+    /// Its arguments, by name.
+    pub args: BTreeMap<String, Value>,
+}
+
+impl Claim {
+    /// The claim as the wire writes it: `{"claim": kind, ...args}`.
+    pub fn to_json(&self) -> Value {
+        let mut object = serde_json::Map::new();
+        object.insert("claim".into(), Value::String(self.claim.clone()));
+        for (name, value) in &self.args {
+            object.insert(name.clone(), value.clone());
+        }
+        Value::Object(object)
+    }
+}
+
+/// Reads one claim; the error names the field at fault below `field` and says what is wrong.
+pub fn parse_claim(
+    outbound: &Outbound,
+    value: &Value,
+    field: &str,
+) -> Result<Claim, (String, String)> {
+    let Value::Object(object) = value else {
+        return Err((field.to_owned(), "a claim is an object".into()));
+    };
+    let Some(Value::String(name)) = object.get("claim") else {
+        return Err((
+            format!("{field}.claim"),
+            "`claim` must name a claim kind".into(),
+        ));
+    };
+    let Some(kind) = outbound.claim(name) else {
+        return Err((
+            format!("{field}.claim"),
+            format!(
+                "`{}` is not a claim kind of the contract",
+                text::visible(name)
+            ),
+        ));
+    };
+    if let Some(extra) = object
+        .keys()
+        .find(|k| *k != "claim" && !kind.args.iter().any(|a| a.name == **k))
+    {
+        return Err((
+            format!("{field}.{extra}"),
+            format!("claim `{name}` has no argument `{}`", text::visible(extra)),
+        ));
+    }
+    let mut args = BTreeMap::new();
+    for arg in &kind.args {
+        let at = format!("{field}.{}", arg.name);
+        let Some(given) = object.get(&arg.name) else {
+            return Err((at, "missing".into()));
+        };
+        let value = match (&arg.kind, given) {
+            (ClaimArgKind::Record { .. } | ClaimArgKind::Text, Value::String(s))
+                if !s.is_empty() =>
+            {
+                given.clone()
+            }
+            (ClaimArgKind::Enum { values }, Value::String(s)) if values.contains(s) => {
+                given.clone()
+            }
+            (ClaimArgKind::Date, Value::String(s)) if s.parse::<jiff::civil::Date>().is_ok() => {
+                given.clone()
+            }
+            (ClaimArgKind::Money, _) => {
+                let money = Money::from_json(given).map_err(|e| (at.clone(), e.to_string()))?;
+                let units = money
+                    .to_minor_units()
+                    .map_err(|e| (at.clone(), e.to_string()))?;
+                serde_json::json!({"units": units, "currency": money.currency().code()})
+            }
+            (kind, _) => {
+                return Err((at, format!("not a valid value of kind {}", kind_name(kind))));
+            }
+        };
+        args.insert(arg.name.clone(), value);
+    }
+    Ok(Claim {
+        claim: name.clone(),
+        args,
+    })
+}
+
+fn kind_name(kind: &ClaimArgKind) -> &'static str {
+    match kind {
+        ClaimArgKind::Record { .. } => "`record` (a non-empty key)",
+        ClaimArgKind::Enum { .. } => "`enum` (one of its declared values)",
+        ClaimArgKind::Money => "`money`",
+        ClaimArgKind::Date => "`date` (YYYY-MM-DD)",
+        ClaimArgKind::Text => "`text` (non-empty)",
+    }
+}

@@ -1,0 +1,922 @@
+//! The outbound gate (DESIGN.md §7, rule 3): the one place that decides which words may reach a
+//! customer, on every path. A draft's claims are checked one by one against the ledger and the
+//! authoritative records; a draft that passes (and passes its path's coverage check) goes out as
+//! is; otherwise it is rewritten once from verified facts only and checked again; otherwise the
+//! path's fallback copy goes out. The result is a [`ClearedMessage`], which only this module can
+//! build, and the only thing a [`Sender`] accepts.
+//!
+//! Like the turn, the gate is pure: facts arrive through [`LedgerFacts`], model answers (the
+//! coverage checks and the rewrite) arrive as [`GateAnswers`] keyed by a content hash of the
+//! question, so the same inputs give the same message, byte for byte.
+//!
+//! A sender takes only a cleared message. A struct literal does not build one:
+//!
+//! ```compile_fail
+//! use warrant_core::outbound::ClearedMessage;
+//! let message = ClearedMessage { id: String::new(), text: "Your link is attached.".into() };
+//! ```
+//!
+//! Nor does deserializing one:
+//!
+//! ```compile_fail
+//! use warrant_core::outbound::ClearedMessage;
+//! let message: ClearedMessage = serde_json::from_value(serde_json::json!({"text": "hi"})).unwrap();
+//! ```
+//!
+//! A draft cannot be handed to a sender:
+//!
+//! ```compile_fail
+//! use warrant_core::outbound::{ClearedMessage, Sender};
+//! use warrant_core::request::Draft;
+//! struct Webhook;
+//! impl Sender for Webhook {
+//!     type Error = ();
+//!     fn send(&mut self, _: ClearedMessage) -> Result<(), ()> { Ok(()) }
+//! }
+//! let draft = Draft { text: "Your payment link is attached.".into(), claims: Vec::new() };
+//! Webhook.send(draft);
+//! ```
+//!
+//! Nor can a string:
+//!
+//! ```compile_fail
+//! use warrant_core::outbound::{ClearedMessage, Sender};
+//! struct Webhook;
+//! impl Sender for Webhook {
+//!     type Error = ();
+//!     fn send(&mut self, _: ClearedMessage) -> Result<(), ()> { Ok(()) }
+//! }
+//! Webhook.send("Your payment link is attached.".to_string());
+//! ```
+//!
+//! What the gate returns can be sent:
+//!
+//! ```
+//! use warrant_core::Contract;
+//! use warrant_core::outbound::{self, ClearedMessage, GateAnswers, LedgerFacts, Sender, Basis};
+//! use warrant_core::records::Record;
+//! use warrant_core::turn::{EventRecord, FactError};
+//!
+//! let contract = Contract::from_toml("c.toml", r#"
+//! [sources]
+//! kinds = ["user"]
+//! [outbound]
+//! locales = ["en-US"]
+//! [[outbound.channel]]
+//! name = "hook"
+//! kind = "webhook"
+//! url_env = "HOOK_URL"
+//! [[outbound.path]]
+//! name = "scheduled"
+//! channel = "hook"
+//! fallback."en-US" = "We will be in touch."
+//! "#).unwrap();
+//! struct Empty;
+//! impl LedgerFacts for Empty {
+//!     fn record(&self, _: &str, _: &str) -> Result<Option<Record>, FactError> { Ok(None) }
+//!     fn events(&self, _: &str) -> Result<Vec<EventRecord>, FactError> { Ok(Vec::new()) }
+//! }
+//! let request = r#"{"conversation":"c1","path":"scheduled","at":"2026-01-01T00:00:00Z",
+//!   "locale":"en-US","draft":{"text":"Hello.","claims":[]}}"#;
+//! let valid = outbound::parse_request(&contract, request).unwrap();
+//! let gate = outbound::clear(&contract, &valid.outgoing(), &Empty, &GateAnswers::new()).unwrap();
+//! assert_eq!(gate.message.basis(), Basis::Cleared);
+//!
+//! struct Outbox(Vec<ClearedMessage>);
+//! impl Sender for Outbox {
+//!     type Error = std::convert::Infallible;
+//!     fn send(&mut self, message: ClearedMessage) -> Result<(), Self::Error> {
+//!         self.0.push(message);
+//!         Ok(())
+//!     }
+//! }
+//! let mut outbox = Outbox(Vec::new());
+//! outbox.send(gate.message).unwrap();
+//! assert_eq!(outbox.0[0].text(), "Hello.");
+//! ```
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::check::{CheckFailure, CheckVerdict};
+use crate::claim::{self, Backing, Claim, ClaimArgKind, PathName};
+use crate::contract::Contract;
+use crate::reason::ReasonCode;
+use crate::records::Record;
+use crate::request::{Draft, RequestError};
+use crate::turn::{EventRecord, FactError, Reason, derive_id};
+
+/// The task names of the gate's model questions.
+pub const REWRITE: &str = "rewrite";
+
+/// The facts the gate reads: authoritative rows and the conversation's committed events.
+pub trait LedgerFacts {
+    /// The row, or `None` if it does not exist.
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
+    /// The committed events of the message's conversation of kind `kind`, in commit order.
+    fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError>;
+}
+
+/// Everything the gate read, for the replay record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRead {
+    /// Rows read (`null` value with revision 0 marks a row that did not exist).
+    pub records: Vec<Record>,
+    /// Events read, by kind.
+    pub events: BTreeMap<String, Vec<EventRecord>>,
+}
+
+/// Logs every fact read through it.
+struct Reading<'f> {
+    facts: &'f dyn LedgerFacts,
+    log: RefCell<LedgerRead>,
+}
+
+impl LedgerFacts for Reading<'_> {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        let found = self.facts.record(table, key)?;
+        let mut log = self.log.borrow_mut();
+        if !log.records.iter().any(|r| r.table == table && r.key == key) {
+            let kept = found.clone().unwrap_or(Record {
+                table: table.to_owned(),
+                key: key.to_owned(),
+                revision: 0,
+                value: Value::Null,
+            });
+            log.records.push(kept);
+        }
+        Ok(found)
+    }
+
+    fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        let found = self.facts.events(kind)?;
+        self.log
+            .borrow_mut()
+            .events
+            .insert(kind.to_owned(), found.clone());
+        Ok(found)
+    }
+}
+
+/// Facts served back from a replay record; anything not on it cannot be read.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedLedger {
+    read: LedgerRead,
+}
+
+impl RecordedLedger {
+    /// Serves `read`.
+    pub fn new(read: LedgerRead) -> RecordedLedger {
+        RecordedLedger { read }
+    }
+}
+
+impl LedgerFacts for RecordedLedger {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        match self
+            .read
+            .records
+            .iter()
+            .find(|r| r.table == table && r.key == key)
+        {
+            Some(r) if r.revision == 0 && r.value.is_null() => Ok(None),
+            Some(r) => Ok(Some(r.clone())),
+            None => Err(FactError(format!(
+                "row `{key}` of `{table}` is not on the replay record"
+            ))),
+        }
+    }
+
+    fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        self.read
+            .events
+            .get(kind)
+            .cloned()
+            .ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
+    }
+}
+
+/// An outbound request (`warrant outbound`, the scheduler): a draft for a path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboundRequest {
+    /// The conversation the message belongs to.
+    pub conversation: String,
+    /// The outbound path (`live`, `retry`, `scheduled`, `digest`, `queue`).
+    pub path: String,
+    /// The instant the message is cleared, RFC 3339.
+    pub at: String,
+    /// The locale to send in; one of the contract's `outbound.locales`.
+    pub locale: String,
+    /// What the generator wants to send.
+    pub draft: Draft,
+    /// The channel; by default the path's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+}
+
+/// A request whose path, locale and channel the contract declares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidOutbound {
+    /// The request.
+    pub request: OutboundRequest,
+    /// Its path.
+    pub path: PathName,
+}
+
+impl ValidOutbound {
+    /// What the gate clears.
+    pub fn outgoing(&self) -> Outgoing<'_> {
+        Outgoing {
+            conversation: &self.request.conversation,
+            path: self.path,
+            channel: self.request.channel.as_deref(),
+            locale: &self.request.locale,
+            at: &self.request.at,
+            draft: &self.request.draft,
+        }
+    }
+}
+
+/// A draft and where it is going.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// The conversation.
+    pub conversation: &'a str,
+    /// The path.
+    pub path: PathName,
+    /// The channel, if not the path's.
+    pub channel: Option<&'a str>,
+    /// The locale.
+    pub locale: &'a str,
+    /// The instant.
+    pub at: &'a str,
+    /// The draft.
+    pub draft: &'a Draft,
+}
+
+fn invalid(field: &str, message: String) -> RequestError {
+    RequestError {
+        code: ReasonCode::InvalidInput,
+        field: field.to_owned(),
+        message,
+    }
+}
+
+/// Parses an outbound request all or nothing; errors name the field at fault.
+pub fn parse_request(contract: &Contract, json: &str) -> Result<ValidOutbound, RequestError> {
+    let deserializer = &mut serde_json::Deserializer::from_str(json);
+    let request: OutboundRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        invalid(
+            if field == "." { "" } else { &field },
+            e.inner().to_string().replace('\n', " "),
+        )
+    })?;
+    validate_request(contract, request)
+}
+
+/// Validates a parsed outbound request against the contract.
+pub fn validate_request(
+    contract: &Contract,
+    request: OutboundRequest,
+) -> Result<ValidOutbound, RequestError> {
+    if request.conversation.is_empty()
+        || request.conversation.chars().any(crate::text::is_invisible)
+        || request.conversation.len() > 256
+    {
+        return Err(invalid(
+            "conversation",
+            "`conversation` must be 1 to 256 visible characters".into(),
+        ));
+    }
+    if request.at.parse::<jiff::Timestamp>().is_err() {
+        return Err(invalid(
+            "at",
+            format!(
+                "`{}` is not an RFC 3339 instant",
+                crate::text::visible(&request.at)
+            ),
+        ));
+    }
+    let path = PathName::from_name(&request.path).ok_or_else(|| {
+        invalid(
+            "path",
+            format!(
+                "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
+                crate::text::visible(&request.path)
+            ),
+        )
+    })?;
+    let valid = ValidOutbound { request, path };
+    check_route(contract, &valid.outgoing())?;
+    Ok(valid)
+}
+
+/// The path, channel and locale the contract declares for `outgoing`, or the field at fault.
+fn check_route<'c>(
+    contract: &'c Contract,
+    outgoing: &Outgoing<'_>,
+) -> Result<(&'c claim::OutboundPath, String), RequestError> {
+    let outbound = contract.outbound();
+    let path = outbound.path(outgoing.path).ok_or_else(|| {
+        invalid(
+            "path",
+            format!(
+                "the contract declares no outbound path `{}`",
+                outgoing.path.as_str()
+            ),
+        )
+    })?;
+    if path.fallback(outgoing.locale).is_none() {
+        return Err(invalid(
+            "locale",
+            format!(
+                "`{}` is not one of the contract's `outbound.locales`",
+                crate::text::visible(outgoing.locale)
+            ),
+        ));
+    }
+    let channel = outgoing.channel.unwrap_or(&path.channel);
+    if outbound.channel(channel).is_none() {
+        return Err(invalid(
+            "channel",
+            format!(
+                "`{}` is not a channel of the contract",
+                crate::text::visible(channel)
+            ),
+        ));
+    }
+    Ok((path, channel.to_owned()))
+}
+
+/// A question the gate needs a model task to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    /// A content hash of the question: an answer to another question never fits this one.
+    pub id: String,
+    /// `claims_coverage` or `rewrite`.
+    pub task: String,
+    /// For coverage: the text checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// For coverage: the claims the text may make, each as JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<String>,
+    /// For the rewrite: the verified facts, one per line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+}
+
+impl Question {
+    fn coverage(text: &str, claims: &[Claim]) -> Question {
+        let claims: Vec<String> = claims.iter().map(|c| c.to_json().to_string()).collect();
+        let mut parts: Vec<&str> = vec![claim::CLAIMS_COVERAGE, text];
+        parts.extend(claims.iter().map(String::as_str));
+        Question {
+            id: derive_id("q", &parts),
+            task: claim::CLAIMS_COVERAGE.to_owned(),
+            text: Some(text.to_owned()),
+            claims,
+            facts: Vec::new(),
+        }
+    }
+
+    fn rewrite(facts: Vec<String>) -> Question {
+        let mut parts: Vec<&str> = vec![REWRITE];
+        parts.extend(facts.iter().map(String::as_str));
+        Question {
+            id: derive_id("q", &parts),
+            task: REWRITE.to_owned(),
+            text: None,
+            claims: Vec::new(),
+            facts,
+        }
+    }
+}
+
+/// A model task's answer to a gate question, as the engine (or a replay) supplies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateAnswer {
+    /// The coverage check answered.
+    Verdict {
+        /// `pass` only when the text claims nothing beyond its list.
+        verdict: CheckVerdict,
+    },
+    /// The rewrite answered with a text: only a draft, checked again.
+    Rewritten {
+        /// The text.
+        text: String,
+    },
+    /// The task could not answer; this counts as failed.
+    Failed {
+        /// Why.
+        failure: CheckFailure,
+        /// What happened.
+        detail: String,
+    },
+}
+
+/// Answers by question id.
+pub type GateAnswers = BTreeMap<String, GateAnswer>;
+
+/// How a message came to be cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The draft, as is: every claim backed, its coverage check passed.
+    Cleared,
+    /// The one rewrite from verified facts, checked again.
+    Rewritten,
+    /// The path's deterministic fallback copy.
+    Fallback,
+}
+
+/// What the gate lets out. Its fields are private and it has no `Deserialize`: only [`clear`]
+/// builds one, so a [`Sender`] can be handed nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClearedMessage {
+    id: String,
+    conversation: String,
+    path: PathName,
+    channel: String,
+    locale: String,
+    at: String,
+    basis: Basis,
+    text: String,
+    claims: Vec<Value>,
+    reasons: Vec<Reason>,
+}
+
+impl ClearedMessage {
+    /// A hash of the message's content, its conversation, path, channel, locale and instant:
+    /// the outbox's idempotency key.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// The conversation.
+    pub fn conversation(&self) -> &str {
+        &self.conversation
+    }
+    /// The path.
+    pub fn path(&self) -> PathName {
+        self.path
+    }
+    /// The channel it leaves by.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+    /// The locale.
+    pub fn locale(&self) -> &str {
+        &self.locale
+    }
+    /// The instant it was cleared.
+    pub fn at(&self) -> &str {
+        &self.at
+    }
+    /// How it was cleared.
+    pub fn basis(&self) -> Basis {
+        self.basis
+    }
+    /// The text to send.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// The backed claims it makes (none for fallback copy).
+    pub fn claims(&self) -> &[Value] {
+        &self.claims
+    }
+    /// Why it is not the draft, if it is not.
+    pub fn reasons(&self) -> &[Reason] {
+        &self.reasons
+    }
+}
+
+/// Whatever delivers messages takes only what the gate cleared.
+pub trait Sender {
+    /// Why a delivery failed.
+    type Error;
+    /// Delivers (or stores for delivery) one cleared message.
+    fn send(&mut self, message: ClearedMessage) -> Result<(), Self::Error>;
+}
+
+/// The verdict on one claim, for the replay record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimVerdict {
+    /// `draft` or `rewrite`.
+    pub stage: String,
+    /// Its index in the stage's claims.
+    pub index: usize,
+    /// The claim as given.
+    pub claim: Value,
+    /// Whether it is backed.
+    pub backed: bool,
+    /// What backs it: an event id, or `table/key@revision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Why not, if not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ReasonCode>,
+}
+
+/// Everything the gate decided about one draft.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// What goes out.
+    pub message: ClearedMessage,
+    /// Every claim's verdict.
+    pub verdicts: Vec<ClaimVerdict>,
+    /// The model questions the decision needed, in order; answers with these ids are the ones
+    /// it read.
+    pub questions: Vec<Question>,
+    /// The facts it read.
+    pub facts: LedgerRead,
+}
+
+impl Gate {
+    /// The questions in `questions` that `answers` does not answer yet.
+    pub fn unanswered(&self, answers: &GateAnswers) -> Vec<Question> {
+        self.questions
+            .iter()
+            .filter(|q| !answers.contains_key(&q.id))
+            .cloned()
+            .collect()
+    }
+}
+
+fn reason(code: ReasonCode, field: Option<String>, detail: Option<String>) -> Reason {
+    Reason {
+        code,
+        field,
+        policies: Vec::new(),
+        detail: detail.map(|d| d.replace('\n', " ")),
+    }
+}
+
+/// What checking one stage found.
+struct Stage {
+    /// The claims that parsed and are backed.
+    backed: Vec<Claim>,
+    /// Whether the stage passes.
+    passed: bool,
+}
+
+/// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one private step of `clear`; its state is the gate's own"
+)]
+fn check_stage(
+    contract: &Contract,
+    stage: &str,
+    text: &str,
+    claims: &[Value],
+    coverage: bool,
+    facts: &dyn LedgerFacts,
+    answers: &GateAnswers,
+    gate: (&mut Vec<ClaimVerdict>, &mut Vec<Question>, &mut Vec<Reason>),
+) -> Stage {
+    let (verdicts, questions, reasons) = gate;
+    let mut parsed = Vec::new();
+    let mut all_parse = true;
+    for (i, value) in claims.iter().enumerate() {
+        match claim::parse_claim(contract.outbound(), value, &format!("{stage}.claims[{i}]")) {
+            Ok(claim) => parsed.push((i, claim)),
+            Err((field, message)) => {
+                all_parse = false;
+                verdicts.push(ClaimVerdict {
+                    stage: stage.into(),
+                    index: i,
+                    claim: value.clone(),
+                    backed: false,
+                    by: None,
+                    reason: Some(ReasonCode::ClaimInvalid),
+                });
+                reasons.push(reason(ReasonCode::ClaimInvalid, Some(field), Some(message)));
+            }
+        }
+    }
+    let mut backed = Vec::new();
+    let mut all_backed = all_parse;
+    for (i, claim) in parsed {
+        let field = format!("{stage}.claims[{i}]");
+        let (by, code) = match backing(contract, &claim, facts) {
+            Ok(Some(by)) => (Some(by), None),
+            Ok(None) => (None, Some(ReasonCode::ClaimUnbacked)),
+            Err(e) => {
+                reasons.push(reason(
+                    ReasonCode::ClaimUnverifiable,
+                    Some(field.clone()),
+                    Some(e.0),
+                ));
+                (None, Some(ReasonCode::ClaimUnverifiable))
+            }
+        };
+        if code == Some(ReasonCode::ClaimUnbacked) {
+            reasons.push(reason(
+                ReasonCode::ClaimUnbacked,
+                Some(field),
+                Some(format!(
+                    "no committed event or record backs `{}`",
+                    claim.claim
+                )),
+            ));
+        }
+        verdicts.push(ClaimVerdict {
+            stage: stage.into(),
+            index: i,
+            claim: claim.to_json(),
+            backed: by.is_some(),
+            by: by.clone(),
+            reason: code,
+        });
+        if by.is_some() {
+            backed.push(claim);
+        } else {
+            all_backed = false;
+        }
+    }
+    if !all_backed {
+        return Stage {
+            backed,
+            passed: false,
+        };
+    }
+    if !coverage {
+        return Stage {
+            backed,
+            passed: true,
+        };
+    }
+    let question = Question::coverage(text, &backed);
+    let answer = answers.get(&question.id);
+    let id = question.id.clone();
+    if !questions.iter().any(|q| q.id == id) {
+        questions.push(question);
+    }
+    let rewrite = stage != "draft";
+    let field = Some(format!("{stage}.text"));
+    let taken = match answer {
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Pass,
+        }) => {
+            return Stage {
+                backed,
+                passed: true,
+            };
+        }
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Block | CheckVerdict::Repair,
+        }) => (
+            ReasonCode::CoverageBlocked,
+            "the text states more than its claims".to_owned(),
+        ),
+        Some(GateAnswer::Verdict {
+            verdict: CheckVerdict::Ask,
+        }) => (
+            ReasonCode::CoverageUnsure,
+            "the coverage check cannot tell".to_owned(),
+        ),
+        Some(GateAnswer::Failed { detail, .. }) => (ReasonCode::CoverageFailed, detail.clone()),
+        Some(GateAnswer::Rewritten { .. }) => (
+            ReasonCode::CoverageFailed,
+            "the answer is not a verdict".to_owned(),
+        ),
+        None => (
+            ReasonCode::CoverageFailed,
+            "the coverage check has no answer".to_owned(),
+        ),
+    };
+    // A rewrite that fails its coverage check, for whatever cause, claims more than the facts
+    // it was given could back.
+    let code = if rewrite {
+        ReasonCode::RewriteUnbacked
+    } else {
+        taken.0
+    };
+    reasons.push(reason(
+        code,
+        field,
+        Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1)),
+    ));
+    Stage {
+        backed,
+        passed: false,
+    }
+}
+
+/// What backs `claim`: an event id or a row, `None` when nothing does.
+fn backing(
+    contract: &Contract,
+    claim: &Claim,
+    facts: &dyn LedgerFacts,
+) -> Result<Option<String>, FactError> {
+    let Some(kind) = contract.outbound().claim(&claim.claim) else {
+        return Ok(None);
+    };
+    match &kind.backing {
+        Backing::Event { op, args, done } => {
+            let events = facts.events(op)?;
+            let matching = events.iter().filter(|event| {
+                args.iter().all(|(op_arg, claim_arg)| {
+                    let recorded = event.payload.get("args").and_then(|a| a.get(op_arg));
+                    recorded.is_some() && recorded == claim.args.get(claim_arg)
+                })
+            });
+            let mut found = None;
+            let outcomes = if *done {
+                facts.events("effect_done")?
+            } else {
+                Vec::new()
+            };
+            for event in matching {
+                let reported = !*done
+                    || outcomes
+                        .iter()
+                        .any(|o| event.effect.is_some() && o.effect == event.effect);
+                if reported {
+                    found = Some(event.id.clone());
+                    break;
+                }
+            }
+            Ok(found)
+        }
+        Backing::Record {
+            table,
+            key,
+            field,
+            values,
+        } => {
+            let Some(Value::String(row_key)) = claim.args.get(key) else {
+                return Ok(None);
+            };
+            let Some(row) = facts.record(table, row_key)? else {
+                return Ok(None);
+            };
+            let state = row.value.get(field.as_str()).and_then(Value::as_str);
+            Ok(state
+                .filter(|s| values.iter().any(|v| v == s))
+                .map(|_| format!("{table}/{row_key}@{}", row.revision)))
+        }
+    }
+}
+
+/// The verified facts for the rewrite: the backed claims and the rows they name, as read now.
+fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
+    let mut lines: Vec<String> = backed
+        .iter()
+        .map(|c| format!("claim {}", c.to_json()))
+        .collect();
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for claim in backed {
+        let Some(kind) = contract.outbound().claim(&claim.claim) else {
+            continue;
+        };
+        for arg in &kind.args {
+            if let (ClaimArgKind::Record { table }, Some(Value::String(key))) =
+                (&arg.kind, claim.args.get(&arg.name))
+                && !rows.iter().any(|(t, k)| t == table && k == key)
+            {
+                rows.push((table.clone(), key.clone()));
+            }
+        }
+    }
+    for (table, key) in rows {
+        // A row that cannot be read now is not a verified fact; it is left out.
+        if let Ok(Some(row)) = facts.record(&table, &key) {
+            lines.push(format!("record {table} {key}: {}", row.value));
+        }
+    }
+    lines
+}
+
+/// Clears `outgoing`: the draft as is, the one rewrite, or the fallback copy. An `Err` is a
+/// route the contract does not declare (path, locale, channel): nothing can be sent on it.
+pub fn clear(
+    contract: &Contract,
+    outgoing: &Outgoing<'_>,
+    facts: &dyn LedgerFacts,
+    answers: &GateAnswers,
+) -> Result<Gate, RequestError> {
+    let (path, channel) = check_route(contract, outgoing)?;
+    let reading = Reading {
+        facts,
+        log: RefCell::new(LedgerRead::default()),
+    };
+    let mut verdicts = Vec::new();
+    let mut questions = Vec::new();
+    let mut reasons = Vec::new();
+    let draft = outgoing.draft;
+    let first = check_stage(
+        contract,
+        "draft",
+        &draft.text,
+        &draft.claims,
+        path.coverage,
+        &reading,
+        answers,
+        (&mut verdicts, &mut questions, &mut reasons),
+    );
+    let (basis, text, claims) = if first.passed {
+        (Basis::Cleared, draft.text.clone(), first.backed)
+    } else {
+        let question = Question::rewrite(verified_facts(contract, &first.backed, &reading));
+        let answer = answers.get(&question.id).cloned();
+        questions.push(question);
+        match answer {
+            Some(GateAnswer::Rewritten { text }) => {
+                let claims: Vec<Value> = first.backed.iter().map(Claim::to_json).collect();
+                // The rewrite's text is the model's, not the generator's: its coverage check
+                // runs on every path, so that nothing unchecked reaches a customer.
+                let second = check_stage(
+                    contract,
+                    "rewrite",
+                    &text,
+                    &claims,
+                    true,
+                    &reading,
+                    answers,
+                    (&mut verdicts, &mut questions, &mut reasons),
+                );
+                if second.passed {
+                    (Basis::Rewritten, text, second.backed)
+                } else {
+                    fallback(path, outgoing.locale, &mut reasons)
+                }
+            }
+            Some(GateAnswer::Failed { detail, .. }) => {
+                reasons.push(reason(
+                    ReasonCode::RewriteFailed,
+                    Some("rewrite".into()),
+                    Some(detail),
+                ));
+                fallback(path, outgoing.locale, &mut reasons)
+            }
+            Some(GateAnswer::Verdict { .. }) | None => {
+                reasons.push(reason(
+                    ReasonCode::RewriteFailed,
+                    Some("rewrite".into()),
+                    Some("the rewrite has no text".into()),
+                ));
+                fallback(path, outgoing.locale, &mut reasons)
+            }
+        }
+    };
+    let claims: Vec<Value> = claims.iter().map(Claim::to_json).collect();
+    let claims_text = Value::Array(claims.clone()).to_string();
+    let basis_name = match basis {
+        Basis::Cleared => "cleared",
+        Basis::Rewritten => "rewritten",
+        Basis::Fallback => "fallback",
+    };
+    let id = derive_id(
+        "msg",
+        &[
+            outgoing.conversation,
+            outgoing.path.as_str(),
+            &channel,
+            outgoing.locale,
+            outgoing.at,
+            basis_name,
+            &text,
+            &claims_text,
+        ],
+    );
+    let message = ClearedMessage {
+        id,
+        conversation: outgoing.conversation.to_owned(),
+        path: outgoing.path,
+        channel,
+        locale: outgoing.locale.to_owned(),
+        at: outgoing.at.to_owned(),
+        basis,
+        text,
+        claims,
+        reasons,
+    };
+    Ok(Gate {
+        message,
+        verdicts,
+        questions,
+        facts: reading.log.into_inner(),
+    })
+}
+
+fn fallback(
+    path: &claim::OutboundPath,
+    locale: &str,
+    reasons: &mut Vec<Reason>,
+) -> (Basis, String, Vec<Claim>) {
+    reasons.push(reason(ReasonCode::FallbackSent, None, None));
+    // `check_route` made sure the copy exists; an empty text would never be sent by a sender
+    // that checks, but it cannot happen here.
+    (
+        Basis::Fallback,
+        path.fallback(locale).unwrap_or_default().to_owned(),
+        Vec::new(),
+    )
+}

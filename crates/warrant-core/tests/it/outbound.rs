@@ -1,0 +1,347 @@
+//! The outbound gate against the retail contract: the regression corpus (seed 003 on every
+//! path, unbacked drafts rewritten or replaced, backed drafts unchanged), the field at fault in
+//! claims and requests, and the same message from the same recorded facts and answers.
+
+use serde_json::{Value, json};
+use warrant_core::Contract;
+use warrant_core::contract::ContractFiles;
+use warrant_core::outbound::{self, Basis, GateAnswer, GateAnswers, RecordedLedger};
+use warrant_core::outbound_corpus::{self, Failure};
+use warrant_core::reason::ReasonCode;
+use warrant_core::records::Record;
+use warrant_core::turn::{EventRecord, FactError};
+
+use crate::root;
+
+struct Folder;
+impl ContractFiles for Folder {
+    fn read(&self, path: &str) -> Result<String, String> {
+        std::fs::read_to_string(root().join("examples/retail").join(path))
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn retail() -> Contract {
+    let text = std::fs::read_to_string(root().join("examples/retail/contract.toml")).unwrap();
+    Contract::load("examples/retail/contract.toml", &text, &Folder).unwrap()
+}
+
+fn cases() -> Vec<outbound_corpus::Case> {
+    let text = std::fs::read_to_string(root().join("corpus/outbound/cases.jsonl")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| outbound_corpus::parse_case(l).unwrap())
+        .collect()
+}
+
+struct Ledger(Vec<Record>, Vec<EventRecord>);
+impl outbound::LedgerFacts for Ledger {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self
+            .0
+            .iter()
+            .find(|r| r.table == table && r.key == key)
+            .cloned())
+    }
+    fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        Ok(self.1.iter().filter(|e| e.kind == kind).cloned().collect())
+    }
+}
+
+fn request(path: &str, claims: Value) -> String {
+    json!({"conversation": "c1", "path": path, "at": "2026-11-20T09:00:00Z", "locale": "en-US",
+        "draft": {"text": "Your order #W1 has been cancelled.", "claims": claims}})
+    .to_string()
+}
+
+fn cancelled() -> Ledger {
+    let row = Record {
+        table: "order".into(),
+        key: "#W1".into(),
+        revision: 2,
+        value: json!({"status": "cancelled"}),
+    };
+    Ledger(vec![row], Vec::new())
+}
+
+#[test]
+fn every_outbound_case_ends_as_its_corpus_says() {
+    let contract = retail();
+    let cases = cases();
+    assert!(cases.len() >= 14);
+    for case in &cases {
+        if let Err(failure) = outbound_corpus::run_case(&contract, case) {
+            panic!("{}: {failure}\n    why: {}", case.name, case.why);
+        }
+    }
+    let seed = cases
+        .iter()
+        .filter(|c| c.name.starts_with("seed_003"))
+        .count();
+    assert!(
+        seed >= 4,
+        "seed 003's incident is in the corpus on every path"
+    );
+    for basis in [Basis::Cleared, Basis::Rewritten, Basis::Fallback] {
+        assert!(
+            cases.iter().any(|c| c.expect.basis == basis),
+            "no case ends {basis:?}"
+        );
+    }
+}
+
+#[test]
+fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
+    let contract = retail();
+    let mut case = cases()
+        .into_iter()
+        .find(|c| c.name == "seed_003_payment_link_nobody_created")
+        .unwrap();
+    // The same draft, had a payment integration recorded the link: the runner must call it a leak.
+    case.records.push(Record {
+        table: "order".into(),
+        key: "#W0000000".into(),
+        revision: 1,
+        value: json!({"status": "pending", "payment_link_status": "sent"}),
+    });
+    match outbound_corpus::run_case(&contract, &case) {
+        Err(Failure::Leak {
+            basis: Basis::Cleared,
+            ..
+        }) => {}
+        other => panic!("expected a leak, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_invalid_claim_names_its_field() {
+    let contract = retail();
+    let valid = outbound::parse_request(&contract, &request("retry", json!([{"claim": "order_cancelled", "order": "#W1"}, {"claim": "order_cancelled", "order": 7}]))).unwrap();
+    let gate = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &cancelled(),
+        &GateAnswers::new(),
+    )
+    .unwrap();
+    let invalid = gate
+        .message
+        .reasons()
+        .iter()
+        .find(|r| r.code == ReasonCode::ClaimInvalid)
+        .unwrap();
+    assert_eq!(invalid.field.as_deref(), Some("draft.claims[1].order"));
+    assert_eq!(gate.message.basis(), Basis::Fallback);
+    assert!(
+        gate.message.claims().is_empty(),
+        "fallback copy makes no claim"
+    );
+}
+
+#[test]
+fn a_request_error_names_the_field() {
+    let contract = retail();
+    let cases = [
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "extra": 1}),
+            "extra",
+        ),
+        (
+            json!({"conversation": "c", "path": "sms", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}),
+            "path",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-GB", "draft": {"text": "x"}}),
+            "locale",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "tomorrow", "locale": "en-US", "draft": {"text": "x"}}),
+            "at",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x", "claim": []}}),
+            "draft.claim",
+        ),
+        (
+            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "channel": "sms"}),
+            "channel",
+        ),
+    ];
+    for (body, field) in cases {
+        let error = outbound::parse_request(&contract, &body.to_string()).unwrap_err();
+        assert_eq!(error.field, field, "{error}");
+        assert_eq!(error.code, ReasonCode::InvalidInput);
+    }
+}
+
+#[test]
+fn the_same_recorded_facts_and_answers_give_the_same_message() {
+    let contract = retail();
+    let valid = outbound::parse_request(
+        &contract,
+        &request(
+            "scheduled",
+            json!([{"claim": "order_cancelled", "order": "#W1"}]),
+        ),
+    )
+    .unwrap();
+    let live = cancelled();
+    let first = outbound::clear(&contract, &valid.outgoing(), &live, &GateAnswers::new()).unwrap();
+    let mut answers = GateAnswers::new();
+    for q in first.unanswered(&answers) {
+        answers.insert(
+            q.id,
+            GateAnswer::Verdict {
+                verdict: warrant_core::check::CheckVerdict::Pass,
+            },
+        );
+    }
+    let gate = outbound::clear(&contract, &valid.outgoing(), &live, &answers).unwrap();
+    assert_eq!(gate.message.basis(), Basis::Cleared);
+    assert_eq!(gate.message.text(), "Your order #W1 has been cancelled.");
+    let replayed = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &RecordedLedger::new(gate.facts.clone()),
+        &answers,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&replayed.message).unwrap(),
+        serde_json::to_string(&gate.message).unwrap()
+    );
+    // Another instant is another message.
+    let later = outbound::parse_request(
+        &contract,
+        &request(
+            "scheduled",
+            json!([{"claim": "order_cancelled", "order": "#W1"}]),
+        )
+        .replace("09:00", "10:00"),
+    )
+    .unwrap();
+    let other = outbound::clear(&contract, &later.outgoing(), &live, &answers).unwrap();
+    assert_ne!(other.message.id(), gate.message.id());
+    // Facts that are not on the record cannot back anything: the replay fails closed.
+    let empty = outbound::clear(
+        &contract,
+        &valid.outgoing(),
+        &RecordedLedger::default(),
+        &answers,
+    )
+    .unwrap();
+    assert_eq!(empty.message.basis(), Basis::Fallback);
+    assert!(
+        empty
+            .message
+            .reasons()
+            .iter()
+            .any(|r| r.code == ReasonCode::ClaimUnverifiable)
+    );
+}
+
+/// The guards test's contract with a `live` path that runs no coverage check.
+const LIVE: &str = r#"
+[outbound]
+locales = ["en-US"]
+
+[[outbound.channel]]
+name = "hook"
+kind = "webhook"
+url_env = "HOOK_URL"
+
+[[outbound.path]]
+name = "live"
+channel = "hook"
+fallback."en-US" = "We will be in touch."
+"#;
+
+#[test]
+fn an_enforcing_guards_correction_is_the_draft_the_gate_clears() {
+    use crate::guards::{CONTRACT, Promoted, promotion};
+    let contract = Contract::from_toml("guarded.toml", &format!("{CONTRACT}{LIVE}")).unwrap();
+    let body = json!({"conversation": "c", "turn": "t", "actor": "kim", "at": "2026-11-30T03:00:00Z",
+        "time_zone": "UTC", "locale": "en-US", "draft": {"text": "Okay. Let me check that file."}});
+    let valid = warrant_core::request::parse(&contract, &body.to_string()).unwrap();
+    let none = std::collections::BTreeSet::new();
+    // Observing: the draft itself is what the gate checks (no claims, no coverage check here).
+    let observed = warrant_core::turn::decide(&contract, &valid, &Promoted(None), &none);
+    let reply = observed.response.reply.unwrap();
+    assert_eq!(
+        (reply["text"].as_str(), reply["basis"].as_str()),
+        (Some("Okay. Let me check that file."), Some("cleared"))
+    );
+    // Enforcing: the correction replaces the draft before the gate.
+    let subject = contract.guards().announcement().unwrap().subject();
+    let enforced = warrant_core::turn::decide(
+        &contract,
+        &valid,
+        &Promoted(Some(promotion(subject))),
+        &none,
+    );
+    let reply = enforced.response.reply.unwrap();
+    assert_eq!(
+        (reply["text"].as_str(), reply["path"].as_str()),
+        (Some("Okay. I have not opened it yet."), Some("live"))
+    );
+    // A contract without an outbound section has no path to send on: no reply at all.
+    let plain = Contract::from_toml("plain.toml", CONTRACT).unwrap();
+    let valid = warrant_core::request::parse(&plain, &body.to_string()).unwrap();
+    assert_eq!(
+        warrant_core::turn::decide(&plain, &valid, &Promoted(None), &none)
+            .response
+            .reply,
+        None
+    );
+}
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use warrant_core::claim::PathName;
+    use warrant_core::outbound::{self, Basis, GateAnswers, Outgoing};
+    use warrant_core::request::Draft;
+
+    fn claim() -> impl Strategy<Value = Value> {
+        let kinds = prop::sample::select(vec![
+            "order_cancelled",
+            "refund_issued",
+            "payment_link_sent",
+            "address_changed",
+            "nope",
+        ]);
+        let arg = prop_oneof![
+            Just(json!("#W1")),
+            Just(json!(7)),
+            Just(json!(null)),
+            "\\PC{0,12}".prop_map(Value::String)
+        ];
+        (
+            kinds,
+            prop::sample::select(vec!["order", "user", "claim", "x"]),
+            arg,
+        )
+            .prop_map(|(k, name, v)| {
+                let mut object = serde_json::Map::new();
+                object.insert("claim".into(), json!(k));
+                object.insert(name.into(), v);
+                Value::Object(object)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// With no model answers and no facts, nothing the generator writes is ever sent as is
+        /// or rewritten on any retail path: it is the fallback copy, and no input panics.
+        #[test]
+        fn without_answers_every_draft_falls_back(text in "\\PC{0,60}", claims in prop::collection::vec(claim(), 0..4), path in prop::sample::select(PathName::ALL.to_vec())) {
+            static RETAIL: std::sync::OnceLock<warrant_core::Contract> = std::sync::OnceLock::new();
+            let contract = RETAIL.get_or_init(super::retail);
+            let draft = Draft { text, claims };
+            let outgoing = Outgoing { conversation: "c", path, channel: None, locale: "en-US", at: "2026-11-20T09:00:00Z", draft: &draft };
+            let gate = outbound::clear(contract, &outgoing, &super::Ledger(Vec::new(), Vec::new()), &GateAnswers::new()).unwrap();
+            prop_assert_eq!(gate.message.basis(), Basis::Fallback);
+            prop_assert!(gate.message.claims().is_empty());
+        }
+    }
+}
