@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use warrant_engine::{Engine, OutboundResult, load_contract};
+use warrant_engine::dispatch::now_ms;
+use warrant_engine::{Engine, OutboundResult, OutboundRun, Submitted, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
 
 use crate::Exit;
@@ -23,6 +24,10 @@ pub(crate) struct OutboundArgs {
     /// Writes the message's replay record (draft, claim verdicts, model calls) to this file.
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Stores the cleared message in the outbox for `warrant scheduler run` to deliver (a
+    /// `scheduled` request with a `due` time is stored as a follow-up, cleared when due).
+    #[arg(long)]
+    send: bool,
     /// The outbound request (JSON), or `-` for standard input.
     #[arg(default_value = "-")]
     request: PathBuf,
@@ -57,17 +62,30 @@ pub(crate) fn run(args: &OutboundArgs) -> Result<(), Exit> {
 
 fn clear<S: Store>(engine: Engine<S>, json: &str, args: &OutboundArgs) -> Result<(), Exit> {
     let mut engine = with_model(engine)?;
-    match engine
-        .outbound(json)
-        .map_err(|e| Exit::Input(e.to_string()))?
-    {
-        OutboundResult::Cleared(run) => {
-            let text = |e: serde_json::Error| Exit::Input(format!("cannot write JSON: {e}"));
-            if let Some(path) = &args.record {
-                let record = serde_json::to_string_pretty(&run.record).map_err(text)?;
-                std::fs::write(path, record + "\n")
-                    .map_err(|e| Exit::Input(format!("cannot write `{}`: {e}", path.display())))?;
+    let text = |e: serde_json::Error| Exit::Input(format!("cannot write JSON: {e}"));
+    let result = if args.send {
+        match engine.submit(json, now_ms()).map_err(|e| Exit::Input(e.to_string()))? {
+            Submitted::Queued { run, outbox, duplicate } => {
+                let mut message = serde_json::to_value(&run.message).map_err(text)?;
+                if let Some(fields) = message.as_object_mut() {
+                    fields.insert("outbox".into(), json!({"id": outbox, "duplicate": duplicate}));
+                }
+                write_record(args, &run)?;
+                println!("{message}");
+                return Ok(());
             }
+            Submitted::Scheduled { job, due_at, duplicate } => {
+                println!("{}", json!({"scheduled": {"job": job, "due_at_ms": due_at, "duplicate": duplicate}}));
+                return Ok(());
+            }
+            Submitted::Rejected(error) => OutboundResult::Rejected(error),
+        }
+    } else {
+        engine.outbound(json).map_err(|e| Exit::Input(e.to_string()))?
+    };
+    match result {
+        OutboundResult::Cleared(run) => {
+            write_record(args, &run)?;
             println!("{}", serde_json::to_string(&run.message).map_err(text)?);
             Ok(())
         }
@@ -76,6 +94,12 @@ fn clear<S: Store>(engine: Engine<S>, json: &str, args: &OutboundArgs) -> Result
             Err(Exit::Quiet(2))
         }
     }
+}
+
+fn write_record(args: &OutboundArgs, run: &OutboundRun) -> Result<(), Exit> {
+    let Some(path) = &args.record else { return Ok(()) };
+    let record = serde_json::to_string_pretty(&run.record).map_err(|e| Exit::Input(format!("cannot write JSON: {e}")))?;
+    std::fs::write(path, record + "\n").map_err(|e| Exit::Input(format!("cannot write `{}`: {e}", path.display())))
 }
 
 /// Whether a corpus line is an outbound gate case: an object with a `draft`.

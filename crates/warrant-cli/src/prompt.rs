@@ -65,7 +65,7 @@ pub(crate) struct RecordArgs {
 pub(crate) struct At {
     /// The store: `sqlite:PATH` or `postgres://…[?schema=NAME]`.
     #[arg(long)]
-    store: String,
+    pub(crate) store: String,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
-//! `warrant scheduler`: runs what is due (today, delivery of the outbox to the deployment's
-//! webhook) once or as a daemon until SIGTERM or SIGINT, and lists the outbox for operators.
+//! `warrant scheduler`: runs what is due (follow-ups cleared through the outbound gate into the
+//! outbox, then delivery of the outbox to the deployment's webhook) once or as a daemon until
+//! SIGTERM or SIGINT, and lists the outbox for operators.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,10 +10,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use warrant_engine::dispatch::{self, DispatchConfig, Dispatcher};
-use warrant_store::{OutboxState, RetryPolicy, Store};
+use warrant_engine::outbox::JobsRun;
+use warrant_store::{Lease, OutboxState, RetryPolicy, Store};
 
 use crate::Exit;
 use crate::prompt::{At, open};
+use crate::turn::{EngineOps, StoreArgs, with_engine};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SchedulerCommand {
@@ -105,40 +108,50 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
     } else {
         Some(stop_on_signal()?)
     };
-    // The contract must load, as for every command that acts for a deployment.
-    crate::load_contract(&args.contract)?;
     let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
-    let mut store = open(&args.at)?;
-    if stop.is_none() {
-        let done = dispatcher.drain(&mut *store).map_err(failed)?;
-        println!(
-            "{}",
-            serde_json::json!({
-                "taken": done.taken, "sent": done.sent, "retried": done.retried, "dead": done.dead,
-                "not_held": done.not_held,
-            })
-        );
-        return Ok(());
-    }
-    let Some(stop) = stop else {
-        return Ok(());
-    };
-    // Operators and tests read this line as "ready".
-    eprintln!(
-        "warrant scheduler: delivering to {} as {}",
-        args.webhook,
-        dispatcher.config().holder
-    );
-    dispatch::run_until_stopped(&stop, Duration::from_millis(args.poll_ms), || {
-        tick(&mut *store, &dispatcher)
+    let at = StoreArgs { contract: args.contract.clone(), store: args.at.store.clone() };
+    with_engine(&at, |engine| {
+        let Some(stop) = &stop else {
+            let due = follow_ups(engine, &dispatcher)?;
+            let done = dispatcher.drain(engine.store()).map_err(failed)?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "follow_ups": {
+                        "taken": due.taken, "enqueued": due.enqueued,
+                        "already_enqueued": due.already_enqueued, "failed": due.failed.len(),
+                    },
+                    "taken": done.taken, "sent": done.sent, "retried": done.retried, "dead": done.dead,
+                    "not_held": done.not_held,
+                })
+            );
+            return Ok(());
+        };
+        // Operators and tests read this line as "ready".
+        eprintln!("warrant scheduler: delivering to {} as {}", args.webhook, dispatcher.config().holder);
+        dispatch::run_until_stopped(stop, Duration::from_millis(args.poll_ms), || tick(engine, &dispatcher))
     })
 }
 
 /// One pass over the scheduler's steps, in order; how much work they did (0: nothing due).
-/// Due follow-ups are the step that goes before delivery: `warrant_engine::outbox::run_due_jobs`
-/// with the outbound gate composing and clearing each draft, once the gate exists (issue 5).
-fn tick(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
-    deliver(store, dispatcher)
+/// Due follow-ups go first, so that a follow-up cleared now is delivered in the same pass.
+fn tick(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<usize, Exit> {
+    let due = follow_ups(engine, dispatcher)?;
+    Ok(due.enqueued + due.already_enqueued + deliver(engine.store(), dispatcher)?)
+}
+
+/// Clears the follow-ups due now through the outbound gate, against the ledger and the records
+/// as they are now, into the outbox. A follow-up that cannot be cleared stays taken until its
+/// lease expires, and is said on stderr.
+fn follow_ups(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<JobsRun<String>, Exit> {
+    let now = dispatch::now_ms();
+    let lease_ms = i64::try_from(dispatcher.config().lease.as_millis()).unwrap_or(i64::MAX);
+    let lease = Lease { holder: dispatcher.config().holder.clone(), now, until: now.saturating_add(lease_ms) };
+    let run = engine.run_due(&lease, dispatcher.config().batch)?;
+    for (job, why) in &run.failed {
+        eprintln!("warrant scheduler: follow-up `{job}` was not cleared: {why}");
+    }
+    Ok(run)
 }
 
 /// Delivers one batch of due outbox messages.

@@ -164,6 +164,10 @@ pub(crate) trait EngineOps {
     fn outcome(&mut self, effect: &str, outcome: &str) -> Result<serde_json::Value, Exit>;
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
+    /// Clears the follow-ups due under `lease` into the outbox.
+    fn run_due(&mut self, lease: &warrant_store::Lease, limit: usize) -> Result<warrant_engine::outbox::JobsRun<String>, Exit>;
+    /// The store, for the dispatcher.
+    fn store(&mut self) -> &mut dyn Store;
 }
 
 impl<S: Store> EngineOps for Engine<S> {
@@ -181,6 +185,14 @@ impl<S: Store> EngineOps for Engine<S> {
 
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps {
         self
+    }
+
+    fn run_due(&mut self, lease: &warrant_store::Lease, limit: usize) -> Result<warrant_engine::outbox::JobsRun<String>, Exit> {
+        Engine::run_due(self, lease, limit).map_err(|e| Exit::Input(e.to_string()))
+    }
+
+    fn store(&mut self) -> &mut dyn Store {
+        self.store_mut()
     }
 }
 

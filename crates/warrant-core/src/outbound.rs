@@ -216,6 +216,11 @@ pub struct OutboundRequest {
     /// The channel; by default the path's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
+    /// For the `scheduled` path only: when the follow-up is due, RFC 3339. A request with a
+    /// due time is stored, not cleared; warrant's scheduler clears it when it is due, against
+    /// the ledger and the records as they are then, with `at` set to that instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<String>,
 }
 
 /// A request whose path, locale and channel the contract declares.
@@ -311,6 +316,20 @@ pub fn validate_request(
             ),
         )
     })?;
+    if let Some(due) = &request.due {
+        if path != PathName::Scheduled {
+            return Err(invalid(
+                "due",
+                format!("`due` is for the `scheduled` path only, not `{}`", path.as_str()),
+            ));
+        }
+        if due.parse::<jiff::Timestamp>().is_err() {
+            return Err(invalid(
+                "due",
+                format!("`{}` is not an RFC 3339 instant", crate::text::visible(due)),
+            ));
+        }
+    }
     let valid = ValidOutbound { request, path };
     check_route(contract, &valid.outgoing())?;
     Ok(valid)

@@ -34,7 +34,7 @@ use warrant_store::{
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
-pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, replay_outbound};
+pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Submitted, replay_outbound, run_due};
 pub use replay::{ReplayChange, ReplayReport, canonical};
 
 /// What can stop the engine (as opposed to a verdict, which is a value).

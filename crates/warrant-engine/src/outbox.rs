@@ -25,13 +25,13 @@ pub struct JobsRun<E> {
 }
 
 /// Takes the jobs due under `lease` (at most `limit`), turns each into a message with
-/// `compose`, stores it in the outbox and completes the job with its id. `compose` chooses
+/// `compose` (which may read the store), stores it in the outbox and completes the job with its id. `compose` chooses
 /// everything but the idempotency key, which is [`job_key`].
 pub fn run_due_jobs<E>(
     store: &mut dyn Store,
     lease: &Lease,
     limit: usize,
-    mut compose: impl FnMut(&DueJob) -> Result<OutboxMessage, E>,
+    mut compose: impl FnMut(&mut dyn Store, &DueJob) -> Result<OutboxMessage, E>,
 ) -> Result<JobsRun<E>, StoreError> {
     let jobs = store.take_due_jobs(lease, limit)?;
     let mut run = JobsRun {
@@ -41,7 +41,7 @@ pub fn run_due_jobs<E>(
         failed: Vec::new(),
     };
     for job in &jobs {
-        let mut message = match compose(job) {
+        let mut message = match compose(&mut *store, job) {
             Ok(message) => message,
             Err(error) => {
                 run.failed.push((job.job.id.clone(), error));

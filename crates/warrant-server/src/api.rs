@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use warrant_core::report::{self, ScoreRequest};
-use warrant_engine::{EngineError, TurnResult};
+use warrant_engine::{EngineError, Submitted, TurnResult};
 use warrant_store::Store;
 
 use crate::pool::PoolError;
@@ -35,6 +35,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/turns"),
     ("GET", "/v1/turns"),
     ("POST", "/v1/effects/{id}/outcome"),
+    ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
     ("GET", "/v1/records/{table}/{key}"),
     ("GET", "/v1/guards/{guard}/findings"),
@@ -57,6 +58,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/turns") => post(post_turn),
         ("GET", "/v1/turns") => get(list_turns),
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
+        ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
         ("GET", "/v1/records/{table}/{key}") => get(get_record),
         ("GET", "/v1/guards/{guard}/findings") => get(crate::ladder::list_findings),
@@ -291,6 +293,40 @@ async fn post_outcome(
     };
     let code = answer.pointer("/error/code").and_then(Value::as_str).unwrap_or("invalid_input").to_owned();
     Ok(error_response(status, &code, answer))
+}
+
+/// An outbound request (a draft for a path) through the outbound gate: the cleared message is
+/// stored in the tenant's outbox for `warrant scheduler run` to deliver (200), or a `scheduled`
+/// request with a `due` time is stored as a follow-up, cleared when it is due (202).
+async fn post_outbound(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let text = json_body(&headers, body)?;
+    let now = warrant_engine::dispatch::now_ms();
+    let submitted = state.inner.pools.with_engine(&tenant, move |engine| engine.submit(&text, now)).await?;
+    let internal = |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, e.to_string());
+    Ok(match submitted {
+        Submitted::Queued { run, outbox, duplicate } => {
+            let mut message = serde_json::to_value(&run.message).map_err(internal)?;
+            if let Some(fields) = message.as_object_mut() {
+                fields.insert("outbox".into(), json!({"id": outbox, "duplicate": duplicate}));
+            }
+            (StatusCode::OK, axum::Json(message)).into_response()
+        }
+        Submitted::Scheduled { job, due_at, duplicate } => (
+            StatusCode::ACCEPTED,
+            axum::Json(json!({"scheduled": {"job": job, "due_at_ms": due_at, "duplicate": duplicate}})),
+        )
+            .into_response(),
+        Submitted::Rejected(error) => error_response(
+            StatusCode::BAD_REQUEST,
+            error.code.as_str(),
+            json!({"error": {"code": error.code, "field": error.field, "message": error.message}}),
+        ),
+    })
 }
 
 async fn post_score(

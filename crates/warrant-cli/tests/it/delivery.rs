@@ -338,7 +338,7 @@ fn a_receiver_refusing_with_a_4xx_sends_the_message_to_the_dead_letter_at_once()
     let summary: Value = serde_json::from_str(stdout(&once).trim()).unwrap();
     assert_eq!(
         summary,
-        json!({"taken": 2, "sent": 0, "retried": 0, "dead": 2, "not_held": 0})
+        json!({"follow_ups": {"taken": 0, "enqueued": 0, "already_enqueued": 0, "failed": 0}, "taken": 2, "sent": 0, "retried": 0, "dead": 2, "not_held": 0})
     );
     assert_eq!(hook.log().wire.len(), 2, "no second attempt");
     // Operators find them with `warrant scheduler outbox --state dead`.

@@ -113,3 +113,62 @@ fn the_outbound_corpus_runs_under_corpus_run_and_a_leak_fails_it() {
     assert!(text.contains("leak: on path `live`"), "{text}");
     assert!(text.ends_with("0 passed, 1 failed\n"), "{text}");
 }
+
+/// Seed 003 end to end, as processes: the follow-up agent hands warrant its draft for later
+/// (`warrant outbound --send` with a `due` time), and `warrant scheduler run` clears it when it
+/// is due and delivers what the gate let out to the deployment's webhook on a real socket. The
+/// customer receives the path's fallback copy, once, and never the claim that a link is attached.
+#[test]
+fn seed_003_as_a_scheduled_follow_up_reaches_the_webhook_as_fallback_copy_once() {
+    use crate::receiver::{Behaviour, Webhook};
+
+    let (_dir, store) = store();
+    let send = |request: &Value| {
+        let out = warrant(&["outbound", "--contract", CONTRACT, "--store", &store, "--send", "-"], &request.to_string());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let follow_up = json!({"conversation": "seed003", "path": "scheduled", "at": "2026-11-29T16:00:00Z",
+        "due": "2026-11-29T16:30:00Z", "locale": "en-US",
+        "draft": {"text": "Great news! Your payment link is attached below.",
+                  "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}});
+    let scheduled = send(&follow_up);
+    assert_eq!(scheduled["scheduled"]["duplicate"], false, "{scheduled}");
+    // The follow-up job runs again (a retry of the agent's call): it is stored once.
+    assert_eq!(send(&follow_up)["scheduled"]["duplicate"], true);
+    // A due time on another path is refused, with its field.
+    let mut wrong = follow_up.clone();
+    wrong["path"] = json!("queue");
+    let out = warrant(&["outbound", "--contract", CONTRACT, "--store", &store, "--send", "-"], &wrong.to_string());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap()["error"]["field"], "due");
+
+    let webhook = Webhook::start(Behaviour::Answer(200));
+    let run = |store: &str| {
+        let out = warrant(&["scheduler", "run", "--contract", CONTRACT, "--store", store, "--webhook", &webhook.url(), "--once"], "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let first = run(&store);
+    assert_eq!(first["follow_ups"]["enqueued"], 1, "{first}");
+    assert_eq!(first["sent"], 1, "{first}");
+    let again = run(&store);
+    assert_eq!((again["follow_ups"]["taken"].clone(), again["taken"].clone()), (json!(0), json!(0)), "{again}");
+
+    let log = webhook.log();
+    assert_eq!(log.wire.len(), 1, "{:?}", log.wire);
+    let delivered = log.applied.values().next().unwrap();
+    assert_eq!(delivered["basis"], "fallback", "{delivered}");
+    assert_eq!(delivered["path"], "scheduled");
+    assert_eq!(delivered["claims"], json!([]));
+    let text = delivered["text"].as_str().unwrap();
+    assert!(!text.contains("attached"), "{text}");
+    // The delivered copy is the contract's fallback for the path, and the outbox keeps the
+    // gate's record beside it.
+    let contract = warrant_engine::load_contract(&crate::root().join(CONTRACT)).unwrap().0;
+    let fallback = contract.outbound().path(warrant_core::claim::PathName::Scheduled).unwrap().fallback("en-US").unwrap();
+    assert_eq!(text, fallback);
+    let out = warrant(&["scheduler", "outbox", "--store", &store, "--state", "sent"], "");
+    let row: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(row["record"]["verdicts"][0]["backed"], false, "{row}");
+}

@@ -106,7 +106,7 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
         now: 200,
         until: 300,
     };
-    let run = run_due_jobs(&mut store, &next, 10, |job| {
+    let run = run_due_jobs(&mut store, &next, 10, |_, job| {
         Ok::<_, String>(composed(job, 2))
     })
     .unwrap();
@@ -141,7 +141,7 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
         now: 300,
         until: 400,
     };
-    let run = run_due_jobs(&mut store, &at, 10, |job| {
+    let run = run_due_jobs(&mut store, &at, 10, |_, job| {
         if job.job.id == "j2" {
             Err("no order in the record".to_owned())
         } else {

@@ -7,6 +7,7 @@ mod api;
 mod isolation;
 mod ladder;
 mod openapi;
+mod outbound;
 mod review;
 
 use std::io::{BufRead, BufReader, Read, Write};

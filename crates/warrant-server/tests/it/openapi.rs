@@ -45,6 +45,6 @@ async fn every_route_is_documented_and_every_documented_operation_is_served() {
         assert_eq!(secured, status == 401, "{method} {path}: {status} {body}");
     }
     // And a path that is in neither is not served.
-    let (status, body) = call(&app, "GET", "/v1/outbound", None, None).await;
+    let (status, body) = call(&app, "GET", "/v1/outbox", None, None).await;
     assert_eq!((status.as_u16(), &body["error"]["code"]), (404, &Value::from("no_route")));
 }
