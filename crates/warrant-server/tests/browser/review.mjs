@@ -44,13 +44,16 @@ try {
   const after = Number(await page.locator(guard).getAttribute("data-audited", deadline));
   const audited = await page.locator(`${row} .label`).textContent(deadline);
   const note = await page.locator("#audit-status").textContent(deadline);
-  // The reply's basis and claims, as the outbound gate's cleared reply will carry them; no turn
-  // has one until the gate exists, so the page's own renderer is given one.
+  // The bases of the cleared replies the page shows: the announcing turn's draft went through
+  // the outbound gate and came back as the live path's fallback copy.
+  const bases = await page.locator(".reply").evaluateAll((nodes) => nodes.map((n) => n.dataset.basis || ""));
+  const fallbackText = await page.locator('.reply[data-basis="fallback"] .evidence').allTextContents();
+  // A rewritten reply with claims, which no turn of this test has, through the page's renderer.
   const reply = await page.evaluate(() => renderReply({
     reply: { text: "Your order is cancelled.", basis: "rewritten", claims: [{ kind: "order_cancelled", args: { order: "#W1" } }], reasons: ["claim_unbacked"] },
   }).textContent);
   const none = await page.evaluate(() => renderReply({ reply: null }).textContent);
-  console.log(JSON.stringify({ refused, before, after, audited, note, problems, reply, none }));
+  console.log(JSON.stringify({ refused, before, after, audited, note, problems, bases, fallbackText, reply, none }));
 } catch (e) {
   console.error("review.mjs: " + (e && e.message ? e.message : e));
   process.exitCode = 1;

@@ -165,6 +165,11 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     assert_eq!((seen["before"].as_u64(), seen["after"].as_u64()), (Some(0), Some(1)), "{seen}");
     assert!(seen["audited"].as_str().unwrap().starts_with("audited: true_positive by reviewer"), "{seen}");
     assert_eq!(seen["problems"], json!([]), "{seen}");
+    // The announcing draft's cleared reply is on the page: the live path's fallback copy, not
+    // the announcement.
+    assert!(seen["bases"].as_array().unwrap().contains(&json!("fallback")), "{seen}");
+    let fallback = seen["fallbackText"][0].as_str().unwrap_or("");
+    assert!(fallback.starts_with("reply: \u{201c}") && !fallback.contains("Let me check"), "{seen}");
     let reply = seen["reply"].as_str().unwrap();
     assert!(reply.contains("reply basis: rewritten") && reply.contains("claim order_cancelled {\"args\":{\"order\":\"#W1\"}}"), "{seen}");
     assert!(reply.contains("claim_unbacked"), "{seen}");
