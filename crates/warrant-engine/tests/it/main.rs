@@ -4,6 +4,7 @@
 
 mod checks;
 mod dispatch;
+mod endpoint;
 mod lifecycle;
 mod outbound;
 mod retail;

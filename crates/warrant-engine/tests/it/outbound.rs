@@ -3,63 +3,32 @@
 //! the rewrite given verified facts only, and every message replayed byte for byte from its
 //! record with no store and no model.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use warrant_core::outbound::Basis;
 use warrant_engine::{
     Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound,
 };
-use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::{SqliteStore, Store};
 
+use crate::endpoint::{Seen, endpoint, live};
 use crate::retail_engine;
 
 const PATHS: [&str; 5] = ["live", "retry", "scheduled", "digest", "queue"];
 const LINK: &str = "Here is the payment link for your order. It's attached below.";
 
-/// Answers each task one fixed way, and keeps every request it was sent.
-struct ByTask {
-    coverage: &'static str,
-    rewrite: &'static str,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<ChatRequest>>>,
-}
-
-impl Provider for ByTask {
-    fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
-        self.seen.lock().unwrap().push(request.clone());
-        let content = match request.schema_name.as_str() {
-            "claims_coverage" => format!(r#"{{"unlisted_claim":"{}"}}"#, self.coverage),
-            _ => json!({"text": self.rewrite}).to_string(),
-        };
-        Ok(ChatAnswer {
-            content,
-            prompt_tokens: 40,
-            completion_tokens: 8,
-        })
-    }
-}
-
-fn with_model(
-    engine: Engine<SqliteStore>,
-    coverage: &'static str,
-    rewrite: &'static str,
-) -> (
-    Engine<SqliteStore>,
-    std::sync::Arc<std::sync::Mutex<Vec<ChatRequest>>>,
-) {
-    let seen = std::sync::Arc::default();
-    let provider = ByTask {
-        coverage,
-        rewrite,
-        seen: std::sync::Arc::clone(&seen),
-    };
-    (
-        engine
-            .with_model(ModelSetup::new(Box::new(provider), "test-model"))
-            .unwrap(),
-        seen,
-    )
+/// The engine with a model behind a real socket that answers each task one fixed way: the
+/// coverage check `coverage` (`yes`/`no`/`unsure`), the rewrite `rewrite`; and every request
+/// body the endpoint was sent.
+fn with_model(engine: Engine<SqliteStore>, coverage: &'static str, rewrite: &'static str) -> (Engine<SqliteStore>, Seen) {
+    let seen = Seen::default();
+    let base = endpoint(
+        move |name| match name {
+            "claims_coverage" => format!(r#"{{"unlisted_claim":"{coverage}"}}"#),
+            _ => json!({"text": rewrite}).to_string(),
+        },
+        Seen::clone(&seen),
+    );
+    (engine.with_model(ModelSetup::new(Box::new(live(base)), "m")).unwrap(), seen)
 }
 
 fn outbound(
@@ -210,9 +179,9 @@ fn the_rewrite_is_given_verified_facts_only() {
     let requests = seen.lock().unwrap();
     let rewrite = requests
         .iter()
-        .find(|r| r.schema_name == "rewrite")
+        .find(|r| r["response_format"]["json_schema"]["name"] == "rewrite")
         .unwrap();
-    let question = &rewrite.messages[1].content;
+    let question = rewrite["messages"][1]["content"].as_str().unwrap();
     assert!(
         question.contains(r##"claim {"claim":"order_pending","order":"#W5918442"}"##),
         "{question}"

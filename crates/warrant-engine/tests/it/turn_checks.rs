@@ -4,16 +4,15 @@
 //! covers takes the turn's acts away; every answer that is not a pass, and every failure, can
 //! only take away; and a replay decides the same from the record, with no provider.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::net::TcpListener;
 
 use serde_json::{Value, json};
 use warrant_core::turn::Verdict;
 use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
-use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{RecordedProvider, Recorder};
+
+use crate::endpoint::{Seen, live};
 use warrant_store::{SqliteStore, Store};
 
 /// The rename example with the turn-level check on.
@@ -47,43 +46,20 @@ const COVERED: Answers = Answers {
     uncovered_request: r#"{"uncovered":"no"}"#,
 };
 
-/// A chat-completions endpoint on 127.0.0.1 that answers each request by the name of the
-/// schema it asks for; it serves until the test process ends.
+/// The endpoint answering with `answers`.
 fn endpoint(answers: Answers) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let request: Value = serde_json::from_slice(&body).unwrap();
-            let content = match request["response_format"]["json_schema"]["name"].as_str() {
-                Some("locate") => answers.locate,
-                Some("value_stated") => answers.value_stated,
-                Some("uncovered_request") => answers.uncovered_request,
+    crate::endpoint::endpoint(
+        move |name| {
+            match name {
+                "locate" => answers.locate,
+                "value_stated" => answers.value_stated,
+                "uncovered_request" => answers.uncovered_request,
                 other => panic!("no answer for {other:?}"),
-            };
-            let reply = json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}).to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
-        }
-    });
-    base
-}
-
-fn live(base: String) -> OpenAiProvider {
-    OpenAiProvider::new(EndpointConfig { base_url: base, model: "m".into(), key: None, connect_timeout: Duration::from_secs(2), format: Default::default() }).unwrap()
+            }
+            .to_owned()
+        },
+        Seen::default(),
+    )
 }
 
 fn engine(dir: &Path, store: &str, model: Option<ModelSetup>) -> Engine<SqliteStore> {
