@@ -120,6 +120,11 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A 400 for input the core refused: its reason code, the field at fault and why.
+fn refused_input(code: warrant_core::reason::ReasonCode, field: Option<&str>, message: &str) -> Response {
+    error_response(StatusCode::BAD_REQUEST, code.as_str(), json!({"error": {"code": code, "field": field, "message": message}}))
+}
+
 fn error_response(status: StatusCode, code: &str, body: Value) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     response.extensions_mut().insert(ErrorCode(code.to_owned()));
@@ -321,11 +326,7 @@ async fn post_outbound(
             axum::Json(json!({"scheduled": {"job": job, "due_at_ms": due_at, "duplicate": duplicate}})),
         )
             .into_response(),
-        Submitted::Rejected(error) => error_response(
-            StatusCode::BAD_REQUEST,
-            error.code.as_str(),
-            json!({"error": {"code": error.code, "field": error.field, "message": error.message}}),
-        ),
+        Submitted::Rejected(error) => refused_input(error.code, Some(&error.field), &error.message),
     })
 }
 
@@ -343,11 +344,7 @@ async fn post_score(
             response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             Ok(response)
         }
-        Err(error) => Ok(error_response(
-            StatusCode::BAD_REQUEST,
-            error.code.as_str(),
-            json!({"error": {"code": error.code, "field": error.field, "message": error.message}}),
-        )),
+        Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
     }
 }
 
