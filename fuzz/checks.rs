@@ -126,7 +126,9 @@ impl warrant_core::outbound::LedgerFacts for NoLedger {
 /// Parses `text` as an outbound request and clears it with nothing to back any claim.
 pub fn outbound(text: &str) {
     use warrant_core::outbound::{self, Basis, GateAnswers};
-    let Ok(contract) = Contract::from_toml("outbound.toml", OUTBOUND) else { panic!("the outbound contract does not load") };
+    let Ok(contract) = Contract::from_toml("outbound.toml", OUTBOUND) else {
+        panic!("the outbound contract does not load")
+    };
     match outbound::parse_request(&contract, text) {
         Err(error) => assert!(!error.message.contains('\n'), "multi-line error: {error}"),
         Ok(valid) => {

@@ -33,10 +33,7 @@ fn count() -> usize {
     if !std::env::args().any(|a| a == "--bench") {
         return 20;
     }
-    std::env::var("WARRANT_BENCH_MESSAGES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000)
+    std::env::var("WARRANT_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
 }
 
 fn fill(store: &mut dyn Store, count: usize, tag: &str) {
@@ -80,10 +77,7 @@ fn through_dispatcher(
 fn bare_posts(hook: &Webhook, count: usize) -> f64 {
     // The workspace's reqwest has no TLS provider of its own; the dispatcher installs ring too.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
     let start = Instant::now();
     for n in 0..count {
         let status = client
@@ -110,25 +104,13 @@ fn main() {
     println!("baseline: bare POSTs, no store         {baseline:>9.0} messages/s");
     let shapes = [(1, 1), (32, 1), (32, 4)];
     for (batch, parallel) in shapes {
-        let rate = through_dispatcher(
-            &mut sqlite,
-            &hook,
-            count,
-            (batch, parallel),
-            &format!("s{batch}.{parallel}"),
-        );
+        let rate = through_dispatcher(&mut sqlite, &hook, count, (batch, parallel), &format!("s{batch}.{parallel}"));
         println!(
             "dispatcher on SQLite, batch {batch:>2} × {parallel}    {rate:>9.0} messages/s ({:.0}% of baseline)",
             100.0 * rate / baseline
         );
     }
-    assert_eq!(
-        sqlite
-            .outbox(Some(OutboxState::Sent), usize::MAX)
-            .unwrap()
-            .len(),
-        shapes.len() * count
-    );
+    assert_eq!(sqlite.outbox(Some(OutboxState::Sent), usize::MAX).unwrap().len(), shapes.len() * count);
 
     let conninfo = std::env::var("WARRANT_BENCH_POSTGRES")
         .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
@@ -141,9 +123,7 @@ fn main() {
         100.0 * rate / baseline
     );
     let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .unwrap();
+    admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).unwrap();
     // Every stored message and every bare POST had a key of its own, so each was applied once.
     assert_eq!(hook.log().applied.len(), (shapes.len() + 2) * count);
 }

@@ -31,8 +31,8 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
     }
     let mut tally = Tally::default();
     for file in &files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
+        let text =
+            std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -71,8 +71,7 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
 
 /// Adds `path` (a file) or the `.jsonl` files under it (a folder), sorted, to `files`.
 pub(crate) fn collect(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), Exit> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
     if meta.is_file() {
         files.push(path.to_owned());
         return Ok(());

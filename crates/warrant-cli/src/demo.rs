@@ -78,7 +78,11 @@ impl<S: Store> Player<'_, S> {
                     println!("{line}");
                 }
                 for interaction in &decided.interactions {
-                    println!("  asks the user to confirm: interaction {} (options {})", interaction.id, interaction.options.join(", "));
+                    println!(
+                        "  asks the user to confirm: interaction {} (options {})",
+                        interaction.id,
+                        interaction.options.join(", ")
+                    );
                     self.held.push(interaction.id.clone());
                 }
             }
@@ -88,7 +92,10 @@ impl<S: Store> Player<'_, S> {
 
     fn order_status(&mut self, order: &str) -> Result<String, Exit> {
         let record = self.engine.store_mut().record("order", order).map_err(|e| Exit::Input(e.to_string()))?;
-        Ok(record.map_or_else(|| "missing".into(), |r| format!("{} (revision {})", r.value.get("status").and_then(Value::as_str).unwrap_or("?"), r.revision)))
+        Ok(record.map_or_else(
+            || "missing".into(),
+            |r| format!("{} (revision {})", r.value.get("status").and_then(Value::as_str).unwrap_or("?"), r.revision),
+        ))
     }
 
     fn last_held(&self) -> String {
@@ -113,22 +120,42 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), Exit> {
     println!("the actor is {ACTOR}; every write needs the user's confirmation");
     let mut p = Player { engine: &mut engine, held: Vec::new() };
 
-    let cancel = json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
+    let cancel =
+        json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
     println!("\norder #W6247578 is {}", p.order_status("#W6247578")?);
-    p.play("1. the model proposes to cancel the pending order #W6247578", &request("t1", "Cancel #W6247578, I no longer need it.", cancel.clone(), json!([])))?;
+    p.play(
+        "1. the model proposes to cancel the pending order #W6247578",
+        &request("t1", "Cancel #W6247578, I no longer need it.", cancel.clone(), json!([])),
+    )?;
     let confirm = json!([{"interaction": p.last_held(), "option": "confirm"}]);
     p.play("2. the user confirms by option id", &request("t2", "Yes, go ahead.", json!([]), confirm.clone()))?;
     println!("  order #W6247578 is now {}", p.order_status("#W6247578")?);
-    p.play("3. the same turn arrives again (a retry with the same idempotency key)", &request("t2", "Yes, go ahead.", json!([]), confirm))?;
+    p.play(
+        "3. the same turn arrives again (a retry with the same idempotency key)",
+        &request("t2", "Yes, go ahead.", json!([]), confirm),
+    )?;
     println!("  order #W6247578 is still {}", p.order_status("#W6247578")?);
-    p.play("4. the model proposes the same cancellation again: the gate sees the committed change", &request("t4", "Cancel it again.", cancel, json!([])))?;
+    p.play(
+        "4. the model proposes the same cancellation again: the gate sees the committed change",
+        &request("t4", "Cancel it again.", cancel, json!([])),
+    )?;
     p.play(
         "5. the model proposes to cancel another customer's order",
-        &request("t5", "Cancel #W2611340.", json!([{"op": "cancel_pending_order", "args": {"order_id": "#W2611340", "reason": "ordered by mistake"}}]), json!([])),
+        &request(
+            "t5",
+            "Cancel #W2611340.",
+            json!([{"op": "cancel_pending_order", "args": {"order_id": "#W2611340", "reason": "ordered by mistake"}}]),
+            json!([]),
+        ),
     )?;
     p.play(
         "6. a reason outside the closed set",
-        &request("t6", "Cancel #W4776164.", json!([{"op": "cancel_pending_order", "args": {"order_id": "#W4776164", "reason": "changed my mind"}}]), json!([])),
+        &request(
+            "t6",
+            "Cancel #W4776164.",
+            json!([{"op": "cancel_pending_order", "args": {"order_id": "#W4776164", "reason": "changed my mind"}}]),
+            json!([]),
+        ),
     )?;
     p.play(
         "7. an exchange for an item of another product",

@@ -93,7 +93,13 @@ pub(crate) trait GuardOps {
     fn audit(&mut self, finding: &str, label: Label, who: &str, at: &str) -> Result<AuditResult, GuardError>;
     fn status(&mut self) -> Result<GuardStatus, GuardError>;
     fn sample(&mut self, count: usize, at: &str) -> Result<usize, GuardError>;
-    fn promote(&mut self, corpus: CorpusRun, bars: Bars, who: &str, at: &str) -> Result<Result<serde_json::Value, (String, String)>, GuardError>;
+    fn promote(
+        &mut self,
+        corpus: CorpusRun,
+        bars: Bars,
+        who: &str,
+        at: &str,
+    ) -> Result<Result<serde_json::Value, (String, String)>, GuardError>;
     fn demote(&mut self, who: &str, at: &str, reason: &str) -> Result<usize, GuardError>;
 }
 
@@ -114,7 +120,13 @@ impl<S: Store> GuardOps for Engine<S> {
         self.guard_sample(count, at)
     }
 
-    fn promote(&mut self, corpus: CorpusRun, bars: Bars, who: &str, at: &str) -> Result<Result<serde_json::Value, (String, String)>, GuardError> {
+    fn promote(
+        &mut self,
+        corpus: CorpusRun,
+        bars: Bars,
+        who: &str,
+        at: &str,
+    ) -> Result<Result<serde_json::Value, (String, String)>, GuardError> {
         Ok(match self.guard_promote(corpus, bars, who, at)? {
             Ok(record) => Ok(serde_json::to_value(record).unwrap_or_default()),
             Err(refusal) => Err((refusal.code().as_str().to_owned(), refusal.to_string())),
@@ -172,7 +184,12 @@ pub(crate) fn run(command: &GuardCommand) -> Result<(), Exit> {
             if who.trim().is_empty() {
                 return Err(Exit::Input("`--who` is empty".into()));
             }
-            let bars = Bars { min_audited: *min_audited, max_false_positive_rate: *max_fp_rate, max_corpus_failures: *max_corpus_failures, audits_required: true };
+            let bars = Bars {
+                min_audited: *min_audited,
+                max_false_positive_rate: *max_fp_rate,
+                max_corpus_failures: *max_corpus_failures,
+                audits_required: true,
+            };
             let contract = load_contract(&at.contract)?;
             let guard = contract.guards().announcement().ok_or_else(|| Exit::Input(GuardError::NoGuard.to_string()))?;
             let tally = run_corpus(guard, corpus)?;
@@ -209,7 +226,8 @@ fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<Tally, Exi
     }
     let mut total = Tally::default();
     for file in &files {
-        let text = std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
+        let text =
+            std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
         let tally = guard_corpus::run_text(guard, &text, |line, case, failure| report(file, line, case, failure));
         total.passed += tally.passed;
         total.failed += tally.failed;
@@ -226,7 +244,9 @@ fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<Tally, Exi
 
 fn report(file: &Path, line: usize, case: Option<&guard_corpus::Case>, failure: &guard_corpus::Failure) {
     match case {
-        Some(case) => println!("{}:{line}: {failure}\n    text: {:?}\n    why: {}", file.display(), case.text, case.why),
+        Some(case) => {
+            println!("{}:{line}: {failure}\n    text: {:?}\n    why: {}", file.display(), case.text, case.why)
+        }
         None => println!("{}:{line}: {failure}", file.display()),
     }
 }

@@ -36,26 +36,16 @@ pub(crate) struct OutboundArgs {
 pub(crate) fn run(args: &OutboundArgs) -> Result<(), Exit> {
     let url = StoreUrl::parse(&args.store)?;
     let json = read_input(&args.request)?;
-    let (contract, folder) =
-        load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
+    let (contract, folder) = load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
     match url {
         StoreUrl::Sqlite(path) => {
-            let store = SqliteStore::open(&path)
-                .map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
-            clear(
-                Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?,
-                &json,
-                args,
-            )
+            let store =
+                SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
+            clear(Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?, &json, args)
         }
         StoreUrl::Postgres { conninfo, schema } => {
-            let store = PgStore::connect(&conninfo, &schema)
-                .map_err(|e| Exit::Input(format!("store: {e}")))?;
-            clear(
-                Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?,
-                &json,
-                args,
-            )
+            let store = PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?;
+            clear(Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?, &json, args)
         }
     }
 }
@@ -98,7 +88,8 @@ fn clear<S: Store>(engine: Engine<S>, json: &str, args: &OutboundArgs) -> Result
 
 fn write_record(args: &OutboundArgs, run: &OutboundRun) -> Result<(), Exit> {
     let Some(path) = &args.record else { return Ok(()) };
-    let record = serde_json::to_string_pretty(&run.record).map_err(|e| Exit::Input(format!("cannot write JSON: {e}")))?;
+    let record =
+        serde_json::to_string_pretty(&run.record).map_err(|e| Exit::Input(format!("cannot write JSON: {e}")))?;
     std::fs::write(path, record + "\n").map_err(|e| Exit::Input(format!("cannot write `{}`: {e}", path.display())))
 }
 
@@ -112,10 +103,7 @@ pub(crate) fn run_corpus_case(contract: &warrant_core::Contract, line: &str, pla
     use warrant_core::outbound_corpus;
     let result = outbound_corpus::parse_case(line).and_then(|case| {
         outbound_corpus::run_case(contract, &case).inspect_err(|failure| {
-            println!(
-                "{place}: {failure}\n    name: {}\n    why: {}",
-                case.name, case.why
-            );
+            println!("{place}: {failure}\n    name: {}\n    why: {}", case.name, case.why);
         })
     });
     if let Err(failure @ outbound_corpus::Failure::BadCase(_)) = &result {

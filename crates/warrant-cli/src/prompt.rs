@@ -9,11 +9,11 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, Subject};
+use warrant_engine::{active_prompt, prompt_subject};
 use warrant_model::corpus::{self, Case, CaseResult};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Recorder, Runner, TurnBudget};
-use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, Subject};
-use warrant_engine::{active_prompt, prompt_subject};
 use warrant_store::{PgStore, PromotionRow, PromptPromotionRow, PromptRow, SqliteStore, Store};
 
 use crate::Exit;
@@ -92,8 +92,12 @@ pub(crate) struct PromoteArgs {
 
 pub(crate) fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
     let mut store: Box<dyn Store> = match StoreUrl::parse(&at.store)? {
-        StoreUrl::Sqlite(path) => Box::new(SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?),
-        StoreUrl::Postgres { conninfo, schema } => Box::new(PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?),
+        StoreUrl::Sqlite(path) => {
+            Box::new(SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?)
+        }
+        StoreUrl::Postgres { conninfo, schema } => {
+            Box::new(PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?)
+        }
     };
     store.migrate().map_err(|e| Exit::Input(format!("store: {e}")))?;
     Ok(store)
@@ -107,10 +111,13 @@ pub(crate) fn run(command: &PromptCommand) -> Result<(), Exit> {
     match command {
         PromptCommand::Add { at, task, file } => {
             let schema = corpus::schema(task).map_err(|e| Exit::Input(e.to_string()))?;
-            let text = std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
             let prompt = PromptVersion::new(task, &text, &schema);
             let mut store = open(at)?;
-            store.put_prompt(&PromptRow { task: task.clone(), version: prompt.version.clone(), text }).map_err(store_error)?;
+            store
+                .put_prompt(&PromptRow { task: task.clone(), version: prompt.version.clone(), text })
+                .map_err(store_error)?;
             println!("{}", prompt.version);
             Ok(())
         }
@@ -118,7 +125,10 @@ pub(crate) fn run(command: &PromptCommand) -> Result<(), Exit> {
             let builtin = builtin(task)?;
             let mut store = open(at)?;
             let active = active_prompt(store.as_mut(), task).map_err(|e| Exit::Input(e.to_string()))?;
-            println!("{}", json!({"task": task, "builtin": builtin.version, "active": active.unwrap_or(builtin.version)}));
+            println!(
+                "{}",
+                json!({"task": task, "builtin": builtin.version, "active": active.unwrap_or(builtin.version)})
+            );
             for p in store.promotions(task).map_err(store_error)? {
                 println!("{}", json!({"seq": p.seq, "version": p.version, "accepted": p.accepted, "report": p.report}));
             }
@@ -130,10 +140,12 @@ pub(crate) fn run(command: &PromptCommand) -> Result<(), Exit> {
 }
 
 fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, Exit> {
-    let text = std::fs::read_to_string(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?;
     let mut cases = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let case: Case = serde_json::from_str(line).map_err(|e| Exit::Input(format!("`{}` line {}: {e}", path.display(), i + 1)))?;
+        let case: Case =
+            serde_json::from_str(line).map_err(|e| Exit::Input(format!("`{}` line {}: {e}", path.display(), i + 1)))?;
         cases.push(case);
     }
     if cases.is_empty() {
@@ -143,10 +155,9 @@ fn read_cases(path: &std::path::Path) -> Result<Vec<Case>, Exit> {
 }
 
 fn kept(store: &mut dyn Store, task: &str, version: &str) -> Result<Prompts, Exit> {
-    let kept = store
-        .prompt(task, version)
-        .map_err(store_error)?
-        .ok_or_else(|| Exit::Input(format!("version `{version}` of `{task}` is not kept: `warrant prompt add` it first")))?;
+    let kept = store.prompt(task, version).map_err(store_error)?.ok_or_else(|| {
+        Exit::Input(format!("version `{version}` of `{task}` is not kept: `warrant prompt add` it first"))
+    })?;
     let mut prompts = Prompts::default();
     prompts.set(PromptVersion { task: kept.task, version: kept.version, text: kept.text });
     Ok(prompts)
@@ -155,8 +166,9 @@ fn kept(store: &mut dyn Store, task: &str, version: &str) -> Result<Prompts, Exi
 fn record(args: &RecordArgs) -> Result<(), Exit> {
     corpus::schema(&args.task).map_err(|e| Exit::Input(e.to_string()))?;
     let cases = read_cases(&args.cases)?;
-    let config = EndpointConfig::from_env()
-        .ok_or_else(|| Exit::Input(format!("`{}` is unset: recording needs a live endpoint", warrant_model::openai::ENV_BASE_URL)))?;
+    let config = EndpointConfig::from_env().ok_or_else(|| {
+        Exit::Input(format!("`{}` is unset: recording needs a live endpoint", warrant_model::openai::ENV_BASE_URL))
+    })?;
     let model = config.model.clone();
     let live = OpenAiProvider::new(config).map_err(|e| Exit::Input(e.to_string()))?;
     let recorder = Recorder::new(live, &args.cassette).map_err(|e| Exit::Input(e.to_string()))?;
@@ -166,7 +178,10 @@ fn record(args: &RecordArgs) -> Result<(), Exit> {
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let runner = Runner { provider: &recorder, model: &model, budget: &budget, prompts: &prompts };
         let result = corpus::run_case(&runner, &args.task, case).map_err(|e| Exit::Input(e.to_string()))?;
-        println!("{}", json!({"case": result.name, "expect": result.expect, "got": result.got.as_ref().map_err(String::as_str), "passed": result.passed()}));
+        println!(
+            "{}",
+            json!({"case": result.name, "expect": result.expect, "got": result.got.as_ref().map_err(String::as_str), "passed": result.passed()})
+        );
     }
     Ok(())
 }
@@ -212,7 +227,14 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
     let passed = u64::try_from(results.len()).unwrap_or(u64::MAX).saturating_sub(failed);
     let at = jiff::Timestamp::now().to_string();
     let subject = Subject { name: prompt_subject(&args.task), version: args.version.clone() };
-    let ladder = Ladder::promote(subject, AuditSummary::default(), CorpusRun { passed, failed }, Bars::corpus_only(), args.who.clone(), at.clone());
+    let ladder = Ladder::promote(
+        subject,
+        AuditSummary::default(),
+        CorpusRun { passed, failed },
+        Bars::corpus_only(),
+        args.who.clone(),
+        at.clone(),
+    );
     let accepted = accepted && ladder.is_ok();
     if let Ok(promotion) = &ladder {
         let record = serde_json::to_value(promotion.record()).map_err(|e| Exit::Input(e.to_string()))?;
@@ -229,7 +251,13 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
             .map_err(store_error)?;
     }
     store
-        .record_promotion(&PromptPromotionRow { seq: 0, task: args.task.clone(), version: args.version.clone(), accepted, report: report.clone() })
+        .record_promotion(&PromptPromotionRow {
+            seq: 0,
+            task: args.task.clone(),
+            version: args.version.clone(),
+            accepted,
+            report: report.clone(),
+        })
         .map_err(store_error)?;
     for r in &regressions {
         let got = match &r.got {
@@ -238,6 +266,9 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
         };
         println!("regression: case `{}` expects {} and got {got}", r.name, format!("{:?}", r.expect).to_lowercase());
     }
-    println!("{}", json!({"task": args.task, "version": args.version, "previous": previous, "accepted": accepted, "cases": results.len(), "regressions": regressions.len()}));
+    println!(
+        "{}",
+        json!({"task": args.task, "version": args.version, "previous": previous, "accepted": accepted, "cases": results.len(), "regressions": regressions.len()})
+    );
     if accepted { Ok(()) } else { Err(Exit::Failed) }
 }

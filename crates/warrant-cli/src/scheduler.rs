@@ -86,11 +86,8 @@ pub(crate) fn run(command: &SchedulerCommand) -> Result<(), Exit> {
 /// The dispatcher's configuration from the flags, checked before anything is opened.
 fn config(args: &RunArgs) -> Result<DispatchConfig, Exit> {
     let mut config = DispatchConfig::new(args.webhook.clone());
-    config.retry = RetryPolicy {
-        attempts: args.attempts,
-        backoff_base_ms: args.backoff_ms,
-        backoff_cap_ms: args.backoff_cap_ms,
-    };
+    config.retry =
+        RetryPolicy { attempts: args.attempts, backoff_base_ms: args.backoff_ms, backoff_cap_ms: args.backoff_cap_ms };
     config.timeout = Duration::from_millis(args.timeout_ms);
     config.batch = args.batch;
     config.parallel = args.parallel;
@@ -103,11 +100,7 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
     let config = config(args)?;
     // First, so that a signal while the contract loads or the store opens stops the daemon
     // cleanly before it takes anything.
-    let stop = if args.once {
-        None
-    } else {
-        Some(stop_on_signal()?)
-    };
+    let stop = if args.once { None } else { Some(stop_on_signal()?) };
     let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
     let at = StoreArgs { contract: args.contract.clone(), store: args.at.store.clone() };
     with_engine(&at, |engine| {
@@ -168,15 +161,10 @@ fn failed(error: dispatch::DispatchError) -> Exit {
 fn stop_on_signal() -> Result<Arc<AtomicBool>, Exit> {
     use tokio::signal::unix::{SignalKind, signal};
     let stop = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut interrupt, mut terminate) = {
         let _inside = runtime.enter();
-        (
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        )
+        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
     };
     let flag = Arc::clone(&stop);
     std::thread::spawn(move || {
@@ -195,20 +183,13 @@ fn list(args: &OutboxArgs) -> Result<(), Exit> {
     let state = match &args.state {
         None => None,
         Some(text) => Some(OutboxState::parse(text).ok_or_else(|| {
-            Exit::Input(format!(
-                "`--state {text}`: give one of `queued`, `sending`, `sent`, `dead`"
-            ))
+            Exit::Input(format!("`--state {text}`: give one of `queued`, `sending`, `sent`, `dead`"))
         })?),
     };
     let mut store = open(&args.at)?;
-    let rows = store
-        .outbox(state, args.limit)
-        .map_err(|e| Exit::Input(format!("store: {e}")))?;
+    let rows = store.outbox(state, args.limit).map_err(|e| Exit::Input(format!("store: {e}")))?;
     for row in rows {
-        println!(
-            "{}",
-            serde_json::to_string(&row).map_err(|e| Exit::Input(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string(&row).map_err(|e| Exit::Input(e.to_string()))?);
     }
     Ok(())
 }
@@ -225,15 +206,7 @@ mod tests {
     }
 
     fn run_args(extra: &[&str]) -> RunArgs {
-        let mut line = vec![
-            "x",
-            "run",
-            "--contract",
-            "c.toml",
-            "--store",
-            "sqlite:s.db",
-            "--webhook",
-        ];
+        let mut line = vec!["x", "run", "--contract", "c.toml", "--store", "sqlite:s.db", "--webhook"];
         line.extend_from_slice(extra);
         match Line::parse_from(line).command {
             SchedulerCommand::Run(args) => args,
@@ -243,19 +216,10 @@ mod tests {
 
     #[test]
     fn flags_become_a_checked_configuration() {
-        let checked = config(&run_args(&[
-            "http://127.0.0.1:1/hook",
-            "--attempts",
-            "3",
-            "--batch",
-            "2",
-        ]))
-        .unwrap();
+        let checked = config(&run_args(&["http://127.0.0.1:1/hook", "--attempts", "3", "--batch", "2"])).unwrap();
         assert_eq!((checked.retry.attempts, checked.batch), (3, 2));
         let short_lease = run_args(&["http://127.0.0.1:1/hook", "--lease-ms", "100"]);
         assert!(matches!(config(&short_lease), Err(Exit::Input(m)) if m.contains("lease")));
-        assert!(
-            matches!(config(&run_args(&["mailto:x@y"])), Err(Exit::Input(m)) if m.contains("webhook"))
-        );
+        assert!(matches!(config(&run_args(&["mailto:x@y"])), Err(Exit::Input(m)) if m.contains("webhook")));
     }
 }

@@ -37,8 +37,7 @@ pub(crate) fn run(args: &ScoreArgs) -> Result<(), Exit> {
     match jsonl {
         None => {
             let request = ScoreRequest { kind: kind.clone(), text: text.clone() };
-            let line = report::score_line(&contract, &request)
-                .map_err(|e: InputError| Exit::Input(e.message))?;
+            let line = report::score_line(&contract, &request).map_err(|e: InputError| Exit::Input(e.message))?;
             writeln!(out, "{line}")?;
         }
         Some(path) => {
@@ -50,9 +49,7 @@ pub(crate) fn run(args: &ScoreArgs) -> Result<(), Exit> {
                 Box::new(std::io::BufReader::new(file))
             };
             for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| {
-                    Exit::Input(format!("`{}` line {}: {e}", path.display(), i + 1))
-                })?;
+                let line = line.map_err(|e| Exit::Input(format!("`{}` line {}: {e}", path.display(), i + 1)))?;
                 writeln!(out, "{}", report::score_jsonl_line(&contract, i + 1, &line))?;
             }
         }

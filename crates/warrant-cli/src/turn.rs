@@ -91,7 +91,8 @@ pub(crate) fn with_engine<T>(
     let (contract, folder) = load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
     match url {
         StoreUrl::Sqlite(path) => {
-            let store = SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
+            let store =
+                SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
             let engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
             f(&mut with_model(engine)?)
         }
@@ -165,7 +166,11 @@ pub(crate) trait EngineOps {
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
     /// Clears the follow-ups due under `lease` into the outbox.
-    fn run_due(&mut self, lease: &warrant_store::Lease, limit: usize) -> Result<warrant_engine::outbox::JobsRun<String>, Exit>;
+    fn run_due(
+        &mut self,
+        lease: &warrant_store::Lease,
+        limit: usize,
+    ) -> Result<warrant_engine::outbox::JobsRun<String>, Exit>;
     /// The store, for the dispatcher.
     fn store(&mut self) -> &mut dyn Store;
 }
@@ -187,7 +192,11 @@ impl<S: Store> EngineOps for Engine<S> {
         self
     }
 
-    fn run_due(&mut self, lease: &warrant_store::Lease, limit: usize) -> Result<warrant_engine::outbox::JobsRun<String>, Exit> {
+    fn run_due(
+        &mut self,
+        lease: &warrant_store::Lease,
+        limit: usize,
+    ) -> Result<warrant_engine::outbox::JobsRun<String>, Exit> {
         Engine::run_due(self, lease, limit).map_err(|e| Exit::Input(e.to_string()))
     }
 

@@ -2,7 +2,14 @@
 //! through the real gate (NFC, UAX #29, whole-reply rule) and, in the same run, through a naive
 //! baseline that splits on `". "` and looks the pieces up. Time per iteration is per reply;
 //! the item counter is sentences; the allocation profiler counts allocations per reply.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::disallowed_types, reason = "a benchmark stops at the first surprise; its baseline is the naive version")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::disallowed_types,
+    reason = "a benchmark stops at the first surprise; its baseline is the naive version"
+)]
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -20,14 +27,9 @@ fn main() {
 const KO: &str = include_str!("../../../examples/score-ko/contract.toml");
 const EN: &str = include_str!("../../../examples/score-en/contract.toml");
 
-const KO_SENTENCES: [&str; 4] =
-    ["고마워.", "같이 결정해보자.", "좋아.", "마지막 방향은 네가 정해도 돼."];
-const EN_SENTENCES: [&str; 4] = [
-    "Thank you.",
-    "I'll pass this to a colleague who can help.",
-    "I understand.",
-    "We can close this ticket now.",
-];
+const KO_SENTENCES: [&str; 4] = ["고마워.", "같이 결정해보자.", "좋아.", "마지막 방향은 네가 정해도 돼."];
+const EN_SENTENCES: [&str; 4] =
+    ["Thank you.", "I'll pass this to a colleague who can help.", "I understand.", "We can close this ticket now."];
 
 fn reply(sentences: &[&str], n: usize) -> String {
     (0..n).map(|i| sentences[i % sentences.len()]).collect::<Vec<_>>().join(" ")
@@ -45,9 +47,7 @@ fn gate<const N: usize>(bencher: Bencher, lang: &str) {
     let kind = contract.kinds().get("model_reply").expect("declared kind");
     let score = contract.score();
     assert_eq!(score.read(kind, &text).operations.len(), N / 2);
-    bencher
-        .counter(ItemsCount::new(N))
-        .bench(|| black_box(score.read(kind, black_box(&text)).operations.len()));
+    bencher.counter(ItemsCount::new(N)).bench(|| black_box(score.read(kind, black_box(&text)).operations.len()));
 }
 
 /// The naive reader of seed 000's first binding, made whole-reply: split on `". "`, look each

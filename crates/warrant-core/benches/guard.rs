@@ -2,7 +2,13 @@
 //! #29 sentences and a hash lookup per sentence over the retail example's generated set. The
 //! baseline, measured in the same run, is the naive keyword scan the guard replaced (wrong by
 //! design: it flags habits, offers and quotations alike), to price correctness.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "a benchmark stops at the first surprise")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "a benchmark stops at the first surprise"
+)]
 
 use std::hint::black_box;
 

@@ -2,7 +2,13 @@
 //! against facts in memory, with its coverage answer supplied, from the request's JSON to the
 //! cleared message. The baseline, measured in the same run, is parsing and validating the same
 //! request alone, so the figure beside it is what checking the claims adds.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "a benchmark stops at the first surprise")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "a benchmark stops at the first surprise"
+)]
 
 use std::hint::black_box;
 
@@ -59,7 +65,10 @@ fn gate(bencher: Bencher) {
     let first = outbound::clear(&contract, &valid.outgoing(), &memory, &GateAnswers::new()).unwrap();
     let answers: GateAnswers =
         first.questions.iter().map(|q| (q.id.clone(), GateAnswer::Verdict { verdict: CheckVerdict::Pass })).collect();
-    assert_eq!(outbound::clear(&contract, &valid.outgoing(), &memory, &answers).unwrap().message.basis(), Basis::Cleared);
+    assert_eq!(
+        outbound::clear(&contract, &valid.outgoing(), &memory, &answers).unwrap().message.basis(),
+        Basis::Cleared
+    );
     bencher.bench(|| {
         let valid = outbound::parse_request(&contract, black_box(&request)).unwrap();
         black_box(outbound::clear(&contract, &valid.outgoing(), &memory, &answers).unwrap().message.basis())

@@ -93,7 +93,8 @@ pub(crate) fn check_args(
     }
     let mut checked: BTreeMap<String, Checked> = BTreeMap::new();
     // Record handles first: members and pairs are checked against the rows they name.
-    let (records, rest): (Vec<&Arg>, Vec<&Arg>) = op.args.iter().partition(|a| matches!(a.kind, ArgKind::Record { .. }));
+    let (records, rest): (Vec<&Arg>, Vec<&Arg>) =
+        op.args.iter().partition(|a| matches!(a.kind, ArgKind::Record { .. }));
     for arg in records.into_iter().chain(rest) {
         let field = format!("args.{}", arg.name);
         let Some(value) = args.get(&arg.name).filter(|v| !v.is_null()) else {
@@ -116,10 +117,7 @@ fn wrong_type(expected: &str) -> Finding {
 
 fn string_list(value: &Value) -> Result<Vec<String>, Finding> {
     let Value::Array(items) = value else { return Err(wrong_type("a list of ids")) };
-    items
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| wrong_type("a list of ids")))
-        .collect()
+    items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(|| wrong_type("a list of ids"))).collect()
 }
 
 fn check_one(
@@ -135,14 +133,18 @@ fn check_one(
             if values.iter().any(|v| v == id) {
                 Ok(Checked::Enum(id.to_owned()))
             } else {
-                Err(Finding::refuse(ReasonCode::NotInClosedSet).detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
+                Err(Finding::refuse(ReasonCode::NotInClosedSet)
+                    .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
             }
         }
         ArgKind::Record { table } => {
             let (key, seen_revision) = match value {
                 Value::String(key) => (key.clone(), None),
                 Value::Object(map) => {
-                    let key = map.get("id").and_then(Value::as_str).ok_or_else(|| wrong_type("an id or {\"id\",\"revision\"}"))?;
+                    let key = map
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| wrong_type("an id or {\"id\",\"revision\"}"))?;
                     let revision = map.get("revision").and_then(Value::as_i64);
                     if map.keys().any(|k| k != "id" && k != "revision") {
                         return Err(wrong_type("an id or {\"id\",\"revision\"}"));
@@ -154,10 +156,11 @@ fn check_one(
             let row = RowRef { table: table.clone(), key };
             let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
             if let Some(seen) = seen_revision
-                && seen != record.revision {
-                    return Err(Finding::refuse(ReasonCode::StaleRevision)
-                        .detail(format!("the model saw revision {seen}; the record is at {}", record.revision)));
-                }
+                && seen != record.revision
+            {
+                return Err(Finding::refuse(ReasonCode::StaleRevision)
+                    .detail(format!("the model saw revision {seen}; the record is at {}", record.revision)));
+            }
             Ok(Checked::Record(row))
         }
         ArgKind::Records { table, require, .. } => {
@@ -168,8 +171,11 @@ fn check_one(
                 let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
                 for (field, expected) in require {
                     if record.value.get(field) != Some(expected) {
-                        return Err(Finding::refuse(ReasonCode::RequirementUnmet)
-                            .detail(format!("`{}` of `{}` is not {expected}", field, crate::text::visible(&row.key))));
+                        return Err(Finding::refuse(ReasonCode::RequirementUnmet).detail(format!(
+                            "`{}` of `{}` is not {expected}",
+                            field,
+                            crate::text::visible(&row.key)
+                        )));
                     }
                 }
                 rows.push(row);
@@ -194,9 +200,13 @@ fn check_one(
             if *allow_empty && value.as_str() == Some("") {
                 return Ok(Checked::Text(String::new()));
             }
-            let pointer: TextPointer = serde_json::from_value(value.clone())
-                .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}")))?;
-            let text = ctx.user_text.ok_or_else(|| Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into()))?;
+            let pointer: TextPointer = serde_json::from_value(value.clone()).map_err(|e| {
+                Finding::ask(ReasonCode::PointerInvalid)
+                    .detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}"))
+            })?;
+            let text = ctx.user_text.ok_or_else(|| {
+                Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
+            })?;
             let numbered = NumberedText::new(text);
             let resolved = pointer::resolve(&numbered, &pointer)
                 .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
@@ -230,8 +240,11 @@ fn check_one(
 }
 
 fn unknown_record(row: &RowRef) -> Finding {
-    Finding::refuse(ReasonCode::UnknownRecord)
-        .detail(format!("table `{}` has no row `{}`", row.table, crate::text::visible(&row.key)))
+    Finding::refuse(ReasonCode::UnknownRecord).detail(format!(
+        "table `{}` has no row `{}`",
+        row.table,
+        crate::text::visible(&row.key)
+    ))
 }
 
 fn not_a_member(id: &str) -> Finding {
@@ -282,8 +295,10 @@ fn locate_members(
                 Some(position)
             }
             _ => {
-                return Err(Finding::refuse(ReasonCode::NotAMember)
-                    .detail(format!("`{path}` of `{}` is not a collection of the declared shape", crate::text::visible(&row.key))));
+                return Err(Finding::refuse(ReasonCode::NotAMember).detail(format!(
+                    "`{path}` of `{}` is not a collection of the declared shape",
+                    crate::text::visible(&row.key)
+                )));
             }
         };
         found.push(MemberRef { row: row.clone(), path: path.to_owned(), id: id.clone(), position });
@@ -329,9 +344,9 @@ fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<Stri
                 let record = work.row(row)?.ok_or_else(|| unknown_record(row))?;
                 let mine = record.value.get(same);
                 if mine.is_none() || mine != pair_value.get(same) {
-                    return Err(Finding::refuse(ReasonCode::PairMismatch)
-                        .field(format!("args.{}", arg.name))
-                        .detail(format!("`{}` differs in `{same}` from the id it replaces", crate::text::visible(&row.key))));
+                    return Err(Finding::refuse(ReasonCode::PairMismatch).field(format!("args.{}", arg.name)).detail(
+                        format!("`{}` differs in `{same}` from the id it replaces", crate::text::visible(&row.key)),
+                    ));
                 }
             }
         }

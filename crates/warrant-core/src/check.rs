@@ -243,7 +243,13 @@ mod tests {
         for verdict in [CheckVerdict::Block, CheckVerdict::Repair, CheckVerdict::Ask] {
             taken.push(finding(&r, Some(&CheckAnswer::Verdict { verdict })));
         }
-        for failure in [CheckFailure::Budget, CheckFailure::Timeout, CheckFailure::Provider, CheckFailure::InvalidAnswer, CheckFailure::Unfinished] {
+        for failure in [
+            CheckFailure::Budget,
+            CheckFailure::Timeout,
+            CheckFailure::Provider,
+            CheckFailure::InvalidAnswer,
+            CheckFailure::Unfinished,
+        ] {
             taken.push(finding(&r, Some(&CheckAnswer::Failed { failure, detail: "x".into() })));
         }
         for f in taken {

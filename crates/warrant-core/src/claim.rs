@@ -106,13 +106,8 @@ pub enum PathName {
 
 impl PathName {
     /// Every path.
-    pub const ALL: [PathName; 5] = [
-        PathName::Live,
-        PathName::Retry,
-        PathName::Scheduled,
-        PathName::Digest,
-        PathName::Queue,
-    ];
+    pub const ALL: [PathName; 5] =
+        [PathName::Live, PathName::Retry, PathName::Scheduled, PathName::Digest, PathName::Queue];
 
     /// Its name on the wire and in the contract.
     pub const fn as_str(self) -> &'static str {
@@ -259,13 +254,7 @@ struct RawChannel {
 }
 
 fn bad(at: &Locator<'_>, offset: usize, what: &str, message: String) -> ContractError {
-    at.error(
-        offset,
-        ContractErrorKind::BadOutbound {
-            what: what.to_owned(),
-            message,
-        },
-    )
+    at.error(offset, ContractErrorKind::BadOutbound { what: what.to_owned(), message })
 }
 
 /// Compiles `[outbound]` against the records and operations it refers to.
@@ -284,19 +273,11 @@ pub(crate) fn compile(
                     at,
                     locale.span().start,
                     "locales",
-                    format!(
-                        "`{}` is not one of `en-US`, `en-GB`, `ko-KR`",
-                        text::visible(tag)
-                    ),
+                    format!("`{}` is not one of `en-US`, `en-GB`, `ko-KR`", text::visible(tag)),
                 ));
             }
             if out.locales.contains(tag) {
-                return Err(bad(
-                    at,
-                    locale.span().start,
-                    "locales",
-                    format!("`{tag}` is listed twice"),
-                ));
+                return Err(bad(at, locale.span().start, "locales", format!("`{tag}` is listed twice")));
             }
             out.locales.push(tag.clone());
         }
@@ -305,51 +286,31 @@ pub(crate) fn compile(
         let name = raw_channel.name.get_ref();
         let what = format!("channel `{}`", text::visible(name));
         if !source::is_identifier(name) {
-            return Err(at.error(
-                raw_channel.name.span().start,
-                ContractErrorKind::BadName(text::visible(name)),
-            ));
+            return Err(at.error(raw_channel.name.span().start, ContractErrorKind::BadName(text::visible(name))));
         }
         if out.channel(name).is_some() {
-            return Err(bad(
-                at,
-                raw_channel.name.span().start,
-                &what,
-                "is declared twice".into(),
-            ));
+            return Err(bad(at, raw_channel.name.span().start, &what, "is declared twice".into()));
         }
         if raw_channel.kind.get_ref() != "webhook" {
             return Err(bad(
                 at,
                 raw_channel.kind.span().start,
                 &what,
-                format!(
-                    "kind `{}` is not `webhook`",
-                    text::visible(raw_channel.kind.get_ref())
-                ),
+                format!("kind `{}` is not `webhook`", text::visible(raw_channel.kind.get_ref())),
             ));
         }
         let env = raw_channel.url_env.get_ref();
         let env_ok = env.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-            && env
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            && env.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
         if !env_ok {
             return Err(bad(
                 at,
                 raw_channel.url_env.span().start,
                 &what,
-                format!(
-                    "`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)",
-                    text::visible(env)
-                ),
+                format!("`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)", text::visible(env)),
             ));
         }
-        out.channels.push(Channel {
-            name: name.clone(),
-            kind: "webhook".into(),
-            url_env: env.clone(),
-        });
+        out.channels.push(Channel { name: name.clone(), kind: "webhook".into(), url_env: env.clone() });
     }
     for raw_claim in &raw.claim {
         let claim = compile_claim(at, raw_claim, tables, operations)?;
@@ -370,20 +331,12 @@ pub(crate) fn compile(
                 at,
                 raw_path.name.span().start,
                 "path",
-                format!(
-                    "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
-                    text::visible(name)
-                ),
+                format!("`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`", text::visible(name)),
             ));
         };
         let what = format!("path `{name}`");
         if out.path(path).is_some() {
-            return Err(bad(
-                at,
-                raw_path.name.span().start,
-                &what,
-                "is declared twice".into(),
-            ));
+            return Err(bad(at, raw_path.name.span().start, &what, "is declared twice".into()));
         }
         let channel = raw_path.channel.get_ref();
         if out.channel(channel).is_none() {
@@ -401,10 +354,7 @@ pub(crate) fn compile(
                     at,
                     check.span().start,
                     &what,
-                    format!(
-                        "check `{}` is not `{CLAIMS_COVERAGE}` (once)",
-                        text::visible(check.get_ref())
-                    ),
+                    format!("check `{}` is not `{CLAIMS_COVERAGE}` (once)", text::visible(check.get_ref())),
                 ));
             }
             coverage = true;
@@ -416,19 +366,11 @@ pub(crate) fn compile(
                     at,
                     copy.span().start,
                     &what,
-                    format!(
-                        "fallback copy for `{}`, which `outbound.locales` does not declare",
-                        text::visible(locale)
-                    ),
+                    format!("fallback copy for `{}`, which `outbound.locales` does not declare", text::visible(locale)),
                 ));
             }
             if copy.get_ref().trim().is_empty() {
-                return Err(bad(
-                    at,
-                    copy.span().start,
-                    &what,
-                    format!("the fallback copy for `{locale}` is empty"),
-                ));
+                return Err(bad(at, copy.span().start, &what, format!("the fallback copy for `{locale}` is empty")));
             }
             fallback.insert(locale.clone(), copy.get_ref().clone());
         }
@@ -440,12 +382,7 @@ pub(crate) fn compile(
                 format!("no fallback copy for the locale `{missing}`"),
             ));
         }
-        out.paths.push(OutboundPath {
-            name: path,
-            channel: channel.clone(),
-            coverage,
-            fallback,
-        });
+        out.paths.push(OutboundPath { name: path, channel: channel.clone(), coverage, fallback });
     }
     if !out.paths.is_empty() && out.locales.is_empty() {
         return Err(at.error(
@@ -467,10 +404,7 @@ fn compile_claim(
 ) -> Result<ClaimKind, ContractError> {
     let name = raw.name.get_ref();
     if !source::is_identifier(name) {
-        return Err(at.error(
-            raw.name.span().start,
-            ContractErrorKind::BadName(text::visible(name)),
-        ));
+        return Err(at.error(raw.name.span().start, ContractErrorKind::BadName(text::visible(name))));
     }
     let what = format!("claim `{name}`");
     let mut args = Vec::new();
@@ -482,10 +416,7 @@ fn compile_claim(
                 at,
                 offset,
                 &what,
-                format!(
-                    "argument `{}` is not a name (and `claim` is reserved)",
-                    text::visible(arg_name)
-                ),
+                format!("argument `{}` is not a name (and `claim` is reserved)", text::visible(arg_name)),
             ));
         }
         let kind = match (raw_arg.kind.as_str(), &raw_arg.table, &raw_arg.values) {
@@ -495,19 +426,12 @@ fn compile_claim(
                         at,
                         offset,
                         &what,
-                        format!(
-                            "argument `{arg_name}` names the undeclared table `{}`",
-                            text::visible(table)
-                        ),
+                        format!("argument `{arg_name}` names the undeclared table `{}`", text::visible(table)),
                     ));
                 }
-                ClaimArgKind::Record {
-                    table: table.clone(),
-                }
+                ClaimArgKind::Record { table: table.clone() }
             }
-            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum {
-                values: values.clone(),
-            },
+            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum { values: values.clone() },
             ("money", None, None) => ClaimArgKind::Money,
             ("date", None, None) => ClaimArgKind::Date,
             ("text", None, None) => ClaimArgKind::Text,
@@ -523,33 +447,19 @@ fn compile_claim(
                 ));
             }
         };
-        args.push(ClaimArg {
-            name: arg_name.clone(),
-            kind,
-        });
+        args.push(ClaimArg { name: arg_name.clone(), kind });
     }
     let offset = raw.backed_by.span().start;
     let backing = raw.backed_by.get_ref();
     let claim_arg = |arg: &str| args.iter().find(|a| a.name == arg);
     let backing = match backing {
-        RawBacking {
-            event: Some(op),
-            args: pairs,
-            outcome,
-            record: None,
-            key: None,
-            field: None,
-            values: None,
-        } => {
+        RawBacking { event: Some(op), args: pairs, outcome, record: None, key: None, field: None, values: None } => {
             let Some(operation) = operations.iter().find(|o| o.name == *op) else {
                 return Err(bad(
                     at,
                     offset,
                     &what,
-                    format!(
-                        "`backed_by.event` names the undeclared operation `{}`",
-                        text::visible(op)
-                    ),
+                    format!("`backed_by.event` names the undeclared operation `{}`", text::visible(op)),
                 ));
             };
             let mut matched = Vec::new();
@@ -559,10 +469,7 @@ fn compile_claim(
                         at,
                         offset,
                         &what,
-                        format!(
-                            "operation `{op}` has no argument `{}`",
-                            text::visible(op_arg)
-                        ),
+                        format!("operation `{op}` has no argument `{}`", text::visible(op_arg)),
                     ));
                 }
                 if claim_arg(arg).is_none() {
@@ -578,18 +485,12 @@ fn compile_claim(
                 }
                 matched.push((op_arg.clone(), arg.clone()));
             }
-            if let Some(unmatched) = args
-                .iter()
-                .find(|a| !matched.iter().any(|(_, c)| *c == a.name))
-            {
+            if let Some(unmatched) = args.iter().find(|a| !matched.iter().any(|(_, c)| *c == a.name)) {
                 return Err(bad(
                     at,
                     offset,
                     &what,
-                    format!(
-                        "argument `{}` is not matched with any argument of `{op}`",
-                        unmatched.name
-                    ),
+                    format!("argument `{}` is not matched with any argument of `{op}`", unmatched.name),
                 ));
             }
             let done = match outcome.as_deref() {
@@ -600,18 +501,11 @@ fn compile_claim(
                         at,
                         offset,
                         &what,
-                        format!(
-                            "`backed_by.outcome` `{}` is not `done`",
-                            text::visible(other)
-                        ),
+                        format!("`backed_by.outcome` `{}` is not `done`", text::visible(other)),
                     ));
                 }
             };
-            Backing::Event {
-                op: op.clone(),
-                args: matched,
-                done,
-            }
+            Backing::Event { op: op.clone(), args: matched, done }
         }
         RawBacking {
             event: None,
@@ -629,10 +523,7 @@ fn compile_claim(
                         at,
                         offset,
                         &what,
-                        format!(
-                            "`backed_by.key` must name a `record` argument of table `{}`",
-                            text::visible(table)
-                        ),
+                        format!("`backed_by.key` must name a `record` argument of table `{}`", text::visible(table)),
                     ));
                 }
             }
@@ -644,22 +535,13 @@ fn compile_claim(
                     "`backed_by.field` and `backed_by.values` must not be empty".into(),
                 ));
             }
-            Backing::Record {
-                table: table.clone(),
-                key: key.clone(),
-                field: field.clone(),
-                values: values.clone(),
-            }
+            Backing::Record { table: table.clone(), key: key.clone(), field: field.clone(), values: values.clone() }
         }
         _ => {
             return Err(bad(at, offset, &what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
         }
     };
-    Ok(ClaimKind {
-        name: name.clone(),
-        args,
-        backing,
-    })
+    Ok(ClaimKind { name: name.clone(), args, backing })
 }
 
 /// A claim as a draft makes it, checked against its kind: every declared argument present, no
@@ -686,37 +568,21 @@ impl Claim {
 }
 
 /// Reads one claim; the error names the field at fault below `field` and says what is wrong.
-pub fn parse_claim(
-    outbound: &Outbound,
-    value: &Value,
-    field: &str,
-) -> Result<Claim, (String, String)> {
+pub fn parse_claim(outbound: &Outbound, value: &Value, field: &str) -> Result<Claim, (String, String)> {
     let Value::Object(object) = value else {
         return Err((field.to_owned(), "a claim is an object".into()));
     };
     let Some(Value::String(name)) = object.get("claim") else {
-        return Err((
-            format!("{field}.claim"),
-            "`claim` must name a claim kind".into(),
-        ));
+        return Err((format!("{field}.claim"), "`claim` must name a claim kind".into()));
     };
     let Some(kind) = outbound.claim(name) else {
         return Err((
             format!("{field}.claim"),
-            format!(
-                "`{}` is not a claim kind of the contract",
-                text::visible(name)
-            ),
+            format!("`{}` is not a claim kind of the contract", text::visible(name)),
         ));
     };
-    if let Some(extra) = object
-        .keys()
-        .find(|k| *k != "claim" && !kind.args.iter().any(|a| a.name == **k))
-    {
-        return Err((
-            format!("{field}.{extra}"),
-            format!("claim `{name}` has no argument `{}`", text::visible(extra)),
-        ));
+    if let Some(extra) = object.keys().find(|k| *k != "claim" && !kind.args.iter().any(|a| a.name == **k)) {
+        return Err((format!("{field}.{extra}"), format!("claim `{name}` has no argument `{}`", text::visible(extra))));
     }
     let mut args = BTreeMap::new();
     for arg in &kind.args {
@@ -725,22 +591,12 @@ pub fn parse_claim(
             return Err((at, "missing".into()));
         };
         let value = match (&arg.kind, given) {
-            (ClaimArgKind::Record { .. } | ClaimArgKind::Text, Value::String(s))
-                if !s.is_empty() =>
-            {
-                given.clone()
-            }
-            (ClaimArgKind::Enum { values }, Value::String(s)) if values.contains(s) => {
-                given.clone()
-            }
-            (ClaimArgKind::Date, Value::String(s)) if s.parse::<jiff::civil::Date>().is_ok() => {
-                given.clone()
-            }
+            (ClaimArgKind::Record { .. } | ClaimArgKind::Text, Value::String(s)) if !s.is_empty() => given.clone(),
+            (ClaimArgKind::Enum { values }, Value::String(s)) if values.contains(s) => given.clone(),
+            (ClaimArgKind::Date, Value::String(s)) if s.parse::<jiff::civil::Date>().is_ok() => given.clone(),
             (ClaimArgKind::Money, _) => {
                 let money = Money::from_json(given).map_err(|e| (at.clone(), e.to_string()))?;
-                let units = money
-                    .to_minor_units()
-                    .map_err(|e| (at.clone(), e.to_string()))?;
+                let units = money.to_minor_units().map_err(|e| (at.clone(), e.to_string()))?;
                 serde_json::json!({"units": units, "currency": money.currency().code()})
             }
             (kind, _) => {
@@ -749,10 +605,7 @@ pub fn parse_claim(
         };
         args.insert(arg.name.clone(), value);
     }
-    Ok(Claim {
-        claim: name.clone(),
-        args,
-    })
+    Ok(Claim { claim: name.clone(), args })
 }
 
 fn kind_name(kind: &ClaimArgKind) -> &'static str {

@@ -84,7 +84,9 @@ impl Contract {
             None => None,
             Some(kind) if kinds.get(kind.get_ref()).is_some() => Some(kind.get_ref().clone()),
             Some(kind) => {
-                return Err(at.error(kind.span().start, ContractErrorKind::UndeclaredActKind(text::visible(kind.get_ref()))));
+                return Err(
+                    at.error(kind.span().start, ContractErrorKind::UndeclaredActKind(text::visible(kind.get_ref())))
+                );
             }
         };
         let score = score::compile(&at, &kinds, &raw.score)?;
@@ -97,7 +99,10 @@ impl Contract {
                 if !tables.iter().any(|t| t.name == *table) {
                     return Err(at.error(
                         actor.table.span().start,
-                        ContractErrorKind::BadTable { table: text::visible(table), message: "the actor's table is not declared in `[records]`".into() },
+                        ContractErrorKind::BadTable {
+                            table: text::visible(table),
+                            message: "the actor's table is not declared in `[records]`".into(),
+                        },
                     ));
                 }
                 Some(table.clone())
@@ -114,9 +119,8 @@ impl Contract {
                 policy_texts.push((file.get_ref().clone(), content, file.span().start));
             }
         }
-        let policies = Policies::compile(&policy_texts).map_err(|(offset, file, message)| {
-            at.error(offset, ContractErrorKind::BadPolicy { file, message })
-        })?;
+        let policies = Policies::compile(&policy_texts)
+            .map_err(|(offset, file, message)| at.error(offset, ContractErrorKind::BadPolicy { file, message }))?;
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
@@ -216,10 +220,7 @@ impl Contract {
     }
 }
 
-fn compile_kinds(
-    at: &Locator<'_>,
-    kinds: &Spanned<Vec<Spanned<String>>>,
-) -> Result<SourceKinds, ContractError> {
+fn compile_kinds(at: &Locator<'_>, kinds: &Spanned<Vec<Spanned<String>>>) -> Result<SourceKinds, ContractError> {
     if kinds.get_ref().is_empty() {
         return Err(at.error(kinds.span().start, ContractErrorKind::EmptyKinds));
     }
@@ -571,9 +572,15 @@ struct RawTaskConfig {
 }
 
 /// A limit of zero would fail every check it governs; the contract says so when it loads.
-fn positive<T: Copy + Default + PartialEq>(at: &Locator<'_>, name: &str, value: Option<&Spanned<T>>) -> Result<Option<T>, ContractError> {
+fn positive<T: Copy + Default + PartialEq>(
+    at: &Locator<'_>,
+    name: &str,
+    value: Option<&Spanned<T>>,
+) -> Result<Option<T>, ContractError> {
     match value {
-        Some(v) if *v.get_ref() == T::default() => Err(at.error(v.span().start, ContractErrorKind::BadModel(format!("`{name}` must be above 0")))),
+        Some(v) if *v.get_ref() == T::default() => {
+            Err(at.error(v.span().start, ContractErrorKind::BadModel(format!("`{name}` must be above 0"))))
+        }
         other => Ok(other.map(|v| *v.get_ref())),
     }
 }
@@ -591,7 +598,10 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
     if let Some(url) = &raw.base_url {
         let u = url.get_ref();
         if !(u.starts_with("http://") || u.starts_with("https://")) || u.chars().any(char::is_whitespace) {
-            return Err(bad(url.span().start, format!("`base_url` `{}` is not an http:// or https:// URL", text::visible(u))));
+            return Err(bad(
+                url.span().start,
+                format!("`base_url` `{}` is not an http:// or https:// URL", text::visible(u)),
+            ));
         }
     }
     if let Some(model) = &raw.model
@@ -604,7 +614,8 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
     {
         return Err(bad(
             key.span().start,
-            "`key_env` names the environment variable that holds the key (e.g. `OPENAI_API_KEY`), never the key itself".into(),
+            "`key_env` names the environment variable that holds the key (e.g. `OPENAI_API_KEY`), never the key itself"
+                .into(),
         ));
     }
     let mut tasks = std::collections::BTreeMap::new();
@@ -612,7 +623,11 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
         if !crate::check::MODEL_TASKS.contains(&name.get_ref().as_str()) {
             return Err(bad(
                 name.span().start,
-                format!("`{}` is not a model task; the tasks are {}", text::visible(name.get_ref()), crate::check::MODEL_TASKS.join(", ")),
+                format!(
+                    "`{}` is not a model task; the tasks are {}",
+                    text::visible(name.get_ref()),
+                    crate::check::MODEL_TASKS.join(", ")
+                ),
             ));
         }
         let config = TaskConfig {
@@ -628,7 +643,11 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
         if !crate::check::TURN_CHECKS.contains(&name.as_str()) {
             return Err(bad(
                 check.span().start,
-                format!("`{}` is not a turn-level check; the checks are {}", text::visible(name), crate::check::TURN_CHECKS.join(", ")),
+                format!(
+                    "`{}` is not a turn-level check; the checks are {}",
+                    text::visible(name),
+                    crate::check::TURN_CHECKS.join(", ")
+                ),
             ));
         }
         if checks.contains(name) {

@@ -81,9 +81,10 @@ pub fn parse_case(line: &str) -> Result<Case, Failure> {
         (None, None) => Err(Failure::BadCase("one of `expect` or `expect_error` is required".into())),
         _ => {
             if let Some(reason) = &case.reason
-                && ReasonCode::from_code(reason).is_none() {
-                    return Err(Failure::BadCase(format!("`reason` `{reason}` is not a reason code")));
-                }
+                && ReasonCode::from_code(reason).is_none()
+            {
+                return Err(Failure::BadCase(format!("`reason` `{reason}` is not a reason code")));
+            }
             Ok(case)
         }
     }
@@ -112,9 +113,10 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
         return Err(Failure::WrongOperations { expected: expected.clone(), got, rejection });
     }
     if let Some(reason) = &case.reason
-        && rejection.as_deref() != Some(reason) {
-            return Err(Failure::WrongReason { expected: reason.clone(), got: rejection });
-        }
+        && rejection.as_deref() != Some(reason)
+    {
+        return Err(Failure::WrongReason { expected: reason.clone(), got: rejection });
+    }
     Ok(())
 }
 

@@ -101,10 +101,7 @@ impl Locale {
 
     /// The locale whose BCP 47 tag is exactly `tag` (`en-US`, `en-GB`, `ko-KR`, case included).
     pub fn from_tag(tag: &str) -> Result<Locale, DateError> {
-        Locale::ALL
-            .into_iter()
-            .find(|locale| locale.tag() == tag)
-            .ok_or_else(|| DateError::UnknownLocale(visible(tag)))
+        Locale::ALL.into_iter().find(|locale| locale.tag() == tag).ok_or_else(|| DateError::UnknownLocale(visible(tag)))
     }
 
     /// The BCP 47 tag.
@@ -303,8 +300,7 @@ impl DateError {
 }
 
 /// Every field a date expression may have, in the order messages list them.
-const FIELDS: [&str; 8] =
-    ["date", "offset_days", "offset_weeks", "relative", "weekday", "month", "day", "which"];
+const FIELDS: [&str; 8] = ["date", "offset_days", "offset_weeks", "relative", "weekday", "month", "day", "which"];
 
 /// The fields that each start a form; exactly one must be present.
 const FORMS: [&str; 6] = ["date", "offset_days", "offset_weeks", "relative", "weekday", "month"];
@@ -324,19 +320,15 @@ impl DateExpr {
     fn from_fields<'v>(fields: impl Iterator<Item = (&'v str, &'v Value)>) -> Result<DateExpr, DateError> {
         let mut slots: [Option<&Value>; FIELDS.len()] = [None; FIELDS.len()];
         for (key, value) in fields {
-            let slot =
-                FIELDS.iter().position(|&f| f == key).and_then(|i| slots.get_mut(i)).ok_or_else(|| {
-                    DateError::InvalidExpr(format!("unknown field `{}` in a date expression", visible(key)))
-                })?;
+            let slot = FIELDS.iter().position(|&f| f == key).and_then(|i| slots.get_mut(i)).ok_or_else(|| {
+                DateError::InvalidExpr(format!("unknown field `{}` in a date expression", visible(key)))
+            })?;
             if slot.is_some() {
-                return Err(DateError::InvalidExpr(format!(
-                    "field `{key}` appears twice in a date expression"
-                )));
+                return Err(DateError::InvalidExpr(format!("field `{key}` appears twice in a date expression")));
             }
             *slot = Some(value);
         }
-        let get =
-            |name: &str| FIELDS.iter().position(|&f| f == name).and_then(|i| slots.get(i).copied().flatten());
+        let get = |name: &str| FIELDS.iter().position(|&f| f == name).and_then(|i| slots.get(i).copied().flatten());
         let mut present = FORMS.iter().copied().filter(|&f| get(f).is_some());
         let form = match (present.next(), present.next()) {
             (Some(form), None) => form,
@@ -369,14 +361,11 @@ impl DateExpr {
                 return Err(DateError::InvalidExpr(format!("`{form}` needs `{needed}`")));
             }
         }
-        let field = |name: &'static str| {
-            get(name).ok_or_else(|| DateError::InvalidExpr(format!("`{form}` needs `{name}`")))
-        };
+        let field =
+            |name: &'static str| get(name).ok_or_else(|| DateError::InvalidExpr(format!("`{form}` needs `{name}`")));
         match form {
             "date" => parse_date(field("date")?).map(DateExpr::Date),
-            "offset_days" => {
-                offset(field("offset_days")?, "offset_days", MAX_OFFSET_DAYS).map(DateExpr::OffsetDays)
-            }
+            "offset_days" => offset(field("offset_days")?, "offset_days", MAX_OFFSET_DAYS).map(DateExpr::OffsetDays),
             "offset_weeks" => {
                 offset(field("offset_weeks")?, "offset_weeks", MAX_OFFSET_WEEKS).map(DateExpr::OffsetWeeks)
             }
@@ -411,11 +400,8 @@ const WEEKDAYS: [(&str, Weekday); 7] = [
     ("sun", Weekday::Sunday),
 ];
 
-const RELATIVE_DAYS: [(&str, RelativeDay); 3] = [
-    ("today", RelativeDay::Today),
-    ("tomorrow", RelativeDay::Tomorrow),
-    ("yesterday", RelativeDay::Yesterday),
-];
+const RELATIVE_DAYS: [(&str, RelativeDay); 3] =
+    [("today", RelativeDay::Today), ("tomorrow", RelativeDay::Tomorrow), ("yesterday", RelativeDay::Yesterday)];
 
 const WHICH: [(&str, Which); 3] = [("next", Which::Next), ("this", Which::This), ("last", Which::Last)];
 
@@ -519,11 +505,7 @@ impl<'de> Visitor<'de> for ObjectFields {
         let mut fields: Vec<(String, Value)> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
             if fields.iter().any(|(k, _)| *k == key) {
-                return Err(de::Error::custom(format!(
-                    "field `{}` appears twice in {}",
-                    visible(&key),
-                    self.what
-                )));
+                return Err(de::Error::custom(format!("field `{}` appears twice in {}", visible(&key), self.what)));
             }
             // Every form has at most three fields, so a long object is refused before it is
             // read further, and the repeat check above stays small.
@@ -753,15 +735,13 @@ mod tests {
     fn every_worked_example_in_the_docs_holds() {
         let rows = doc_rows();
         for locale in Locale::ALL {
-            let weekday_rows =
-                rows.iter().filter(|r| r.locales == [locale] && r.expr.get("weekday").is_some()).count();
+            let weekday_rows = rows.iter().filter(|r| r.locales == [locale] && r.expr.get("weekday").is_some()).count();
             assert!(weekday_rows >= 20, "{locale} has only {weekday_rows} weekday rows");
         }
         assert!(rows.iter().any(|r| r.expr.get("month").is_some()));
         for row in &rows {
             for &locale in &row.locales {
-                let got = eval(row.expr.clone(), &row.today.to_string(), locale.tag())
-                    .map_err(|e| e.code().to_owned());
+                let got = eval(row.expr.clone(), &row.today.to_string(), locale.tag()).map_err(|e| e.code().to_owned());
                 assert_eq!(got, row.want, "docs/dates.md line {} in {locale}: {}", row.line, row.expr);
             }
         }
@@ -878,9 +858,7 @@ mod tests {
             assert_eq!(code(json!({ "date": text })), "invalid_date", "{text}");
         }
         // Other spellings jiff would take are not the wire form.
-        for text in
-            ["20261201", "2026-12-1", "+002026-12-01", "2026-12-01T00:00", " 2026-12-01", "2026/12/01", ""]
-        {
+        for text in ["20261201", "2026-12-1", "+002026-12-01", "2026-12-01T00:00", " 2026-12-01", "2026/12/01", ""] {
             assert_eq!(code(json!({ "date": text })), "invalid_date", "{text}");
         }
         assert_eq!(code(json!({"date": 20261201})), "invalid_date_expr");
@@ -897,18 +875,14 @@ mod tests {
 
     #[test]
     fn february_29_goes_to_the_nearest_leap_year_for_next_and_last() {
-        let leap =
-            |which: &str, today: &str| eval(json!({"month": 2, "day": 29, "which": which}), today, "en-US");
+        let leap = |which: &str, today: &str| eval(json!({"month": 2, "day": 29, "which": which}), today, "en-US");
         assert_eq!(leap("next", "2026-12-01"), Ok(date(2028, 2, 29)));
         assert_eq!(leap("next", "2028-02-29"), Ok(date(2032, 2, 29)));
         assert_eq!(leap("next", "2096-03-01"), Ok(date(2104, 2, 29)));
         assert_eq!(leap("last", "2104-02-28"), Ok(date(2096, 2, 29)));
         assert_eq!(leap("last", "2026-12-01"), Ok(date(2024, 2, 29)));
         assert_eq!(leap("this", "2028-01-10"), Ok(date(2028, 2, 29)));
-        assert_eq!(
-            leap("this", "2026-01-10"),
-            Err(DateError::DayNotInYear { month: 2, day: 29, year: 2026 })
-        );
+        assert_eq!(leap("this", "2026-01-10"), Err(DateError::DayNotInYear { month: 2, day: 29, year: 2026 }));
     }
 
     #[test]
@@ -951,9 +925,7 @@ mod tests {
 
     #[test]
     fn offsets_beyond_their_bound_are_refused() {
-        for value in
-            [json!({"offset_days": 3661}), json!({"offset_days": -3661}), json!({"offset_days": u64::MAX})]
-        {
+        for value in [json!({"offset_days": 3661}), json!({"offset_days": -3661}), json!({"offset_days": u64::MAX})] {
             assert_eq!(code(value), "offset_out_of_range");
         }
         assert_eq!(code(json!({"offset_weeks": 523})), "offset_out_of_range");
@@ -1005,17 +977,12 @@ mod tests {
             assert_eq!(err.code(), "invalid_instant", "{at}");
             assert!(err.to_string().starts_with("`at` "), "{err}");
         }
-        for at in [
-            "2026-11-30T03:00:00Z",
-            "2026-11-30t03:00:00z",
-            "2026-11-30T03:00:00.5+09:00",
-            "2026-11-30T03:00:00-00:00",
-        ] {
+        for at in
+            ["2026-11-30T03:00:00Z", "2026-11-30t03:00:00z", "2026-11-30T03:00:00.5+09:00", "2026-11-30T03:00:00-00:00"]
+        {
             assert!(TurnClock::new(at, "UTC", "en-US").is_ok(), "{at}");
         }
-        for zone in
-            ["america/new_york", "America/NewYork", "EST5EDT ", "", "Etc/Unknown", "Mars/Olympus", "+09:00"]
-        {
+        for zone in ["america/new_york", "America/NewYork", "EST5EDT ", "", "Etc/Unknown", "Mars/Olympus", "+09:00"] {
             let err = TurnClock::new("2026-11-30T03:00:00Z", zone, "en-US").unwrap_err();
             assert_eq!(err.code(), "unknown_time_zone", "{zone}");
             assert!(err.to_string().starts_with("`time_zone` "), "{err}");
@@ -1089,11 +1056,8 @@ mod tests {
 
     fn any_expr() -> impl Strategy<Value = DateExpr> {
         prop_oneof![
-            (-9999i16..=9999, 1i8..=12, 1i8..=31).prop_filter_map("a real date", |(y, m, d)| Date::new(
-                y, m, d
-            )
-            .ok()
-            .map(DateExpr::Date)),
+            (-9999i16..=9999, 1i8..=12, 1i8..=31)
+                .prop_filter_map("a real date", |(y, m, d)| Date::new(y, m, d).ok().map(DateExpr::Date)),
             any::<i32>().prop_map(DateExpr::OffsetDays),
             (-4000i32..=4000).prop_map(DateExpr::OffsetDays),
             any::<i32>().prop_map(DateExpr::OffsetWeeks),
@@ -1108,35 +1072,26 @@ mod tests {
                 day,
                 which
             }),
-            (1i8..=12, 1i8..=31, any_which()).prop_map(|(month, day, which)| DateExpr::MonthDay {
-                month,
-                day,
-                which
-            }),
+            (1i8..=12, 1i8..=31, any_which()).prop_map(|(month, day, which)| DateExpr::MonthDay { month, day, which }),
         ]
     }
 
     fn any_clock() -> impl Strategy<Value = TurnClock> {
-        let zones = [
-            "UTC",
-            "America/Los_Angeles",
-            "Pacific/Kiritimati",
-            "Pacific/Pago_Pago",
-            "Asia/Seoul",
-            "Europe/London",
-        ];
+        let zones =
+            ["UTC", "America/Los_Angeles", "Pacific/Kiritimati", "Pacific/Pago_Pago", "Asia/Seoul", "Europe/London"];
         let seconds = prop_oneof![
             Timestamp::MIN.as_second()..=Timestamp::MAX.as_second(),
             // Near the ends of the calendar, where arithmetic runs out.
             Timestamp::MIN.as_second()..=Timestamp::MIN.as_second() + 86_400 * 800,
             Timestamp::MAX.as_second() - 86_400 * 800..=Timestamp::MAX.as_second(),
         ];
-        (seconds, proptest::sample::select(zones.to_vec()), proptest::sample::select(Locale::ALL.to_vec()))
-            .prop_map(|(s, zone, locale)| TurnClock {
+        (seconds, proptest::sample::select(zones.to_vec()), proptest::sample::select(Locale::ALL.to_vec())).prop_map(
+            |(s, zone, locale)| TurnClock {
                 at: Timestamp::from_second(s).unwrap(),
                 time_zone: time_zone_named(zone).unwrap(),
                 locale,
-            })
+            },
+        )
     }
 
     proptest! {

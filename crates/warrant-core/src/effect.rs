@@ -74,11 +74,14 @@ impl Eval<'_> {
                 }
                 Some(Checked::Records(rows)) => {
                     for row in rows {
-                        let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                        let record =
+                            work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
                         starts.push((row.table.clone(), record.value));
                     }
                 }
-                Some(Checked::Member(m)) => starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?))),
+                Some(Checked::Member(m)) => {
+                    starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)))
+                }
                 Some(Checked::Members(ms)) => {
                     for m in ms {
                         starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)));
@@ -105,7 +108,9 @@ impl Eval<'_> {
             let money = path.fields.last().is_some_and(|f| self.is_money(table, f));
             for value in current {
                 match value {
-                    Value::Array(items) => leaves.extend(items.iter().map(|value| Leaf { value: value.clone(), money })),
+                    Value::Array(items) => {
+                        leaves.extend(items.iter().map(|value| Leaf { value: value.clone(), money }))
+                    }
                     value => leaves.push(Leaf { value: value.clone(), money }),
                 }
             }
@@ -147,11 +152,19 @@ impl Eval<'_> {
                 Derived::Int(total)
             }
             Expr::Count(path) => Derived::Int(i64::try_from(self.leaves(work, path)?.len()).map_err(|_| overflow())?),
-            Expr::First(path) => Derived::Json(self.leaves(work, path)?.into_iter().next().map_or(Value::Null, |l| l.value)),
-            Expr::Derived(name) => self.derived.get(name).cloned().ok_or_else(|| inapplicable(format!("`{name}` is not derived")))?,
+            Expr::First(path) => {
+                Derived::Json(self.leaves(work, path)?.into_iter().next().map_or(Value::Null, |l| l.value))
+            }
+            Expr::Derived(name) => {
+                self.derived.get(name).cloned().ok_or_else(|| inapplicable(format!("`{name}` is not derived")))?
+            }
             Expr::Literal(n) => Derived::Int(*n),
-            Expr::Add(a, b) => Derived::Int(int(self.eval(work, a)?)?.checked_add(int(self.eval(work, b)?)?).ok_or_else(overflow)?),
-            Expr::Sub(a, b) => Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?),
+            Expr::Add(a, b) => {
+                Derived::Int(int(self.eval(work, a)?)?.checked_add(int(self.eval(work, b)?)?).ok_or_else(overflow)?)
+            }
+            Expr::Sub(a, b) => {
+                Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?)
+            }
             Expr::Neg(a) => Derived::Int(int(self.eval(work, a)?)?.checked_neg().ok_or_else(overflow)?),
         })
     }
@@ -203,10 +216,13 @@ impl Eval<'_> {
                 _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
             }
         }
-        Ok(out.into_iter().map(|(row, mut prefix)| {
-            prefix.extend(path.fields.iter().cloned());
-            (row, prefix)
-        }).collect())
+        Ok(out
+            .into_iter()
+            .map(|(row, mut prefix)| {
+                prefix.extend(path.fields.iter().cloned());
+                (row, prefix)
+            })
+            .collect())
     }
 
     fn apply_step(&self, work: &mut Workspace<'_>, step: &Step) -> Result<(), Finding> {
@@ -239,13 +255,16 @@ impl Eval<'_> {
                     let Some(Value::Number(n)) = old else {
                         return Err(inapplicable("the field added to is not a number".into()));
                     };
-                    let units = minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
+                    let units = minor_units(n, exponent)
+                        .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
                     let sum = units.checked_add(delta).ok_or_else(|| inapplicable("the amount overflows".into()))?;
                     Ok(units_to_json(sum, exponent))
                 })
             }
             Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
-                let matches = |value: &Value, conditions: &[(String, Value)]| conditions.iter().all(|(k, v)| value.get(k) == Some(v));
+                let matches = |value: &Value, conditions: &[(String, Value)]| {
+                    conditions.iter().all(|(k, v)| value.get(k) == Some(v))
+                };
                 let elements: Vec<Value> = self.leaves(work, list)?.into_iter().map(|l| l.value).collect();
                 let targets = self.targets(into)?;
                 let list_table = self.args.get(&list.root).and_then(|c| match c {
@@ -256,9 +275,15 @@ impl Eval<'_> {
                     let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
                     let units = match element.get(amount) {
                         Some(Value::Number(n)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
-                            minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?
+                            minor_units(n, exponent)
+                                .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?
                         }
-                        _ => return Err(inapplicable(format!("`{amount}` of an element of `{}` is not a money field", list.root))),
+                        _ => {
+                            return Err(inapplicable(format!(
+                                "`{amount}` of an element of `{}` is not a money field",
+                                list.root
+                            )));
+                        }
                     };
                     for (row, prefix) in &targets {
                         let Some(container) = work.row(row)? else { continue };
@@ -277,8 +302,10 @@ impl Eval<'_> {
                             let Some(Value::Number(n)) = old else {
                                 return Err(inapplicable(format!("`{field}` of `{member_id}` is not a number")));
                             };
-                            let before = minor_units(n, exponent).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
-                            let after = before.checked_add(units).ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                            let before = minor_units(n, exponent)
+                                .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
+                            let after =
+                                before.checked_add(units).ok_or_else(|| inapplicable("the amount overflows".into()))?;
                             Ok(units_to_json(after, exponent))
                         })?;
                     }
@@ -311,11 +338,14 @@ impl Eval<'_> {
                 })
             }
             Change::Swap { members, with, fields } => {
-                let (Some(Checked::Members(old)), Some(Checked::Records(new))) = (self.args.get(members), self.args.get(with)) else {
+                let (Some(Checked::Members(old)), Some(Checked::Records(new))) =
+                    (self.args.get(members), self.args.get(with))
+                else {
                     return Err(inapplicable("swap needs its checked lists".into()));
                 };
                 for (member, row) in old.iter().zip(new) {
-                    let replacement = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                    let replacement =
+                        work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
                     let mut pointer = vec![member.path.clone()];
                     pointer.push(member.position.map_or_else(|| member.id.clone(), |p| p.to_string()));
                     for field in fields {

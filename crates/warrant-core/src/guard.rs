@@ -193,7 +193,8 @@ impl AnnouncementGuard {
             }
             let Some(sentence) = reply.get(span.clone()) else { continue };
             let Some(shape) = self.lookup.get(sentence) else { continue };
-            let tools: Vec<&str> = shape.tools.iter().filter_map(|&t| self.tools.get(t as usize).map(String::as_str)).collect();
+            let tools: Vec<&str> =
+                shape.tools.iter().filter_map(|&t| self.tools.get(t as usize).map(String::as_str)).collect();
             if calls.clone().into_iter().any(|call| tools.contains(&call)) {
                 continue;
             }
@@ -282,7 +283,10 @@ impl<'g> Enforcing<'g> {
         replacement.push_str(nfc.get(at..).unwrap_or_default());
         flags
             .into_iter()
-            .map(|flag| FindingOut { replacement: Some(replacement.clone()), ..self.guard.finding(&nfc, flag, Mode::Enforce) })
+            .map(|flag| FindingOut {
+                replacement: Some(replacement.clone()),
+                ..self.guard.finding(&nfc, flag, Mode::Enforce)
+            })
             .collect()
     }
 }
@@ -290,7 +294,12 @@ impl<'g> Enforcing<'g> {
 /// Runs the contract's announcement guard over a turn's draft. It enforces only when the
 /// contract asks for enforcement and `promotion` is a stored promotion record that the ladder
 /// admits for this exact version; otherwise it observes.
-pub fn review(guard: &AnnouncementGuard, draft: &str, calls: &[Call], promotion: Option<&PromotionRecord>) -> Vec<FindingOut> {
+pub fn review(
+    guard: &AnnouncementGuard,
+    draft: &str,
+    calls: &[Call],
+    promotion: Option<&PromotionRecord>,
+) -> Vec<FindingOut> {
     if guard.mode() == Mode::Enforce
         && let Some(record) = promotion
         && let Ok(promotion) = Promotion::admit(record, &guard.subject())
@@ -396,12 +405,19 @@ impl Quotes {
 /// Compiles the `[guards]` section.
 pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, ContractError> {
     let Some(raw) = &raw.announcement else { return Ok(Guards::default()) };
-    let bad = |offset: usize, message: String| at.error(offset, ContractErrorKind::BadGuard { guard: "announcement".into(), message });
+    let bad = |offset: usize, message: String| {
+        at.error(offset, ContractErrorKind::BadGuard { guard: "announcement".into(), message })
+    };
     let mode = match &raw.mode {
         None => Mode::Observe,
         Some(m) if m.get_ref() == "observe" => Mode::Observe,
         Some(m) if m.get_ref() == "enforce" => Mode::Enforce,
-        Some(m) => return Err(bad(m.span().start, format!("`mode` is `{}`; give `observe` or `enforce`", text::visible(m.get_ref())))),
+        Some(m) => {
+            return Err(bad(
+                m.span().start,
+                format!("`mode` is `{}`; give `observe` or `enforce`", text::visible(m.get_ref())),
+            ));
+        }
     };
     if raw.shape.is_empty() {
         return Err(bad(raw.correction.span().start, "declare at least one `[[guards.announcement.shape]]`".into()));
@@ -410,7 +426,8 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
     let mut languages: Vec<String> = Vec::new();
     let mut corrections: Vec<String> = Vec::new();
     for (language, copy) in raw.correction.get_ref() {
-        let checked = check_part(copy.get_ref(), false).map_err(|m| bad(copy.span().start, format!("correction `{language}`: {m}")))?;
+        let checked = check_part(copy.get_ref(), false)
+            .map_err(|m| bad(copy.span().start, format!("correction `{language}`: {m}")))?;
         hasher.add(&["correction", language, &checked]);
         languages.push(language.clone());
         corrections.push(checked);
@@ -420,7 +437,13 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
     for shape in &raw.shape {
         let language = shape.language.get_ref();
         let Some(language_index) = languages.iter().position(|l| l == language) else {
-            return Err(bad(shape.language.span().start, format!("language `{}` has no correction copy in `[guards.announcement.correction]`", text::visible(language))));
+            return Err(bad(
+                shape.language.span().start,
+                format!(
+                    "language `{}` has no correction copy in `[guards.announcement.correction]`",
+                    text::visible(language)
+                ),
+            ));
         };
         let language_index = u32::try_from(language_index).unwrap_or(u32::MAX);
         let separator = shape.separator.as_ref().map_or(" ", |s| s.get_ref().as_str());
@@ -432,16 +455,25 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
         for slot in shape.order.get_ref() {
             let name = slot.get_ref().as_str();
             if !matches!(name, "subject" | "verb" | "object" | "imminence") || order.contains(&name) {
-                return Err(bad(slot.span().start, format!("`order` slot `{}` is unknown or repeated", text::visible(name))));
+                return Err(bad(
+                    slot.span().start,
+                    format!("`order` slot `{}` is unknown or repeated", text::visible(name)),
+                ));
             }
             order.push(name);
         }
         if order.len() != 4 {
-            return Err(bad(shape.order.span().start, "`order` must name subject, verb, object and imminence once each".into()));
+            return Err(bad(
+                shape.order.span().start,
+                "`order` must name subject, verb, object and imminence once each".into(),
+            ));
         }
         let parts = |list: &[Spanned<String>], may_be_empty: bool, slot: &str| -> Result<Vec<String>, ContractError> {
             list.iter()
-                .map(|p| check_part(p.get_ref(), may_be_empty).map_err(|m| bad(p.span().start, format!("{slot} `{}`: {m}", text::visible(p.get_ref())))))
+                .map(|p| {
+                    check_part(p.get_ref(), may_be_empty)
+                        .map_err(|m| bad(p.span().start, format!("{slot} `{}`: {m}", text::visible(p.get_ref()))))
+                })
                 .collect()
         };
         let subjects = parts(shape.subject.get_ref(), true, "subject")?;
@@ -449,7 +481,11 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
         let mut imminence = vec![String::new()];
         imminence.extend(parts(&shape.imminence, false, "imminence")?);
         let stops = parts(shape.stop.get_ref(), false, "stop")?;
-        for (list, span, slot) in [(&subjects, shape.subject.span(), "subject"), (&verbs, shape.verb.span(), "verb"), (&stops, shape.stop.span(), "stop")] {
+        for (list, span, slot) in [
+            (&subjects, shape.subject.span(), "subject"),
+            (&verbs, shape.verb.span(), "verb"),
+            (&stops, shape.stop.span(), "stop"),
+        ] {
             if list.is_empty() {
                 return Err(bad(span.start, format!("`{slot}` is empty")));
             }
@@ -499,14 +535,24 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
                             for stop in &stops {
                                 let sentence = format!("{body}{stop}");
                                 if Sentences::new(&sentence).count() != 1 || sentence.trim() != sentence {
-                                    return Err(bad(shape.language.span().start, format!("the shape makes `{sentence}`, which is not one sentence under the segmenter")));
+                                    return Err(bad(
+                                        shape.language.span().start,
+                                        format!(
+                                            "the shape makes `{sentence}`, which is not one sentence under the segmenter"
+                                        ),
+                                    ));
                                 }
-                                let entry = lookup.entry(sentence.into_boxed_str()).or_insert_with(|| Shape { language: language_index, tools: SmallVec::new() });
+                                let entry = lookup
+                                    .entry(sentence.into_boxed_str())
+                                    .or_insert_with(|| Shape { language: language_index, tools: SmallVec::new() });
                                 if !entry.tools.contains(&tool_index) {
                                     entry.tools.push(tool_index);
                                 }
                                 if lookup.len() > MAX_SENTENCES {
-                                    return Err(bad(shape.language.span().start, format!("the shapes make more than {MAX_SENTENCES} sentences")));
+                                    return Err(bad(
+                                        shape.language.span().start,
+                                        format!("the shapes make more than {MAX_SENTENCES} sentences"),
+                                    ));
                                 }
                             }
                         }
@@ -689,10 +735,17 @@ read_file = ["그 파일을"]
 
     fn promotion_for(g: &AnnouncementGuard) -> PromotionRecord {
         let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
-        Ladder::promote(g.subject(), audits, CorpusRun { passed: 10, failed: 0 }, Bars::default(), "ana".into(), "t".into())
-            .unwrap()
-            .record()
-            .clone()
+        Ladder::promote(
+            g.subject(),
+            audits,
+            CorpusRun { passed: 10, failed: 0 },
+            Bars::default(),
+            "ana".into(),
+            "t".into(),
+        )
+        .unwrap()
+        .record()
+        .clone()
     }
 
     #[test]
@@ -723,13 +776,25 @@ read_file = ["그 파일을"]
         let err = Contract::from_toml("t.toml", &CONTRACT.replace("\"Let me\"", "\"Let “me\"")).unwrap_err();
         assert!(err.to_string().contains("quotation mark"), "{err}");
         assert_eq!(err.line, 15);
-        let err = Contract::from_toml("t.toml", &CONTRACT.replace("stop = [\".\"]\n\n[guards.announcement.shape.object]\nread_file = [\"that", "stop = [\". Now.\"]\n\n[guards.announcement.shape.object]\nread_file = [\"that")).unwrap_err();
+        let err = Contract::from_toml(
+            "t.toml",
+            &CONTRACT.replace(
+                "stop = [\".\"]\n\n[guards.announcement.shape.object]\nread_file = [\"that",
+                "stop = [\". Now.\"]\n\n[guards.announcement.shape.object]\nread_file = [\"that",
+            ),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("not one sentence"), "{err}");
-        let err = Contract::from_toml("t.toml", &CONTRACT.replace("mode = \"enforce\"", "mode = \"loud\"")).unwrap_err();
+        let err =
+            Contract::from_toml("t.toml", &CONTRACT.replace("mode = \"enforce\"", "mode = \"loud\"")).unwrap_err();
         assert!(err.to_string().contains("`mode`"), "{err}");
         let err = Contract::from_toml("t.toml", &CONTRACT.replace("ko = \"아직", "jp = \"아직")).unwrap_err();
         assert!(err.to_string().contains("no correction copy"), "{err}");
-        let err = Contract::from_toml("t.toml", &CONTRACT.replace("imminence = [\"now\"]", "imminence = [\"now\"]\nwhen = 1")).unwrap_err();
+        let err = Contract::from_toml(
+            "t.toml",
+            &CONTRACT.replace("imminence = [\"now\"]", "imminence = [\"now\"]\nwhen = 1"),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
     }
 }

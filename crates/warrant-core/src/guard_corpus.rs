@@ -52,7 +52,9 @@ pub enum Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Overreach { sentences } => write!(f, "overreach: a case that must stay clear flagged {sentences:?}"),
+            Failure::Overreach { sentences } => {
+                write!(f, "overreach: a case that must stay clear flagged {sentences:?}")
+            }
             Failure::Missed => f.write_str("missed: a case that must flag was not flagged"),
             Failure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
@@ -76,7 +78,9 @@ pub fn run_case(guard: &AnnouncementGuard, case: &Case) -> Result<(), Failure> {
         (Expect::Flag, true) => Err(Failure::Missed),
         (Expect::Clear, false) => {
             let nfc = crate::text::nfc(&case.text);
-            Err(Failure::Overreach { sentences: flags.iter().filter_map(|f| nfc.get(f.span.clone()).map(str::to_owned)).collect() })
+            Err(Failure::Overreach {
+                sentences: flags.iter().filter_map(|f| nfc.get(f.span.clone()).map(str::to_owned)).collect(),
+            })
         }
     }
 }
@@ -129,7 +133,11 @@ impl fmt::Display for Tally {
 
 /// Runs every case of a corpus text (JSON lines), calling `report` with each failure and its
 /// 1-based line number.
-pub fn run_text(guard: &AnnouncementGuard, text: &str, mut report: impl FnMut(usize, Option<&Case>, &Failure)) -> Tally {
+pub fn run_text(
+    guard: &AnnouncementGuard,
+    text: &str,
+    mut report: impl FnMut(usize, Option<&Case>, &Failure),
+) -> Tally {
     let mut tally = Tally::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

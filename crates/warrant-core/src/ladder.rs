@@ -183,7 +183,9 @@ pub enum Refusal {
     #[error("false-positive rate {rate:.4} ({false_positives} of {audited}) is not under {max}")]
     FalsePositiveRate { rate: f64, false_positives: u64, audited: u64, max: f64 },
     /// The adversarial corpus failed, or ran no case at all.
-    #[error("the adversarial corpus passed {passed} and failed {failed} cases; it must pass some and fail at most {max}")]
+    #[error(
+        "the adversarial corpus passed {passed} and failed {failed} cases; it must pass some and fail at most {max}"
+    )]
     Corpus { passed: u64, failed: u64, max: u64 },
     /// The record was earned by another version.
     #[error("the promotion is for version `{promoted}`, the current version is `{current}`")]
@@ -405,7 +407,14 @@ mod tests {
 
     fn promote(audited: u64, fp: u64, failed: u64) -> Result<Promotion, Refusal> {
         let audits = AuditSummary { audited, false_positives: fp, ..AuditSummary::default() };
-        Ladder::promote(subject("v1"), audits, CorpusRun { passed: 120, failed }, Bars::default(), "ana".into(), "2026-11-29T00:00:00Z".into())
+        Ladder::promote(
+            subject("v1"),
+            audits,
+            CorpusRun { passed: 120, failed },
+            Bars::default(),
+            "ana".into(),
+            "2026-11-29T00:00:00Z".into(),
+        )
     }
 
     #[test]
@@ -415,7 +424,8 @@ mod tests {
         assert!(matches!(promote(100, 2, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(50, 0, 1), Err(Refusal::Corpus { .. })));
         let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
-        let empty = Ladder::promote(subject("v1"), audits, CorpusRun::default(), Bars::default(), "ana".into(), "t".into());
+        let empty =
+            Ladder::promote(subject("v1"), audits, CorpusRun::default(), Bars::default(), "ana".into(), "t".into());
         assert!(matches!(empty, Err(Refusal::Corpus { passed: 0, .. })), "an empty corpus run is no adversarial pass");
         assert!(promote(50, 0, 0).is_ok());
         assert!(promote(101, 2, 0).is_ok());

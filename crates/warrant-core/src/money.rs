@@ -179,10 +179,7 @@ fn exact(numeral: &Numeral<'_>, currency: Currency, shown: &str) -> Result<Money
     let mut any = false;
     for d in significant {
         any = true;
-        units = units
-            .checked_mul(10)
-            .and_then(|u| u.checked_add(i128::from(d - b'0')))
-            .ok_or(MoneyError::Overflow)?;
+        units = units.checked_mul(10).and_then(|u| u.checked_add(i128::from(d - b'0'))).ok_or(MoneyError::Overflow)?;
     }
     if !any {
         // Zero, however it is written; never a negative zero.
@@ -191,10 +188,7 @@ fn exact(numeral: &Numeral<'_>, currency: Currency, shown: &str) -> Result<Money
     if scale > i64::from(minor) {
         return Err(MoneyError::TooPrecise { amount: visible(shown), currency, minor_digits: minor });
     }
-    let widen = i64::from(minor)
-        .checked_sub(scale)
-        .and_then(|w| u32::try_from(w).ok())
-        .ok_or(MoneyError::Overflow)?;
+    let widen = i64::from(minor).checked_sub(scale).and_then(|w| u32::try_from(w).ok()).ok_or(MoneyError::Overflow)?;
     units = 10i128.checked_pow(widen).and_then(|p| units.checked_mul(p)).ok_or(MoneyError::Overflow)?;
     Money::from_units(if numeral.negative { -units } else { units }, currency)
 }
@@ -230,10 +224,7 @@ impl Money {
                 "amount" => &mut amount,
                 "currency" => &mut currency,
                 _ => {
-                    return Err(MoneyError::InvalidMoney(format!(
-                        "unknown field `{}` in money",
-                        visible(key)
-                    )));
+                    return Err(MoneyError::InvalidMoney(format!("unknown field `{}` in money", visible(key))));
                 }
             };
             if slot.replace(value).is_some() {
@@ -241,8 +232,7 @@ impl Money {
             }
         }
         let amount = amount.ok_or_else(|| MoneyError::InvalidMoney("money needs `amount`".to_owned()))?;
-        let currency =
-            currency.ok_or_else(|| MoneyError::InvalidMoney("money needs `currency`".to_owned()))?;
+        let currency = currency.ok_or_else(|| MoneyError::InvalidMoney("money needs `currency`".to_owned()))?;
         // A JSON number has already been through a binary float in many JSON readers; the
         // wire form keeps the amount's digits as text so no reader can change them.
         let Value::String(amount) = amount else {
@@ -262,10 +252,8 @@ impl Money {
             return Err(MoneyError::TooPrecise { amount: amount.to_string(), currency, minor_digits: minor });
         }
         let widen = minor - normalized.scale();
-        let units = 10i128
-            .checked_pow(widen)
-            .and_then(|p| normalized.mantissa().checked_mul(p))
-            .ok_or(MoneyError::Overflow)?;
+        let units =
+            10i128.checked_pow(widen).and_then(|p| normalized.mantissa().checked_mul(p)).ok_or(MoneyError::Overflow)?;
         Money::from_units(units, currency)
     }
 
@@ -345,9 +333,9 @@ impl std::str::FromStr for Money {
     type Err = MoneyError;
 
     fn from_str(text: &str) -> Result<Money, MoneyError> {
-        let (amount, currency) = text.split_once(' ').ok_or_else(|| {
-            MoneyError::InvalidMoney(format!("`{}` is not written as `12.50 USD`", visible(text)))
-        })?;
+        let (amount, currency) = text
+            .split_once(' ')
+            .ok_or_else(|| MoneyError::InvalidMoney(format!("`{}` is not written as `12.50 USD`", visible(text))))?;
         Money::parse(amount, currency)
     }
 }
@@ -382,8 +370,8 @@ pub fn parse_record_amount(value: &Value, currency: Currency) -> Result<Money, M
         return Err(MoneyError::InvalidAmount { value: visible(&value.to_string()), want: WANT_NUMBER });
     };
     let text = number.to_string();
-    let numeral = numeral(&text, true)
-        .ok_or_else(|| MoneyError::InvalidAmount { value: visible(&text), want: WANT_NUMBER })?;
+    let numeral =
+        numeral(&text, true).ok_or_else(|| MoneyError::InvalidAmount { value: visible(&text), want: WANT_NUMBER })?;
     exact(&numeral, currency, &text)
 }
 
@@ -431,10 +419,7 @@ mod tests {
     #[test]
     fn digits_below_the_minor_unit_are_refused() {
         let err = Money::parse("12.505", "USD").unwrap_err();
-        assert_eq!(
-            err,
-            MoneyError::TooPrecise { amount: "12.505".into(), currency: Currency::USD, minor_digits: 2 }
-        );
+        assert_eq!(err, MoneyError::TooPrecise { amount: "12.505".into(), currency: Currency::USD, minor_digits: 2 });
         assert_eq!(err.code(), "money_too_precise");
         assert_eq!(err.to_string(), "`12.505` is finer than the 2 decimal places USD allows");
         assert_eq!(code(Money::parse("12.5", "JPY")), "money_too_precise");
@@ -447,8 +432,8 @@ mod tests {
     #[test]
     fn only_plain_decimal_strings_are_amounts() {
         for text in [
-            "", " ", "+12.50", "12.50 ", " 12.50", "1,000.00", "1 000", "1e3", "1E3", "1.2e1", ".5", "5.",
-            "-", "--1", "01", "00.5", "0x10", "NaN", "inf", "12.50USD", "١٢", "１２",
+            "", " ", "+12.50", "12.50 ", " 12.50", "1,000.00", "1 000", "1e3", "1E3", "1.2e1", ".5", "5.", "-", "--1",
+            "01", "00.5", "0x10", "NaN", "inf", "12.50USD", "١٢", "１２",
         ] {
             let err = Money::parse(text, "USD").unwrap_err();
             assert_eq!(err.code(), "invalid_amount", "{text:?}");
@@ -458,10 +443,7 @@ mod tests {
             assert_eq!(err.code(), "invalid_amount", "{value}");
         }
         let err = Money::from_json(&json!({"amount": 12.5, "currency": "USD"})).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "`amount` must be a string holding a plain decimal such as `12.50`, not `12.5`"
-        );
+        assert_eq!(err.to_string(), "`amount` must be a string holding a plain decimal such as `12.50`, not `12.5`");
     }
 
     #[test]
@@ -496,8 +478,7 @@ mod tests {
             assert_eq!(err.code(), "invalid_money", "{value}");
             assert!(err.to_string().contains(message), "{value}: {err}");
         }
-        let err =
-            serde_json::from_str::<Money>(r#"{"amount":"1","amount":"2","currency":"USD"}"#).unwrap_err();
+        let err = serde_json::from_str::<Money>(r#"{"amount":"1","amount":"2","currency":"USD"}"#).unwrap_err();
         assert!(err.to_string().contains("field `amount` appears twice in money"), "{err}");
     }
 
@@ -585,11 +566,7 @@ mod tests {
             ("-0.0", 0),
         ] {
             let value: Value = serde_json::from_str(text).unwrap();
-            assert_eq!(
-                parse_record_amount(&value, Currency::USD).unwrap().to_minor_units(),
-                Ok(cents),
-                "{text}"
-            );
+            assert_eq!(parse_record_amount(&value, Currency::USD).unwrap().to_minor_units(), Ok(cents), "{text}");
         }
         // More digits than the currency has are refused, not rounded.
         for text in ["54.045", "0.001", "1e-3", "3.14159"] {
@@ -628,10 +605,7 @@ mod tests {
                 "{text}: {result:?}"
             );
         }
-        assert_eq!(
-            exact(&numeral("0e99999999999999999999", true).unwrap(), Currency::USD, "0"),
-            Ok(money("0", "USD"))
-        );
+        assert_eq!(exact(&numeral("0e99999999999999999999", true).unwrap(), Currency::USD, "0"), Ok(money("0", "USD")));
     }
 
     #[test]

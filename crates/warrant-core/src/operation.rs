@@ -277,10 +277,13 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
                 let mut set = KindSet::EMPTY;
                 for kind in list.get_ref() {
                     let k = scope.kinds.get(kind.get_ref()).ok_or_else(|| {
-                        at(kind.span().start, ContractErrorKind::UndeclaredOperationKind {
-                            op: name.clone(),
-                            kind: crate::text::visible(kind.get_ref()),
-                        })
+                        at(
+                            kind.span().start,
+                            ContractErrorKind::UndeclaredOperationKind {
+                                op: name.clone(),
+                                kind: crate::text::visible(kind.get_ref()),
+                            },
+                        )
                     })?;
                     set.insert(k);
                 }
@@ -289,8 +292,9 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         };
         let mut args = Vec::with_capacity(raw_op.args.len());
         for (arg_name, raw_arg) in &raw_op.args {
-            let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref())
-                .map_err(|message| at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
+            let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref()).map_err(|message| {
+                at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+            })?;
             args.push(arg);
         }
         let mut op = Operation {
@@ -308,27 +312,35 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             match op.arg(resource.get_ref()).map(|a| &a.kind) {
                 Some(ArgKind::Record { .. }) => op.resource = Some(resource.get_ref().clone()),
                 _ => {
-                    return Err(at(resource.span().start, ContractErrorKind::BadOperation {
-                        op: name.clone(),
-                        message: format!("`resource` must name a record argument, not `{}`", resource.get_ref()),
-                    }));
+                    return Err(at(
+                        resource.span().start,
+                        ContractErrorKind::BadOperation {
+                            op: name.clone(),
+                            message: format!("`resource` must name a record argument, not `{}`", resource.get_ref()),
+                        },
+                    ));
                 }
             }
         } else if !scope.has_actor {
-            return Err(at(name_at, ContractErrorKind::BadOperation {
-                op: name.clone(),
-                message: "an operation without `resource` needs an `[actor]` table".into(),
-            }));
+            return Err(at(
+                name_at,
+                ContractErrorKind::BadOperation {
+                    op: name.clone(),
+                    message: "an operation without `resource` needs an `[actor]` table".into(),
+                },
+            ));
         }
         for derive in &raw_op.derive {
-            let expr = parse_expr(derive.expr.get_ref())
-                .and_then(|e| check_expr(&op, &e).map(|()| e))
-                .map_err(|message| {
+            let expr =
+                parse_expr(derive.expr.get_ref()).and_then(|e| check_expr(&op, &e).map(|()| e)).map_err(|message| {
                     at(derive.expr.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
                 })?;
             let derive_name = derive.name.get_ref();
             if !source::is_identifier(derive_name) || op.derive.iter().any(|(n, _)| n == derive_name) {
-                return Err(at(derive.name.span().start, ContractErrorKind::BadName(crate::text::visible(derive_name))));
+                return Err(at(
+                    derive.name.span().start,
+                    ContractErrorKind::BadName(crate::text::visible(derive_name)),
+                ));
             }
             op.derive.push((derive_name.clone(), expr));
         }
@@ -428,7 +440,9 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
         if !matches!(kind, ArgKind::Text { .. }) {
-            return Err(format!("argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"));
+            return Err(format!(
+                "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
+            ));
         }
     }
     Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks: raw.check.clone() })
@@ -438,14 +452,19 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
 fn check_arg_references(_scope: &Scope<'_>, op: &Operation) -> Result<(), String> {
     for arg in &op.args {
         match &arg.kind {
-            ArgKind::Member { of, .. } | ArgKind::Members { of, .. } if of != "actor"
-                && !matches!(op.arg(of).map(|a| &a.kind), Some(ArgKind::Record { .. })) => {
-                    return Err(format!("argument `{}`: `of` must be `actor` or a record argument, not `{of}`", arg.name));
-                }
+            ArgKind::Member { of, .. } | ArgKind::Members { of, .. }
+                if of != "actor" && !matches!(op.arg(of).map(|a| &a.kind), Some(ArgKind::Record { .. })) =>
+            {
+                return Err(format!("argument `{}`: `of` must be `actor` or a record argument, not `{of}`", arg.name));
+            }
             ArgKind::Records { pairs_with: Some(pair), .. }
-                if !matches!(op.arg(pair).map(|a| &a.kind), Some(ArgKind::Members { .. } | ArgKind::Records { .. })) => {
-                    return Err(format!("argument `{}`: `pairs_with` must name a list argument, not `{pair}`", arg.name));
-                }
+                if !matches!(
+                    op.arg(pair).map(|a| &a.kind),
+                    Some(ArgKind::Members { .. } | ArgKind::Records { .. })
+                ) =>
+            {
+                return Err(format!("argument `{}`: `pairs_with` must name a list argument, not `{pair}`", arg.name));
+            }
             _ => {}
         }
     }
@@ -573,11 +592,7 @@ fn parse_unary(tokens: &[Token], pos: &mut usize, text: &str) -> Result<Expr, St
                     _ => Expr::First(path),
                 });
             }
-            if word.contains('.') {
-                Ok(Expr::Value(raw_path(word)))
-            } else {
-                Ok(Expr::Derived(word.clone()))
-            }
+            if word.contains('.') { Ok(Expr::Value(raw_path(word))) } else { Ok(Expr::Derived(word.clone())) }
         }
         _ => Err(format!("expression `{text}` is incomplete")),
     }
@@ -591,7 +606,10 @@ fn raw_path(text: &str) -> Path {
 fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
     match expr {
         Expr::Value(p) | Expr::Sum(p) | Expr::Count(p) | Expr::First(p) => {
-            let text = std::iter::once(p.root.as_str()).chain(p.fields.iter().map(String::as_str)).collect::<Vec<_>>().join(".");
+            let text = std::iter::once(p.root.as_str())
+                .chain(p.fields.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(".");
             compile_path(op, &text).map(|_| ())
         }
         Expr::Derived(name) => {
@@ -619,7 +637,8 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
     if let Some(list) = &raw.add_each {
         let list = compile_path(op, list)?;
         let into = compile_path(op, raw.into.as_deref().ok_or("effect `add_each` needs `into`")?)?;
-        let need = |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("effect `add_each` needs `{what}`"));
+        let need =
+            |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("effect `add_each` needs `{what}`"));
         let pairs = |m: &BTreeMap<String, toml::Value>| -> Result<Vec<(String, Value)>, String> {
             m.iter().map(|(k, v)| Ok((k.clone(), toml_to_json(v)?))).collect()
         };
@@ -651,8 +670,14 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
                     check_expr(op, &expr)?;
                     EntryValue::Money(expr)
                 }
-                (None, None, None, Some(name)) if op.derive.iter().any(|(n, _)| n == name) => EntryValue::Derived(name.clone()),
-                _ => return Err(format!("entry field `{name}` needs exactly one of `value`, a declared `arg`, `money`, a derived `derived`")),
+                (None, None, None, Some(name)) if op.derive.iter().any(|(n, _)| n == name) => {
+                    EntryValue::Derived(name.clone())
+                }
+                _ => {
+                    return Err(format!(
+                        "entry field `{name}` needs exactly one of `value`, a declared `arg`, `money`, a derived `derived`"
+                    ));
+                }
             };
             entry.push((name.clone(), value));
         }
@@ -680,7 +705,11 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
                     check_expr(op, &amount)?;
                     Change::SetMoney { path, amount }
                 }
-                _ => return Err(format!("effect `set = \"{set}\"` needs exactly one of `value`, `arg`, `args`, `money`")),
+                _ => {
+                    return Err(format!(
+                        "effect `set = \"{set}\"` needs exactly one of `value`, `arg`, `args`, `money`"
+                    ));
+                }
             }
         }
         (None, Some(add), None) => {
@@ -695,7 +724,8 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
             if !matches!(op.arg(swap).map(|a| &a.kind), Some(ArgKind::Members { .. })) {
                 return Err(format!("effect `swap` must name a members argument, not `{swap}`"));
             }
-            if !matches!(op.arg(&with).map(|a| &a.kind), Some(ArgKind::Records { pairs_with: Some(p), .. }) if p == swap) {
+            if !matches!(op.arg(&with).map(|a| &a.kind), Some(ArgKind::Records { pairs_with: Some(p), .. }) if p == swap)
+            {
                 return Err(format!("effect `swap` needs `with` to name a records argument paired with `{swap}`"));
             }
             Change::Swap { members: swap.clone(), with, fields: raw.fields.clone().unwrap_or_default() }

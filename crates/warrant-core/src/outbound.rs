@@ -153,10 +153,7 @@ impl LedgerFacts for Reading<'_> {
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
         let found = self.facts.events(kind)?;
-        self.log
-            .borrow_mut()
-            .events
-            .insert(kind.to_owned(), found.clone());
+        self.log.borrow_mut().events.insert(kind.to_owned(), found.clone());
         Ok(found)
     }
 }
@@ -176,17 +173,10 @@ impl RecordedLedger {
 
 impl LedgerFacts for RecordedLedger {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        match self
-            .read
-            .records
-            .iter()
-            .find(|r| r.table == table && r.key == key)
-        {
+        match self.read.records.iter().find(|r| r.table == table && r.key == key) {
             Some(r) if r.revision == 0 && r.value.is_null() => Ok(None),
             Some(r) => Ok(Some(r.clone())),
-            None => Err(FactError(format!(
-                "row `{key}` of `{table}` is not on the replay record"
-            ))),
+            None => Err(FactError(format!("row `{key}` of `{table}` is not on the replay record"))),
         }
     }
 
@@ -264,11 +254,7 @@ pub struct Outgoing<'a> {
 }
 
 fn invalid(field: &str, message: String) -> RequestError {
-    RequestError {
-        code: ReasonCode::InvalidInput,
-        field: field.to_owned(),
-        message,
-    }
+    RequestError { code: ReasonCode::InvalidInput, field: field.to_owned(), message }
 }
 
 /// Parses an outbound request all or nothing; errors name the field at fault.
@@ -276,36 +262,21 @@ pub fn parse_request(contract: &Contract, json: &str) -> Result<ValidOutbound, R
     let deserializer = &mut serde_json::Deserializer::from_str(json);
     let request: OutboundRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = e.path().to_string();
-        invalid(
-            if field == "." { "" } else { &field },
-            e.inner().to_string().replace('\n', " "),
-        )
+        invalid(if field == "." { "" } else { &field }, e.inner().to_string().replace('\n', " "))
     })?;
     validate_request(contract, request)
 }
 
 /// Validates a parsed outbound request against the contract.
-pub fn validate_request(
-    contract: &Contract,
-    request: OutboundRequest,
-) -> Result<ValidOutbound, RequestError> {
+pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result<ValidOutbound, RequestError> {
     if request.conversation.is_empty()
         || request.conversation.chars().any(crate::text::is_invisible)
         || request.conversation.len() > 256
     {
-        return Err(invalid(
-            "conversation",
-            "`conversation` must be 1 to 256 visible characters".into(),
-        ));
+        return Err(invalid("conversation", "`conversation` must be 1 to 256 visible characters".into()));
     }
     if request.at.parse::<jiff::Timestamp>().is_err() {
-        return Err(invalid(
-            "at",
-            format!(
-                "`{}` is not an RFC 3339 instant",
-                crate::text::visible(&request.at)
-            ),
-        ));
+        return Err(invalid("at", format!("`{}` is not an RFC 3339 instant", crate::text::visible(&request.at))));
     }
     let path = PathName::from_name(&request.path).ok_or_else(|| {
         invalid(
@@ -318,16 +289,10 @@ pub fn validate_request(
     })?;
     if let Some(due) = &request.due {
         if path != PathName::Scheduled {
-            return Err(invalid(
-                "due",
-                format!("`due` is for the `scheduled` path only, not `{}`", path.as_str()),
-            ));
+            return Err(invalid("due", format!("`due` is for the `scheduled` path only, not `{}`", path.as_str())));
         }
         if due.parse::<jiff::Timestamp>().is_err() {
-            return Err(invalid(
-                "due",
-                format!("`{}` is not an RFC 3339 instant", crate::text::visible(due)),
-            ));
+            return Err(invalid("due", format!("`{}` is not an RFC 3339 instant", crate::text::visible(due))));
         }
     }
     let valid = ValidOutbound { request, path };
@@ -342,31 +307,19 @@ fn check_route<'c>(
 ) -> Result<(&'c claim::OutboundPath, String), RequestError> {
     let outbound = contract.outbound();
     let path = outbound.path(outgoing.path).ok_or_else(|| {
-        invalid(
-            "path",
-            format!(
-                "the contract declares no outbound path `{}`",
-                outgoing.path.as_str()
-            ),
-        )
+        invalid("path", format!("the contract declares no outbound path `{}`", outgoing.path.as_str()))
     })?;
     if path.fallback(outgoing.locale).is_none() {
         return Err(invalid(
             "locale",
-            format!(
-                "`{}` is not one of the contract's `outbound.locales`",
-                crate::text::visible(outgoing.locale)
-            ),
+            format!("`{}` is not one of the contract's `outbound.locales`", crate::text::visible(outgoing.locale)),
         ));
     }
     let channel = outgoing.channel.unwrap_or(&path.channel);
     if outbound.channel(channel).is_none() {
         return Err(invalid(
             "channel",
-            format!(
-                "`{}` is not a channel of the contract",
-                crate::text::visible(channel)
-            ),
+            format!("`{}` is not a channel of the contract", crate::text::visible(channel)),
         ));
     }
     Ok((path, channel.to_owned()))
@@ -407,13 +360,7 @@ impl Question {
     fn rewrite(facts: Vec<String>) -> Question {
         let mut parts: Vec<&str> = vec![REWRITE];
         parts.extend(facts.iter().map(String::as_str));
-        Question {
-            id: derive_id("q", &parts),
-            task: REWRITE.to_owned(),
-            text: None,
-            claims: Vec::new(),
-            facts,
-        }
+        Question { id: derive_id("q", &parts), task: REWRITE.to_owned(), text: None, claims: Vec::new(), facts }
     }
 }
 
@@ -559,21 +506,12 @@ pub struct Gate {
 impl Gate {
     /// The questions in `questions` that `answers` does not answer yet.
     pub fn unanswered(&self, answers: &GateAnswers) -> Vec<Question> {
-        self.questions
-            .iter()
-            .filter(|q| !answers.contains_key(&q.id))
-            .cloned()
-            .collect()
+        self.questions.iter().filter(|q| !answers.contains_key(&q.id)).cloned().collect()
     }
 }
 
 fn reason(code: ReasonCode, field: Option<String>, detail: Option<String>) -> Reason {
-    Reason {
-        code,
-        field,
-        policies: Vec::new(),
-        detail: detail.map(|d| d.replace('\n', " ")),
-    }
+    Reason { code, field, policies: Vec::new(), detail: detail.map(|d| d.replace('\n', " ")) }
 }
 
 /// What checking one stage found.
@@ -585,10 +523,7 @@ struct Stage {
 }
 
 /// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one private step of `clear`; its state is the gate's own"
-)]
+#[expect(clippy::too_many_arguments, reason = "one private step of `clear`; its state is the gate's own")]
 fn check_stage(
     contract: &Contract,
     stage: &str,
@@ -627,11 +562,7 @@ fn check_stage(
             Ok(Some(by)) => (Some(by), None),
             Ok(None) => (None, Some(ReasonCode::ClaimUnbacked)),
             Err(e) => {
-                reasons.push(reason(
-                    ReasonCode::ClaimUnverifiable,
-                    Some(field.clone()),
-                    Some(e.0),
-                ));
+                reasons.push(reason(ReasonCode::ClaimUnverifiable, Some(field.clone()), Some(e.0)));
                 (None, Some(ReasonCode::ClaimUnverifiable))
             }
         };
@@ -639,10 +570,7 @@ fn check_stage(
             reasons.push(reason(
                 ReasonCode::ClaimUnbacked,
                 Some(field),
-                Some(format!(
-                    "no committed event or record backs `{}`",
-                    claim.claim
-                )),
+                Some(format!("no committed event or record backs `{}`", claim.claim)),
             ));
         }
         verdicts.push(ClaimVerdict {
@@ -660,16 +588,10 @@ fn check_stage(
         }
     }
     if !all_backed {
-        return Stage {
-            backed,
-            passed: false,
-        };
+        return Stage { backed, passed: false };
     }
     if !coverage {
-        return Stage {
-            backed,
-            passed: true,
-        };
+        return Stage { backed, passed: true };
     }
     let question = Question::coverage(text, &backed);
     let answer = answers.get(&question.id);
@@ -680,60 +602,28 @@ fn check_stage(
     let rewrite = stage != "draft";
     let field = Some(format!("{stage}.text"));
     let taken = match answer {
-        Some(GateAnswer::Verdict {
-            verdict: CheckVerdict::Pass,
-        }) => {
-            return Stage {
-                backed,
-                passed: true,
-            };
+        Some(GateAnswer::Verdict { verdict: CheckVerdict::Pass }) => {
+            return Stage { backed, passed: true };
         }
-        Some(GateAnswer::Verdict {
-            verdict: CheckVerdict::Block | CheckVerdict::Repair,
-        }) => (
-            ReasonCode::CoverageBlocked,
-            "the text states more than its claims".to_owned(),
-        ),
-        Some(GateAnswer::Verdict {
-            verdict: CheckVerdict::Ask,
-        }) => (
-            ReasonCode::CoverageUnsure,
-            "the coverage check cannot tell".to_owned(),
-        ),
+        Some(GateAnswer::Verdict { verdict: CheckVerdict::Block | CheckVerdict::Repair }) => {
+            (ReasonCode::CoverageBlocked, "the text states more than its claims".to_owned())
+        }
+        Some(GateAnswer::Verdict { verdict: CheckVerdict::Ask }) => {
+            (ReasonCode::CoverageUnsure, "the coverage check cannot tell".to_owned())
+        }
         Some(GateAnswer::Failed { detail, .. }) => (ReasonCode::CoverageFailed, detail.clone()),
-        Some(GateAnswer::Rewritten { .. }) => (
-            ReasonCode::CoverageFailed,
-            "the answer is not a verdict".to_owned(),
-        ),
-        None => (
-            ReasonCode::CoverageFailed,
-            "the coverage check has no answer".to_owned(),
-        ),
+        Some(GateAnswer::Rewritten { .. }) => (ReasonCode::CoverageFailed, "the answer is not a verdict".to_owned()),
+        None => (ReasonCode::CoverageFailed, "the coverage check has no answer".to_owned()),
     };
     // A rewrite that fails its coverage check, for whatever cause, claims more than the facts
     // it was given could back.
-    let code = if rewrite {
-        ReasonCode::RewriteUnbacked
-    } else {
-        taken.0
-    };
-    reasons.push(reason(
-        code,
-        field,
-        Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1)),
-    ));
-    Stage {
-        backed,
-        passed: false,
-    }
+    let code = if rewrite { ReasonCode::RewriteUnbacked } else { taken.0 };
+    reasons.push(reason(code, field, Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1))));
+    Stage { backed, passed: false }
 }
 
 /// What backs `claim`: an event id or a row, `None` when nothing does.
-fn backing(
-    contract: &Contract,
-    claim: &Claim,
-    facts: &dyn LedgerFacts,
-) -> Result<Option<String>, FactError> {
+fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Result<Option<String>, FactError> {
     let Some(kind) = contract.outbound().claim(&claim.claim) else {
         return Ok(None);
     };
@@ -747,16 +637,9 @@ fn backing(
                 })
             });
             let mut found = None;
-            let outcomes = if *done {
-                facts.events("effect_done")?
-            } else {
-                Vec::new()
-            };
+            let outcomes = if *done { facts.events("effect_done")? } else { Vec::new() };
             for event in matching {
-                let reported = !*done
-                    || outcomes
-                        .iter()
-                        .any(|o| event.effect.is_some() && o.effect == event.effect);
+                let reported = !*done || outcomes.iter().any(|o| event.effect.is_some() && o.effect == event.effect);
                 if reported {
                     found = Some(event.id.clone());
                     break;
@@ -764,12 +647,7 @@ fn backing(
             }
             Ok(found)
         }
-        Backing::Record {
-            table,
-            key,
-            field,
-            values,
-        } => {
+        Backing::Record { table, key, field, values } => {
             let Some(Value::String(row_key)) = claim.args.get(key) else {
                 return Ok(None);
             };
@@ -777,27 +655,21 @@ fn backing(
                 return Ok(None);
             };
             let state = row.value.get(field.as_str()).and_then(Value::as_str);
-            Ok(state
-                .filter(|s| values.iter().any(|v| v == s))
-                .map(|_| format!("{table}/{row_key}@{}", row.revision)))
+            Ok(state.filter(|s| values.iter().any(|v| v == s)).map(|_| format!("{table}/{row_key}@{}", row.revision)))
         }
     }
 }
 
 /// The verified facts for the rewrite: the backed claims and the rows they name, as read now.
 fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
-    let mut lines: Vec<String> = backed
-        .iter()
-        .map(|c| format!("claim {}", c.to_json()))
-        .collect();
+    let mut lines: Vec<String> = backed.iter().map(|c| format!("claim {}", c.to_json())).collect();
     let mut rows: Vec<(String, String)> = Vec::new();
     for claim in backed {
         let Some(kind) = contract.outbound().claim(&claim.claim) else {
             continue;
         };
         for arg in &kind.args {
-            if let (ClaimArgKind::Record { table }, Some(Value::String(key))) =
-                (&arg.kind, claim.args.get(&arg.name))
+            if let (ClaimArgKind::Record { table }, Some(Value::String(key))) = (&arg.kind, claim.args.get(&arg.name))
                 && !rows.iter().any(|(t, k)| t == table && k == key)
             {
                 rows.push((table.clone(), key.clone()));
@@ -822,10 +694,7 @@ pub fn clear(
     answers: &GateAnswers,
 ) -> Result<Gate, RequestError> {
     let (path, channel) = check_route(contract, outgoing)?;
-    let reading = Reading {
-        facts,
-        log: RefCell::new(LedgerRead::default()),
-    };
+    let reading = Reading { facts, log: RefCell::new(LedgerRead::default()) };
     let mut verdicts = Vec::new();
     let mut questions = Vec::new();
     let mut reasons = Vec::new();
@@ -868,11 +737,7 @@ pub fn clear(
                 }
             }
             Some(GateAnswer::Failed { detail, .. }) => {
-                reasons.push(reason(
-                    ReasonCode::RewriteFailed,
-                    Some("rewrite".into()),
-                    Some(detail),
-                ));
+                reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some(detail)));
                 fallback(path, outgoing.locale, &mut reasons)
             }
             Some(GateAnswer::Verdict { .. }) | None => {
@@ -917,25 +782,12 @@ pub fn clear(
         claims,
         reasons,
     };
-    Ok(Gate {
-        message,
-        verdicts,
-        questions,
-        facts: reading.log.into_inner(),
-    })
+    Ok(Gate { message, verdicts, questions, facts: reading.log.into_inner() })
 }
 
-fn fallback(
-    path: &claim::OutboundPath,
-    locale: &str,
-    reasons: &mut Vec<Reason>,
-) -> (Basis, String, Vec<Claim>) {
+fn fallback(path: &claim::OutboundPath, locale: &str, reasons: &mut Vec<Reason>) -> (Basis, String, Vec<Claim>) {
     reasons.push(reason(ReasonCode::FallbackSent, None, None));
     // `check_route` made sure the copy exists; an empty text would never be sent by a sender
     // that checks, but it cannot happen here.
-    (
-        Basis::Fallback,
-        path.fallback(locale).unwrap_or_default().to_owned(),
-        Vec::new(),
-    )
+    (Basis::Fallback, path.fallback(locale).unwrap_or_default().to_owned(), Vec::new())
 }

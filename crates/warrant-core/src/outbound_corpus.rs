@@ -88,24 +88,11 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// A case that must go out as fallback copy went out as the draft or a rewrite.
-    Leak {
-        path: PathName,
-        basis: Basis,
-        text: String,
-    },
+    Leak { path: PathName, basis: Basis, text: String },
     /// It went out on another basis than expected.
-    Basis {
-        path: PathName,
-        expected: Basis,
-        got: Basis,
-        reasons: Vec<String>,
-    },
+    Basis { path: PathName, expected: Basis, got: Basis, reasons: Vec<String> },
     /// An expected reason is missing.
-    Reasons {
-        path: PathName,
-        expected: Vec<String>,
-        got: Vec<String>,
-    },
+    Reasons { path: PathName, expected: Vec<String>, got: Vec<String> },
     /// The case is malformed.
     BadCase(String),
 }
@@ -114,35 +101,13 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Leak { path, basis, text } => {
-                write!(
-                    f,
-                    "leak: on path `{}` a draft that must fall back went out {basis:?}: {text:?}",
-                    path.as_str()
-                )
+                write!(f, "leak: on path `{}` a draft that must fall back went out {basis:?}: {text:?}", path.as_str())
             }
-            Failure::Basis {
-                path,
-                expected,
-                got,
-                reasons,
-            } => {
-                write!(
-                    f,
-                    "on path `{}` expected {expected:?}, got {got:?} ({})",
-                    path.as_str(),
-                    reasons.join(", ")
-                )
+            Failure::Basis { path, expected, got, reasons } => {
+                write!(f, "on path `{}` expected {expected:?}, got {got:?} ({})", path.as_str(), reasons.join(", "))
             }
-            Failure::Reasons {
-                path,
-                expected,
-                got,
-            } => {
-                write!(
-                    f,
-                    "on path `{}` expected reasons {expected:?} in order, got {got:?}",
-                    path.as_str()
-                )
+            Failure::Reasons { path, expected, got } => {
+                write!(f, "on path `{}` expected reasons {expected:?} in order, got {got:?}", path.as_str())
             }
             Failure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
@@ -153,9 +118,7 @@ impl fmt::Display for Failure {
 pub fn parse_case(line: &str) -> Result<Case, Failure> {
     let case: Case = serde_json::from_str(line).map_err(|e| Failure::BadCase(e.to_string()))?;
     if case.why.trim().is_empty() || case.name.trim().is_empty() || case.paths.is_empty() {
-        return Err(Failure::BadCase(
-            "`name`, `why` and `paths` must say something".into(),
-        ));
+        return Err(Failure::BadCase("`name`, `why` and `paths` must say something".into()));
     }
     Ok(case)
 }
@@ -164,22 +127,11 @@ struct CaseLedger<'c>(&'c Case);
 
 impl LedgerFacts for CaseLedger<'_> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        Ok(self
-            .0
-            .records
-            .iter()
-            .find(|r| r.table == table && r.key == key)
-            .cloned())
+        Ok(self.0.records.iter().find(|r| r.table == table && r.key == key).cloned())
     }
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        Ok(self
-            .0
-            .events
-            .iter()
-            .filter(|e| e.kind == kind)
-            .cloned()
-            .collect())
+        Ok(self.0.events.iter().filter(|e| e.kind == kind).cloned().collect())
     }
 }
 
@@ -189,44 +141,27 @@ fn coverage(answer: Option<CoverageAnswer>) -> Option<GateAnswer> {
         CoverageAnswer::Block => CheckVerdict::Block,
         CoverageAnswer::Unsure => CheckVerdict::Ask,
         CoverageAnswer::Failed => {
-            return Some(GateAnswer::Failed {
-                failure: CheckFailure::Provider,
-                detail: "recorded as failed".into(),
-            });
+            return Some(GateAnswer::Failed { failure: CheckFailure::Provider, detail: "recorded as failed".into() });
         }
     };
     Some(GateAnswer::Verdict { verdict })
 }
 
 /// The gate's answers for `case`, found by asking the gate until it asks nothing new.
-fn answers(
-    contract: &Contract,
-    case: &Case,
-    outgoing: &Outgoing<'_>,
-) -> Result<GateAnswers, Failure> {
+fn answers(contract: &Contract, case: &Case, outgoing: &Outgoing<'_>) -> Result<GateAnswers, Failure> {
     let mut answers = GateAnswers::new();
     let mut skipped: BTreeMap<String, ()> = BTreeMap::new();
     for _ in 0..4 {
         let gate = outbound::clear(contract, outgoing, &CaseLedger(case), &answers)
             .map_err(|e| Failure::BadCase(e.to_string()))?;
-        let open: Vec<_> = gate
-            .unanswered(&answers)
-            .into_iter()
-            .filter(|q| !skipped.contains_key(&q.id))
-            .collect();
+        let open: Vec<_> = gate.unanswered(&answers).into_iter().filter(|q| !skipped.contains_key(&q.id)).collect();
         if open.is_empty() {
             break;
         }
         for question in open {
             let answer = match (question.task.as_str(), &question.text) {
-                (outbound::REWRITE, _) => case
-                    .answers
-                    .rewrite
-                    .clone()
-                    .map(|text| GateAnswer::Rewritten { text }),
-                (_, Some(text)) if *text == case.draft.text => {
-                    coverage(case.answers.draft_coverage)
-                }
+                (outbound::REWRITE, _) => case.answers.rewrite.clone().map(|text| GateAnswer::Rewritten { text }),
+                (_, Some(text)) if *text == case.draft.text => coverage(case.answers.draft_coverage),
                 _ => coverage(case.answers.rewrite_coverage),
             };
             match answer {
@@ -257,17 +192,9 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
         let gate = outbound::clear(contract, &outgoing, &CaseLedger(case), &answers)
             .map_err(|e| Failure::BadCase(e.to_string()))?;
         let message = &gate.message;
-        let got: Vec<String> = message
-            .reasons()
-            .iter()
-            .map(|r| r.code.as_str().to_owned())
-            .collect();
+        let got: Vec<String> = message.reasons().iter().map(|r| r.code.as_str().to_owned()).collect();
         if case.expect.basis == Basis::Fallback && message.basis() != Basis::Fallback {
-            return Err(Failure::Leak {
-                path: *path,
-                basis: message.basis(),
-                text: message.text().to_owned(),
-            });
+            return Err(Failure::Leak { path: *path, basis: message.basis(), text: message.text().to_owned() });
         }
         if message.basis() != case.expect.basis {
             return Err(Failure::Basis {
@@ -278,17 +205,8 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
             });
         }
         let mut rest = got.iter();
-        if !case
-            .expect
-            .reasons
-            .iter()
-            .all(|want| rest.any(|g| g == want))
-        {
-            return Err(Failure::Reasons {
-                path: *path,
-                expected: case.expect.reasons.clone(),
-                got,
-            });
+        if !case.expect.reasons.iter().all(|want| rest.any(|g| g == want)) {
+            return Err(Failure::Reasons { path: *path, expected: case.expect.reasons.clone(), got });
         }
     }
     Ok(())

@@ -285,10 +285,7 @@ impl PointerError {
 /// The result is structural only. A pointer that holds words of the message resolves whatever
 /// those words mean: «the name needs changing» pointed at "needs changing" resolves. Whether the
 /// words are the value the user gave is a model task's question, and it can only take away.
-pub fn resolve<'t>(
-    text: &NumberedText<'t>,
-    pointer: &TextPointer,
-) -> Result<Resolved<'t>, PointerError> {
+pub fn resolve<'t>(text: &NumberedText<'t>, pointer: &TextPointer) -> Result<Resolved<'t>, PointerError> {
     let TextPointer { from, to, ref copy } = *pointer;
     if text.is_empty() {
         return Err(PointerError::EmptyMessage);
@@ -314,14 +311,8 @@ pub fn resolve<'t>(
 
 /// The one run of words in `from..=to` that equals the copy's words, compared by [`fold`]. Only
 /// the words the pointer holds are looked at, so the result always lies inside the pointer.
-fn narrow(
-    text: &NumberedText<'_>,
-    from: u32,
-    to: u32,
-    copy: &str,
-) -> Result<(u32, u32), PointerError> {
-    let wanted: SmallVec<[String; 4]> =
-        word_ranges(copy).filter_map(|range| copy.get(range)).map(fold).collect();
+fn narrow(text: &NumberedText<'_>, from: u32, to: u32, copy: &str) -> Result<(u32, u32), PointerError> {
+    let wanted: SmallVec<[String; 4]> = word_ranges(copy).filter_map(|range| copy.get(range)).map(fold).collect();
     let Some(span) = u32::try_from(wanted.len()).ok().filter(|&n| n > 0) else {
         return Err(PointerError::EmptyCopy { copy: copy.to_owned() });
     };
@@ -441,20 +432,13 @@ mod tests {
     }
 
     /// The span and value a pointer resolves to in `text`, owned so that tests can compare it.
-    fn resolved(
-        text: &str,
-        from: u32,
-        to: u32,
-        copy: Option<&str>,
-    ) -> Result<(u32, u32, String), PointerError> {
+    fn resolved(text: &str, from: u32, to: u32, copy: Option<&str>) -> Result<(u32, u32, String), PointerError> {
         let numbered = NumberedText::new(text);
         resolve(&numbered, &pointer(from, to, copy)).map(|r| (r.from, r.to, r.value.to_owned()))
     }
 
     /// The error code a resolution fails with.
-    fn code(
-        result: Result<(u32, u32, String), PointerError>,
-    ) -> Result<(u32, u32, String), &'static str> {
+    fn code(result: Result<(u32, u32, String), PointerError>) -> Result<(u32, u32, String), &'static str> {
         result.map_err(|err| err.code())
     }
 
@@ -514,9 +498,7 @@ mod tests {
         let numbered = NumberedText::new(text);
         assert!(numbered.len() > 1, "{:?}", words(&numbered));
         assert_eq!(words(&numbered).concat(), "明日の午後に東京へ行きます");
-        let tokyo = (1..)
-            .take_while(|&n| numbered.word(n).is_some())
-            .find(|&n| numbered.word(n) == Some("東京"));
+        let tokyo = (1..).take_while(|&n| numbered.word(n).is_some()).find(|&n| numbered.word(n) == Some("東京"));
         assert!(tokyo.is_some(), "東京 is not a word of its own: {:?}", words(&numbered));
         let last = u32::try_from(numbered.len()).unwrap_or_default();
         if let Some(n) = tokyo {
@@ -558,10 +540,7 @@ mod tests {
 
     #[test]
     fn a_copy_narrows_the_pointer_to_the_words_it_holds() {
-        assert_eq!(
-            NumberedText::new(KIM_LEE).render(),
-            "[1]Change [2]the [3]name [4]to [5]Kim [6]Lee"
-        );
+        assert_eq!(NumberedText::new(KIM_LEE).render(), "[1]Change [2]the [3]name [4]to [5]Kim [6]Lee");
         assert_eq!(resolved(KIM_LEE, 5, 6, Some("kim")), ok(5, 5, "Kim"));
         assert_eq!(resolved(KIM_LEE, 5, 6, Some("LEE")), ok(6, 6, "Lee"));
         assert_eq!(resolved(KIM_LEE, 5, 6, Some("Kim Lee")), ok(5, 6, "Kim Lee"));
@@ -624,10 +603,7 @@ mod tests {
     #[test]
     fn a_copy_without_words_is_refused() {
         for copy in ["", "   ", "...", "❤️"] {
-            assert_eq!(
-                resolved(KIM_LEE, 5, 6, Some(copy)),
-                Err(PointerError::EmptyCopy { copy: copy.to_owned() })
-            );
+            assert_eq!(resolved(KIM_LEE, 5, 6, Some(copy)), Err(PointerError::EmptyCopy { copy: copy.to_owned() }));
         }
     }
 
@@ -642,10 +618,7 @@ mod tests {
     #[test]
     fn pointers_outside_the_words_are_refused() {
         for (from, to) in [(0, 1), (0, 0), (1, 7), (7, 7), (7, 3), (u32::MAX, u32::MAX)] {
-            assert_eq!(
-                resolved(KIM_LEE, from, to, None),
-                Err(PointerError::OutOfRange { from, to, words: 6 })
-            );
+            assert_eq!(resolved(KIM_LEE, from, to, None), Err(PointerError::OutOfRange { from, to, words: 6 }));
         }
         assert_eq!(resolved(KIM_LEE, 4, 3, None), Err(PointerError::Reversed { from: 4, to: 3 }));
         // The range is checked before the copy is looked at.
@@ -666,10 +639,7 @@ mod tests {
             (PointerError::OutOfRange { from: 0, to: 1, words: 1 }, "pointer_out_of_range"),
             (PointerError::Reversed { from: 2, to: 1 }, "pointer_reversed"),
             (PointerError::CopyNotHeld { from: 1, to: 1, copy: String::new() }, "copy_not_held"),
-            (
-                PointerError::CopyAmbiguous { from: 1, to: 2, copy: String::new(), runs: 2 },
-                "copy_ambiguous",
-            ),
+            (PointerError::CopyAmbiguous { from: 1, to: 2, copy: String::new(), runs: 2 }, "copy_ambiguous"),
             (PointerError::EmptyCopy { copy: String::new() }, "copy_empty"),
         ];
         for (err, code) in cases {
@@ -684,10 +654,7 @@ mod tests {
             message(1, 4, Some("Kim\u{200B}")),
             Err("copy `Kim\\u{200b}` is not a run of the words pointer `[1, 4]` holds".to_owned())
         );
-        assert_eq!(
-            message(0, 2, None),
-            Err("pointer `[0, 2]` is outside the message's words 1 to 6".to_owned())
-        );
+        assert_eq!(message(0, 2, None), Err("pointer `[0, 2]` is outside the message's words 1 to 6".to_owned()));
     }
 
     #[test]
@@ -697,10 +664,7 @@ mod tests {
         assert_eq!(parse(r#"{"copy":"Kim","ptr":[5,6]}"#), Ok(pointer(5, 6, Some("Kim"))));
         assert_eq!(parse(r#"{"ptr":[1,2]}"#), Ok(pointer(1, 2, None)));
         let write = |p: &TextPointer| serde_json::to_string(p).map_err(|e| e.to_string());
-        assert_eq!(
-            write(&pointer(5, 6, Some("Kim"))),
-            Ok(r#"{"ptr":[5,6],"copy":"Kim"}"#.to_owned())
-        );
+        assert_eq!(write(&pointer(5, 6, Some("Kim"))), Ok(r#"{"ptr":[5,6],"copy":"Kim"}"#.to_owned()));
         assert_eq!(write(&pointer(1, 2, None)), Ok(r#"{"ptr":[1,2]}"#.to_owned()));
     }
 
@@ -727,8 +691,7 @@ mod tests {
 
     #[test]
     fn punctuation_is_the_unicode_general_category() {
-        for c in ['.', ',', '_', '-', '!', '«', '»', '「', '。', '・', '\u{2019}', '\u{11F43}']
-        {
+        for c in ['.', ',', '_', '-', '!', '«', '»', '「', '。', '・', '\u{2019}', '\u{11F43}'] {
             assert!(is_punctuation(c), "{c:?}");
         }
         for c in ['a', '1', '$', '+', '~', '^', ' ', '김', '\u{0E2F}', '\u{1F600}'] {

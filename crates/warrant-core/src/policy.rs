@@ -6,8 +6,8 @@
 use std::str::FromStr;
 
 use cedar_policy::{
-    Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet,
-    Request, RestrictedExpression,
+    Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet, Request,
+    RestrictedExpression,
 };
 use serde_json::Value;
 #[cfg(test)]
@@ -50,8 +50,8 @@ impl Policies {
         let mut set = PolicySet::new();
         let mut count = 0;
         for (file_index, (name, text, offset)) in files.iter().enumerate() {
-            let parsed = PolicySet::from_str(text)
-                .map_err(|e| (*offset, name.clone(), format!("{e}").replace('\n', " ")))?;
+            let parsed =
+                PolicySet::from_str(text).map_err(|e| (*offset, name.clone(), format!("{e}").replace('\n', " ")))?;
             if parsed.templates().next().is_some() {
                 return Err((*offset, name.clone(), "templates are not supported".into()));
             }
@@ -77,14 +77,26 @@ impl Policies {
     }
 
     /// Decides one request.
-    pub fn decide(&self, principal: &PolicyEntity, action: &str, resource: &PolicyEntity, context: Value) -> PolicyDecision {
+    pub fn decide(
+        &self,
+        principal: &PolicyEntity,
+        action: &str,
+        resource: &PolicyEntity,
+        context: Value,
+    ) -> PolicyDecision {
         match self.try_decide(principal, action, resource, context) {
             Ok(decision) => decision,
             Err(message) => PolicyDecision::Error(message),
         }
     }
 
-    fn try_decide(&self, principal: &PolicyEntity, action: &str, resource: &PolicyEntity, context: Value) -> Result<PolicyDecision, String> {
+    fn try_decide(
+        &self,
+        principal: &PolicyEntity,
+        action: &str,
+        resource: &PolicyEntity,
+        context: Value,
+    ) -> Result<PolicyDecision, String> {
         let principal_uid = uid(&principal.entity_type, &principal.id)?;
         let resource_uid = uid(&resource.entity_type, &resource.id)?;
         let action_uid = uid("Action", action)?;
@@ -96,7 +108,8 @@ impl Policies {
         let Value::Object(pairs) = context else { return Err("the context is not an object".into()) };
         let context = Context::from_pairs(pairs.iter().filter_map(|(k, v)| restricted(v).map(|r| (k.clone(), r))))
             .map_err(|e| e.to_string())?;
-        let request = Request::new(principal_uid, action_uid, resource_uid, context, None).map_err(|e| e.to_string())?;
+        let request =
+            Request::new(principal_uid, action_uid, resource_uid, context, None).map_err(|e| e.to_string())?;
         let response = Authorizer::new().is_authorized(&request, &self.set, &entities);
         let errors: Vec<String> = response.diagnostics().errors().map(|e| e.to_string()).collect();
         if !errors.is_empty() {

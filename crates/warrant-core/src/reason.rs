@@ -218,10 +218,7 @@ mod tests {
         for code in ReasonCode::ALL {
             let s = code.as_str();
             assert!(seen.insert(s), "duplicate code {s}");
-            assert!(
-                s.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
-                "{s} is not snake_case"
-            );
+            assert!(s.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{s} is not snake_case");
             assert_eq!(ReasonCode::from_code(s), Some(*code));
             assert!(!code.description().is_empty(), "{s} is undocumented");
         }

@@ -56,7 +56,9 @@ pub enum DataError {
     #[error("table `{table}`, row `{key}`: the row is not a JSON object")]
     RowNotObject { table: String, key: String },
     /// A fractional number outside a declared money field.
-    #[error("table `{table}`, row `{key}`: `{path}` holds the fractional number {number}; declare the field as money or store it as text")]
+    #[error(
+        "table `{table}`, row `{key}`: `{path}` holds the fractional number {number}; declare the field as money or store it as text"
+    )]
     UndeclaredFraction { table: String, key: String, path: String, number: String },
     /// A money number with more digits than the currency allows.
     #[error("table `{table}`, row `{key}`: `{path}` holds {number}, more digits than {exponent} minor units allow")]
@@ -121,18 +123,19 @@ fn check_numbers(table: &Table, key: &str, path: &str, value: &Value, exponent: 
             for (field, inner) in map {
                 let path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
                 if let Value::Number(n) = inner
-                    && table.money.iter().any(|m| m == field) {
-                        if minor_units(n, exponent).is_none() {
-                            return Err(DataError::TooPrecise {
-                                table: table.name.clone(),
-                                key: key.to_owned(),
-                                path,
-                                number: n.to_string(),
-                                exponent,
-                            });
-                        }
-                        continue;
+                    && table.money.iter().any(|m| m == field)
+                {
+                    if minor_units(n, exponent).is_none() {
+                        return Err(DataError::TooPrecise {
+                            table: table.name.clone(),
+                            key: key.to_owned(),
+                            path,
+                            number: n.to_string(),
+                            exponent,
+                        });
                     }
+                    continue;
+                }
                 check_numbers(table, key, &path, inner, exponent)?;
             }
             Ok(())
@@ -167,10 +170,7 @@ pub fn parse_minor_units(text: &str, exponent: u32) -> Option<i64> {
         None => (false, text),
     };
     let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-    if whole.is_empty()
-        || !whole.bytes().all(|b| b.is_ascii_digit())
-        || !fraction.bytes().all(|b| b.is_ascii_digit())
-    {
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let fraction = fraction.trim_end_matches('0');
@@ -232,9 +232,9 @@ fn cedar_value(table: &Table, value: &Value, exponent: u32, field: Option<&str>)
                 .collect();
             Some(Value::Object(out))
         }
-        Value::Array(items) => Some(Value::Array(
-            items.iter().filter_map(|v| cedar_value(table, v, exponent, field)).collect(),
-        )),
+        Value::Array(items) => {
+            Some(Value::Array(items.iter().filter_map(|v| cedar_value(table, v, exponent, field)).collect()))
+        }
         Value::String(s) => Some(Value::String(s.clone())),
         Value::Bool(b) => Some(Value::Bool(*b)),
     }

@@ -61,11 +61,7 @@ impl<'a> ScoreReport<'a> {
             operations: reading
                 .operations
                 .iter()
-                .map(|o| OperationReport {
-                    op: o.clause.op(),
-                    clause: o.clause.text(),
-                    sentence: o.sentence,
-                })
+                .map(|o| OperationReport { op: o.clause.op(), clause: o.clause.text(), sentence: o.sentence })
                 .collect(),
             rejection: reading.rejection.as_ref().map(|r| RejectionReport {
                 reason: r.reason,
@@ -118,10 +114,7 @@ impl InputError {
 /// Reads one request through the contract's gate and renders the JSON line for it: the report,
 /// or an error report for an undeclared kind.
 pub fn score_line(contract: &Contract, request: &ScoreRequest) -> Result<String, InputError> {
-    let kind = contract
-        .kinds()
-        .get(&request.kind)
-        .ok_or_else(|| InputError::unknown_kind(contract, &request.kind))?;
+    let kind = contract.kinds().get(&request.kind).ok_or_else(|| InputError::unknown_kind(contract, &request.kind))?;
     let reading = contract.score().read(kind, &request.text);
     let report = ScoreReport::new(contract, &request.text, &reading);
     serde_json::to_string(&report).map_err(|e| InputError {

@@ -152,7 +152,8 @@ pub fn parse(contract: &Contract, json: &str) -> Result<ValidRequest, RequestErr
 /// Validates an already parsed request.
 pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidRequest, RequestError> {
     let bad = |code, field: &str, message: String| RequestError { code, field: field.to_owned(), message };
-    for (field, value) in [("conversation", &request.conversation), ("turn", &request.turn), ("actor", &request.actor)] {
+    for (field, value) in [("conversation", &request.conversation), ("turn", &request.turn), ("actor", &request.actor)]
+    {
         if value.is_empty() || value.chars().any(crate::text::is_invisible) || value.len() > 256 {
             return Err(bad(ReasonCode::InvalidInput, field, format!("`{field}` must be 1 to 256 visible characters")));
         }

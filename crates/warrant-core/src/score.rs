@@ -156,11 +156,7 @@ impl Score {
 }
 
 /// Compiles the `[score]` section, checking every clause.
-pub(crate) fn compile(
-    at: &Locator<'_>,
-    kinds: &SourceKinds,
-    raw: &RawScore,
-) -> Result<Score, ContractError> {
+pub(crate) fn compile(at: &Locator<'_>, kinds: &SourceKinds, raw: &RawScore) -> Result<Score, ContractError> {
     let mut score = Score::default();
     let mut lines: FxHashMap<Box<str>, u32> = FxHashMap::default();
     let mut admit = |text: &toml::Spanned<String>, entry: Entry| -> Result<Box<str>, ContractError> {
@@ -168,10 +164,7 @@ pub(crate) fn compile(
         let clause = check_clause(text.get_ref()).map_err(|kind| at.error(offset, kind))?;
         let (line, _) = at.line_column(offset);
         if let Some(&first_line) = lines.get(&clause) {
-            return Err(at.error(
-                offset,
-                ContractErrorKind::DuplicateClause { clause: clause.into(), first_line },
-            ));
+            return Err(at.error(offset, ContractErrorKind::DuplicateClause { clause: clause.into(), first_line }));
         }
         lines.insert(clause.clone(), line);
         score.lookup.insert(clause.clone(), entry);
@@ -225,10 +218,7 @@ fn check_clause(written: &str) -> Result<Box<str>, ContractErrorKind> {
         return Err(ContractErrorKind::EmptyClause);
     }
     if let Some(c) = clause.chars().find(|&c| text::is_invisible(c)) {
-        return Err(ContractErrorKind::InvisibleCharacter {
-            clause: text::visible(&clause),
-            code: u32::from(c),
-        });
+        return Err(ContractErrorKind::InvisibleCharacter { clause: text::visible(&clause), code: u32::from(c) });
     }
     if clause.trim() != clause {
         return Err(ContractErrorKind::SurroundingWhiteSpace(clause.into_owned()));

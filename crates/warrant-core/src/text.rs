@@ -25,11 +25,7 @@ pub fn nfc(text: &str) -> Cow<'_, str> {
         IsNormalized::Yes => Cow::Borrowed(text),
         IsNormalized::No | IsNormalized::Maybe => {
             let normalized: String = text.nfc().collect();
-            if normalized == text {
-                Cow::Borrowed(text)
-            } else {
-                Cow::Owned(normalized)
-            }
+            if normalized == text { Cow::Borrowed(text) } else { Cow::Owned(normalized) }
         }
     }
 }
@@ -37,10 +33,7 @@ pub fn nfc(text: &str) -> Cow<'_, str> {
 /// Whether `c` ends a line. A line break is always a sentence boundary, whatever the segmenter
 /// would make of the text around it.
 pub const fn is_line_break(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-    )
+    matches!(c, '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
 /// The sentences of a text: UAX #29 sentence boundaries inside each line, each piece trimmed of

@@ -14,18 +14,18 @@ use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
-use crate::claim::PathName;
-use crate::outbound::{self, GateAnswers, LedgerFacts};
-use crate::request::Draft;
 use crate::check::{self, CheckAnswers, CheckRequest};
+use crate::claim::PathName;
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
+use crate::request::Draft;
 use crate::request::ValidRequest;
 
 /// The option ids of a confirmation.
@@ -408,7 +408,8 @@ impl<'f> Workspace<'f> {
         }
         if !self.rows.contains_key(row) {
             let read = self.facts.record(&row.table, &row.key).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable).detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
+                Finding::refuse(ReasonCode::FactUnavailable)
+                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
             let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
             self.rows.insert(row.clone(), Slot { read, current });
@@ -454,7 +455,10 @@ impl<'f> Workspace<'f> {
                 map.insert(last.clone(), new);
             }
             Value::Array(items) => {
-                let slot = last.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+                let slot = last
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| items.get_mut(i))
                     .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
                 *slot = make(Some(slot))?;
             }
@@ -465,9 +469,10 @@ impl<'f> Workspace<'f> {
 
     fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
         if !self.interactions.contains_key(id) {
-            let found = self.facts.interaction(id).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}"))
-            })?;
+            let found = self
+                .facts
+                .interaction(id)
+                .map_err(|e| Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}")))?;
             self.interactions.insert(id.to_owned(), found);
         }
         Ok(self.interactions.get(id).cloned().flatten())
@@ -606,9 +611,13 @@ pub fn decide_answered(
             Some(it) if it.conversation != request.conversation => {
                 Some(Finding::refuse(ReasonCode::UnknownInteraction).field(field.clone()))
             }
-            Some(it) if it.actor != request.actor => Some(Finding::refuse(ReasonCode::InteractionOfAnotherActor).field(field.clone())),
+            Some(it) if it.actor != request.actor => {
+                Some(Finding::refuse(ReasonCode::InteractionOfAnotherActor).field(field.clone()))
+            }
             Some(it) if !it.open => Some(Finding::refuse(ReasonCode::InteractionClosed).field(field.clone())),
-            Some(it) if !it.options.contains(&answer.option) => Some(Finding::refuse(ReasonCode::UnknownOption).field(format!("{field}.option"))),
+            Some(it) if !it.options.contains(&answer.option) => {
+                Some(Finding::refuse(ReasonCode::UnknownOption).field(format!("{field}.option")))
+            }
             Some(_) => None,
         };
         if let Some(it) = &found {
@@ -634,11 +643,27 @@ pub fn decide_answered(
 
     let mut proposals: Vec<Proposal<'_>> = Vec::new();
     for (i, it, _) in &held {
-        proposals.push(Proposal { source: ActSource::Answer, index: *i, op: it.op.clone(), args: it.args.clone(), from: it.from.clone(), user_text: it.user_text.clone(), confirmed: Some(it) });
+        proposals.push(Proposal {
+            source: ActSource::Answer,
+            index: *i,
+            op: it.op.clone(),
+            args: it.args.clone(),
+            from: it.from.clone(),
+            user_text: it.user_text.clone(),
+            confirmed: Some(it),
+        });
     }
     for (i, act) in request.acts.iter().enumerate() {
         let from = act.from.clone().or_else(|| contract.act_kind().map(str::to_owned)).unwrap_or_default();
-        proposals.push(Proposal { source: ActSource::Act, index: i, op: act.op.clone(), args: act.args.clone(), from, user_text: latest_user.clone(), confirmed: None });
+        proposals.push(Proposal {
+            source: ActSource::Act,
+            index: i,
+            op: act.op.clone(),
+            args: act.args.clone(),
+            from,
+            user_text: latest_user.clone(),
+            confirmed: None,
+        });
     }
     for (i, entry) in request.entries.iter().enumerate() {
         let Some(kind) = contract.kinds().get(&entry.kind) else { continue };
@@ -652,14 +677,27 @@ pub fn decide_answered(
             operations: reading
                 .operations
                 .iter()
-                .map(|o| ClauseOut { op: o.clause.op().to_owned(), clause: o.clause.text().to_owned(), sentence: o.sentence })
+                .map(|o| ClauseOut {
+                    op: o.clause.op().to_owned(),
+                    clause: o.clause.text().to_owned(),
+                    sentence: o.sentence,
+                })
                 .collect(),
-            rejection: reading.rejection.as_ref().map(|r| {
-                json!({"reason": r.reason, "sentence": r.sentence, "text": reading.rejected_sentence()})
-            }),
+            rejection: reading
+                .rejection
+                .as_ref()
+                .map(|r| json!({"reason": r.reason, "sentence": r.sentence, "text": reading.rejected_sentence()})),
         });
         for operation in &reading.operations {
-            proposals.push(Proposal { source: ActSource::Clause, index: i, op: operation.clause.op().to_owned(), args: Map::new(), from: entry.kind.clone(), user_text: latest_user.clone(), confirmed: None });
+            proposals.push(Proposal {
+                source: ActSource::Clause,
+                index: i,
+                op: operation.clause.op().to_owned(),
+                args: Map::new(),
+                from: entry.kind.clone(),
+                user_text: latest_user.clone(),
+                confirmed: None,
+            });
         }
     }
 
@@ -686,7 +724,8 @@ pub fn decide_answered(
         };
         let before = work.snapshot();
         work.touched.clear();
-        let ctx = ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
+        let ctx =
+            ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
         match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
             Err(finding) => {
                 work.restore(before);
@@ -732,7 +771,8 @@ pub fn decide_answered(
                 let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
                 let idempotency_key = format!("{}/{}/{n}", request.conversation, request.turn);
                 let rows = work.changed_rows(&before);
-                let effect = EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
+                let effect =
+                    EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
                 events.push(EventRecord {
                     id: derive_id("evt", &[&request.conversation, &request.turn, "event", &n]),
                     kind: proposal.op.clone(),
@@ -761,7 +801,13 @@ pub fn decide_answered(
         // never sets the reply.
         let corrected = response.findings.iter().find_map(|f| f.replacement.clone());
         let checked = Draft { text: corrected.unwrap_or_else(|| draft.text.clone()), claims: draft.claims.clone() };
-        let ledger = TurnLedger { work: RefCell::new(&mut work), facts, conversation: &request.conversation, turn_events: &events, read: RefCell::new(BTreeMap::new()) };
+        let ledger = TurnLedger {
+            work: RefCell::new(&mut work),
+            facts,
+            conversation: &request.conversation,
+            turn_events: &events,
+            read: RefCell::new(BTreeMap::new()),
+        };
         let outgoing = outbound::Outgoing {
             conversation: &request.conversation,
             path: PathName::Live,
@@ -783,11 +829,22 @@ pub fn decide_answered(
             Some(read) => {
                 facts_read.records.push(read.clone());
                 if let Some(current) = &slot.current
-                    && **current != read.value {
-                        writes.push(RowWrite { row: row.clone(), expected_revision: read.revision, before: read.value.clone(), value: (**current).clone() });
-                    }
+                    && **current != read.value
+                {
+                    writes.push(RowWrite {
+                        row: row.clone(),
+                        expected_revision: read.revision,
+                        before: read.value.clone(),
+                        value: (**current).clone(),
+                    });
+                }
             }
-            None => facts_read.records.push(Record { table: row.table.clone(), key: row.key.clone(), revision: 0, value: Value::Null }),
+            None => facts_read.records.push(Record {
+                table: row.table.clone(),
+                key: row.key.clone(),
+                revision: 0,
+                value: Value::Null,
+            }),
         }
     }
     for (id, found) in &work.interactions {
@@ -796,13 +853,27 @@ pub fn decide_answered(
             None => facts_read.missing_interactions.push(id.clone()),
         }
     }
-    Decision { response, writes, effects: decision_effects, events, opened, answered, facts: facts_read, checks: needed, outbound: trace }
+    Decision {
+        response,
+        writes,
+        effects: decision_effects,
+        events,
+        opened,
+        answered,
+        facts: facts_read,
+        checks: needed,
+        outbound: trace,
+    }
 }
 
 enum Outcome {
     /// Held for a confirmation, with the arguments the confirmation will check again.
-    Hold { args: Map<String, Value> },
-    Commit { args: Value },
+    Hold {
+        args: Map<String, Value>,
+    },
+    Commit {
+        args: Value,
+    },
 }
 
 fn decide_act(
@@ -814,11 +885,14 @@ fn decide_act(
     (answers, needed, uncovered): (&CheckAnswers, &mut Vec<CheckRequest>, Option<&CheckRequest>),
 ) -> Result<Outcome, Finding> {
     let op = contract.operation(&proposal.op).ok_or_else(|| {
-        Finding::refuse(ReasonCode::UnknownOperation).field("op".into()).detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
+        Finding::refuse(ReasonCode::UnknownOperation)
+            .field("op".into())
+            .detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
     })?;
     let kind = contract.kinds().get(&proposal.from).ok_or_else(|| Finding::refuse(ReasonCode::OperationNotOffered))?;
     if !op.from.contains(kind) {
-        return Err(Finding::refuse(ReasonCode::OperationNotOffered).detail(format!("`{}` may not propose `{}`", proposal.from, op.name)));
+        return Err(Finding::refuse(ReasonCode::OperationNotOffered)
+            .detail(format!("`{}` may not propose `{}`", proposal.from, op.name)));
     }
     if let Some(request) = uncovered
         && !needed.iter().any(|r| r.id == request.id)
@@ -848,14 +922,22 @@ fn decide_act(
     // Policy.
     let exponent = contract.currency().map_or(0, |c| c.exponent);
     let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t)), &ctx.actor_row) {
-        (Some(record), Some(table), Some(row)) => PolicyEntity { entity_type: table.entity.clone(), id: row.key.clone(), attrs: cedar_attrs(table, &row.key, &record.value, exponent) },
+        (Some(record), Some(table), Some(row)) => PolicyEntity {
+            entity_type: table.entity.clone(),
+            id: row.key.clone(),
+            attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+        },
         _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
     };
     let resource = match op.resource.as_ref().and_then(|r| checked.get(r)) {
         Some(Checked::Record(row)) => {
             let record = work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
             let table = contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            PolicyEntity { entity_type: table.entity.clone(), id: row.key.clone(), attrs: cedar_attrs(table, &row.key, &record.value, exponent) }
+            PolicyEntity {
+                entity_type: table.entity.clone(),
+                id: row.key.clone(),
+                attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+            }
         }
         _ => principal.clone(),
     };
@@ -905,13 +987,12 @@ fn decide_act(
     let before = work.snapshot();
     eval.apply(work, op)?;
     if work.changed_rows(&before).iter().any(|row| conflicts.contains(row)) {
-        return Err(Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into()));
+        return Err(
+            Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
+        );
     }
-    let args_json: Map<String, Value> = checked
-        .iter()
-        .filter(|(_, v)| !matches!(v, Checked::Absent))
-        .map(|(k, v)| (k.clone(), v.to_json()))
-        .collect();
+    let args_json: Map<String, Value> =
+        checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
     Ok(Outcome::Commit { args: Value::Object(args_json) })
 }
 
@@ -941,7 +1022,9 @@ fn locate_plain_values<'p>(
         }
         let field = format!("args.{}", arg.name);
         let Some(message) = proposal.user_text.as_deref() else {
-            let finding = Finding::ask(ReasonCode::PointerInvalid).field(field).detail("the turn has no user entry to point into".into());
+            let finding = Finding::ask(ReasonCode::PointerInvalid)
+                .field(field)
+                .detail("the turn has no user entry to point into".into());
             return Err(first.unwrap_or(finding));
         };
         let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
@@ -984,10 +1067,8 @@ fn semantic_checks(
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
         let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
         let numbered = NumberedText::new(message);
-        let pointer: TextPointer = args
-            .get(&arg.name)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .ok_or_else(unresolved)?;
+        let pointer: TextPointer =
+            args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<&str> = arg.checks.iter().map(String::as_str).collect();
         if located.contains(&arg.name) && !tasks.contains(&check::VALUE_STATED) {
@@ -1082,6 +1163,9 @@ impl Facts for RecordedFacts {
     }
 
     fn events(&self, _conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        self.events.get(kind).cloned().ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
+        self.events
+            .get(kind)
+            .cloned()
+            .ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
     }
 }

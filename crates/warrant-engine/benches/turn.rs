@@ -10,7 +10,13 @@
 //!
 //! Run: `cargo bench -p warrant-engine --bench turn` (PostgreSQL at 127.0.0.1:5432, or set
 //! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "a benchmark stops at the first surprise")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "a benchmark stops at the first surprise"
+)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +26,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use warrant_core::records::Record;
 use warrant_core::request;
-use warrant_core::turn::{self, Facts, FactError, Interaction};
+use warrant_core::turn::{self, FactError, Facts, Interaction};
 use warrant_engine::{Engine, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
 
@@ -40,7 +46,9 @@ fn scale() -> usize {
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -122,7 +130,12 @@ fn deterministic(contract: &warrant_core::Contract, facts: &MemoryFacts) {
     report("deterministic turn (parse, structure, policy)", latencies, start.elapsed());
 }
 
-fn durable<S: Store + 'static>(label: &str, make: impl Fn() -> S + Sync, clients: usize, per_client: usize) -> Duration {
+fn durable<S: Store + 'static>(
+    label: &str,
+    make: impl Fn() -> S + Sync,
+    clients: usize,
+    per_client: usize,
+) -> Duration {
     let (contract, folder) = load_contract(&retail()).expect("contract");
     // Seed once, then each client opens its own engine on the same store.
     drop(Engine::new(contract.clone(), &folder, make()).expect("engine"));
@@ -139,7 +152,8 @@ fn durable<S: Store + 'static>(label: &str, make: impl Fn() -> S + Sync, clients
                     let mut engine = Engine::new(contract, &folder, make()).expect("engine");
                     let acts = acts();
                     let conversation = format!("{label}-{c}-{}", std::process::id());
-                    let requests: Vec<String> = (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
+                    let requests: Vec<String> =
+                        (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
                     barrier.wait();
                     let mut out = Vec::with_capacity(per_client);
                     for body in &requests {
@@ -167,12 +181,21 @@ fn main() {
     let db = dir.path().join("bench.sqlite");
     let mut engine = Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
     let mut rows = BTreeMap::new();
-    for (table, key) in [("user", USER), ("order", "#W4776164"), ("order", "#W2378156"), ("item", "1151293680"), ("item", "7706410293")] {
+    for (table, key) in
+        [("user", USER), ("order", "#W4776164"), ("order", "#W2378156"), ("item", "1151293680"), ("item", "7706410293")]
+    {
         let r = engine.store_mut().record(table, key).expect("read").expect("row");
-        rows.insert((table.to_owned(), key.to_owned()), Record { table: r.table, key: r.key, revision: r.revision, value: r.value });
+        rows.insert(
+            (table.to_owned(), key.to_owned()),
+            Record { table: r.table, key: r.key, revision: r.revision, value: r.value },
+        );
     }
     let facts = MemoryFacts { rows };
-    println!("resident memory with the retail contract and its records seeded: {} KiB (process start {} KiB)", rss_kib(), rss_start);
+    println!(
+        "resident memory with the retail contract and its records seeded: {} KiB (process start {} KiB)",
+        rss_kib(),
+        rss_start
+    );
     deterministic(&contract, &facts);
     let rss_before = rss_kib();
     let none = Default::default();
@@ -181,12 +204,20 @@ fn main() {
         let valid = request::parse(&contract, &turn_request("soak", i, &acts[i % acts.len()])).expect("valid");
         std::hint::black_box(turn::decide(&contract, &valid, &facts, &none));
     }
-    println!("resident memory after {} more deterministic turns: {} KiB (before {} KiB)", scale() * 100, rss_kib(), rss_before);
+    println!(
+        "resident memory after {} more deterministic turns: {} KiB (before {} KiB)",
+        scale() * 100,
+        rss_kib(),
+        rss_before
+    );
 
     // Durable SQLite.
     {
         let raw = rusqlite::Connection::open(dir.path().join("raw.sqlite")).expect("raw");
-        raw.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)").expect("schema");
+        raw.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)",
+        )
+        .expect("schema");
         let mut latencies = Vec::new();
         let start = Instant::now();
         for i in 0..scale() {
@@ -203,7 +234,8 @@ fn main() {
     durable("sqlite durable turn", sqlite(db.clone()), 2, scale() / 2);
 
     // Replay of everything stored so far.
-    let mut replaying = Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
+    let mut replaying =
+        Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
     let start = Instant::now();
     let mut read = 0;
     let mut after = 0;
@@ -214,7 +246,11 @@ fn main() {
         read += batch.len();
     }
     let read_wall = start.elapsed();
-    println!("{:<44} {read:>7} turns  {:>9.0} /min", "baseline: read the stored turns", read as f64 / read_wall.as_secs_f64() * 60.0);
+    println!(
+        "{:<44} {read:>7} turns  {:>9.0} /min",
+        "baseline: read the stored turns",
+        read as f64 / read_wall.as_secs_f64() * 60.0
+    );
     let start = Instant::now();
     let report_ = replaying.replay().expect("replay");
     let wall = start.elapsed();
@@ -228,12 +264,15 @@ fn main() {
     );
 
     // PostgreSQL.
-    let conninfo = std::env::var("WARRANT_BENCH_POSTGRES").unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
+    let conninfo = std::env::var("WARRANT_BENCH_POSTGRES")
+        .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
     let schema = format!("warrant_bench_{}", std::process::id());
     match postgres::Client::connect(&conninfo, postgres::NoTls) {
         Err(e) => println!("postgres: not reachable ({e}); no PostgreSQL figures"),
         Ok(mut client) => {
-            client.batch_execute("DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (k TEXT PRIMARY KEY, v JSONB)").expect("raw table");
+            client
+                .batch_execute("DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (k TEXT PRIMARY KEY, v JSONB)")
+                .expect("raw table");
             let clients = 16;
             let per = scale() / clients;
             let barrier = Arc::new(Barrier::new(clients));
@@ -250,7 +289,11 @@ fn main() {
                                 .map(|i| {
                                     let t = Instant::now();
                                     let mut tx = client.transaction().expect("begin");
-                                    tx.execute("INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')", &[&format!("{c}-{i}")]).expect("insert");
+                                    tx.execute(
+                                        "INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')",
+                                        &[&format!("{c}-{i}")],
+                                    )
+                                    .expect("insert");
                                     tx.commit().expect("commit");
                                     t.elapsed()
                                 })
@@ -263,7 +306,8 @@ fn main() {
             report("baseline: bare one-row PostgreSQL transaction, 16 clients", latencies, start.elapsed());
             let pg = |conninfo: String, schema: String| move || PgStore::connect(&conninfo, &schema).expect("postgres");
             durable("postgres turn", pg(conninfo.clone(), schema.clone()), clients, per);
-            let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS bench_raw; DROP SCHEMA IF EXISTS {schema} CASCADE"));
+            let _ = client
+                .batch_execute(&format!("DROP TABLE IF EXISTS bench_raw; DROP SCHEMA IF EXISTS {schema} CASCADE"));
         }
     }
 }

@@ -38,11 +38,7 @@ impl DispatchConfig {
     pub fn new(webhook: impl Into<String>) -> DispatchConfig {
         DispatchConfig {
             webhook: webhook.into(),
-            retry: RetryPolicy {
-                attempts: 8,
-                backoff_base_ms: 1_000,
-                backoff_cap_ms: 300_000,
-            },
+            retry: RetryPolicy { attempts: 8, backoff_base_ms: 1_000, backoff_cap_ms: 300_000 },
             lease: Duration::from_secs(120),
             timeout: Duration::from_secs(10),
             batch: 8,
@@ -54,17 +50,15 @@ impl DispatchConfig {
     /// Checks the configuration as a whole; the error names the setting at fault.
     pub fn validate(&self) -> Result<(), DispatchError> {
         let bad = |message: String| Err(DispatchError::Config(message));
-        let url = reqwest::Url::parse(&self.webhook).map_err(|e| {
-            DispatchError::Config(format!("webhook `{}` is not a URL: {e}", self.webhook))
-        })?;
+        let url = reqwest::Url::parse(&self.webhook)
+            .map_err(|e| DispatchError::Config(format!("webhook `{}` is not a URL: {e}", self.webhook)))?;
         if !matches!(url.scheme(), "http" | "https") {
             return bad(format!("webhook `{}` must be http or https", self.webhook));
         }
         if self.retry.attempts == 0 {
             return bad("attempts must be at least 1".to_owned());
         }
-        if self.retry.backoff_base_ms < 0 || self.retry.backoff_cap_ms < self.retry.backoff_base_ms
-        {
+        if self.retry.backoff_base_ms < 0 || self.retry.backoff_cap_ms < self.retry.backoff_base_ms {
             return bad(format!(
                 "backoff base {} ms and cap {} ms: the cap must be at least the base, both not negative",
                 self.retry.backoff_base_ms, self.retry.backoff_cap_ms
@@ -151,16 +145,9 @@ impl Dispatcher {
     /// One batch of the messages due by `due_by`.
     fn round(&self, store: &mut dyn Store, due_by: i64) -> Result<Dispatched, DispatchError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
-        let lease = Lease {
-            holder: self.config.holder.clone(),
-            now: due_by,
-            until: now_ms().saturating_add(lease_ms),
-        };
+        let lease = Lease { holder: self.config.holder.clone(), now: due_by, until: now_ms().saturating_add(lease_ms) };
         let taken = store.take_outbox(&lease, self.config.batch)?;
-        let mut round = Dispatched {
-            taken: taken.len(),
-            ..Dispatched::default()
-        };
+        let mut round = Dispatched { taken: taken.len(), ..Dispatched::default() };
         // A message taken more often than it may be attempted lost its leases without an
         // answer each time: a dispatcher died or hung on it. Delivering it again could kill the
         // next one too, so it goes to the dead letter, where an operator sees it.
@@ -197,13 +184,8 @@ impl Dispatcher {
         failure: &Failure,
         round: &mut Dispatched,
     ) -> Result<(), DispatchError> {
-        let recorded = store.mark_failed(
-            &row.message.id,
-            &self.config.holder,
-            failure,
-            &self.config.retry,
-            now_ms(),
-        )?;
+        let recorded =
+            store.mark_failed(&row.message.id, &self.config.holder, failure, &self.config.retry, now_ms())?;
         match recorded {
             FailureRecorded::Retry { .. } => round.retried += 1,
             FailureRecorded::Dead => round.dead += 1,
@@ -225,8 +207,7 @@ impl Dispatcher {
                 .map(|lane| {
                     scope.spawn(move || {
                         let mine = rows.iter().enumerate().skip(lane).step_by(lanes);
-                        mine.map(|(i, row)| (i, self.deliver(row)))
-                            .collect::<Vec<_>>()
+                        mine.map(|(i, row)| (i, self.deliver(row))).collect::<Vec<_>>()
                     })
                 })
                 .collect();
@@ -240,9 +221,7 @@ impl Dispatcher {
         });
         outcomes
             .into_iter()
-            .map(|o| {
-                o.unwrap_or_else(|| Err(Failure::Transient("the delivery thread died".to_owned())))
-            })
+            .map(|o| o.unwrap_or_else(|| Err(Failure::Transient("the delivery thread died".to_owned()))))
             .collect()
     }
 
@@ -309,17 +288,12 @@ fn transport(error: &reqwest::Error) -> String {
 /// The error and each of its causes: reqwest's own message does not say what the socket said.
 fn with_causes(error: &dyn std::error::Error) -> String {
     let chain = std::iter::successors(Some(error), |e| e.source());
-    chain
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
+    chain.map(ToString::to_string).collect::<Vec<_>>().join(": ")
 }
 
 /// Milliseconds since the Unix epoch, the store's time.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Runs `tick` until `stop` is set. A tick that did work runs again at once; one that found
@@ -354,16 +328,10 @@ mod tests {
     #[test]
     fn a_refusal_of_the_message_is_permanent_and_the_rest_transient() {
         for status in [400, 401, 403, 404, 409, 410, 413, 422] {
-            assert!(
-                matches!(classify(status, String::new()), Failure::Permanent(_)),
-                "{status}"
-            );
+            assert!(matches!(classify(status, String::new()), Failure::Permanent(_)), "{status}");
         }
         for status in [408, 429, 500, 502, 503, 504, 301, 302] {
-            assert!(
-                matches!(classify(status, String::new()), Failure::Transient(_)),
-                "{status}"
-            );
+            assert!(matches!(classify(status, String::new()), Failure::Transient(_)), "{status}");
         }
     }
 
@@ -374,11 +342,7 @@ mod tests {
         let check = |change: fn(&mut DispatchConfig), words: &str| {
             let mut config = good.clone();
             change(&mut config);
-            let error = config
-                .validate()
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
+            let error = config.validate().err().map(|e| e.to_string()).unwrap_or_default();
             assert!(error.contains(words), "`{error}` should mention `{words}`");
         };
         check(|c| c.webhook = "ftp://x/y".into(), "http or https");

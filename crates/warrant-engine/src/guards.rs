@@ -77,9 +77,10 @@ impl From<warrant_store::StoreError> for GuardError {
 /// The stored promotion of `subject`, as the ladder's record.
 pub(crate) fn promotion_record<S: Store>(store: &mut S, subject: &str) -> Result<Option<PromotionRecord>, EngineError> {
     let Some(row) = store.promotion(subject)? else { return Ok(None) };
-    serde_json::from_value(row.record)
-        .map(Some)
-        .map_err(|e| EngineError::Corrupt { what: format!("promotion {} of `{subject}`", row.seq), message: e.to_string() })
+    serde_json::from_value(row.record).map(Some).map_err(|e| EngineError::Corrupt {
+        what: format!("promotion {} of `{subject}`", row.seq),
+        message: e.to_string(),
+    })
 }
 
 impl<S: Store> Engine<S> {
@@ -96,7 +97,12 @@ impl<S: Store> Engine<S> {
     /// Labels a finding; `at` comes from the caller's clock.
     pub fn guard_audit(&mut self, finding: &str, label: Label, who: &str, at: &str) -> Result<AuditResult, GuardError> {
         self.guard()?;
-        let row = AuditRow { finding: finding.to_owned(), label: label.as_str().to_owned(), who: who.to_owned(), at: at.to_owned() };
+        let row = AuditRow {
+            finding: finding.to_owned(),
+            label: label.as_str().to_owned(),
+            who: who.to_owned(),
+            at: at.to_owned(),
+        };
         Ok(self.store.audit(&row)?)
     }
 
@@ -106,7 +112,8 @@ impl<S: Store> Engine<S> {
         let guard = self.guard()?.clone();
         let findings: Vec<AuditedFinding> =
             self.store.findings(ANNOUNCEMENT)?.into_iter().filter(|f| f.finding.version == guard.version()).collect();
-        let audits = AuditSummary::of(findings.iter().filter_map(|f| f.audit.as_ref().and_then(|a| Label::parse(&a.label))));
+        let audits =
+            AuditSummary::of(findings.iter().filter_map(|f| f.audit.as_ref().and_then(|a| Label::parse(&a.label))));
         let record = promotion_record(&mut self.store, ANNOUNCEMENT)?;
         let admitted = record.as_ref().map(|r| Promotion::admit(r, &guard.subject()));
         let mode = match (&admitted, guard.mode()) {
@@ -146,7 +153,10 @@ impl<S: Store> Engine<S> {
             let Some(last) = batch.last() else { break };
             after = last.seq;
             for stored in batch {
-                let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() };
+                let corrupt = |e: serde_json::Error| EngineError::Corrupt {
+                    what: format!("turn `{}`", stored.turn),
+                    message: e.to_string(),
+                };
                 let request: TurnRequest = serde_json::from_value(stored.request.clone()).map_err(corrupt)?;
                 let response: TurnResponse = serde_json::from_value(stored.response.clone()).map_err(corrupt)?;
                 let Some(draft) = request.draft else { continue };
@@ -156,17 +166,20 @@ impl<S: Store> Engine<S> {
                 let id = turn::derive_id("smp", &[&stored.conversation, &stored.turn]);
                 let order = turn::derive_id("order", &[&stored.conversation, &stored.turn, &version]);
                 let calls: Vec<&str> = request.calls.iter().map(|c| c.tool.as_str()).collect();
-                candidates.push((order, FindingRow {
-                    seq: 0,
-                    id,
-                    guard: ANNOUNCEMENT.to_owned(),
-                    version: version.clone(),
-                    conversation: stored.conversation.clone(),
-                    turn: stored.turn.clone(),
-                    kind: FindingKind::Sample,
-                    payload: json!({"reply": draft.text, "calls": calls}),
-                    at: at.to_owned(),
-                }));
+                candidates.push((
+                    order,
+                    FindingRow {
+                        seq: 0,
+                        id,
+                        guard: ANNOUNCEMENT.to_owned(),
+                        version: version.clone(),
+                        conversation: stored.conversation.clone(),
+                        turn: stored.turn.clone(),
+                        kind: FindingKind::Sample,
+                        payload: json!({"reply": draft.text, "calls": calls}),
+                        at: at.to_owned(),
+                    },
+                ));
             }
         }
         candidates.sort_by(|a, b| a.0.cmp(&b.0));
@@ -176,7 +189,13 @@ impl<S: Store> Engine<S> {
 
     /// Promotes the version in force if its audited record and `corpus` (a fresh adversarial
     /// run) clear `bars`; stores the promotion record.
-    pub fn guard_promote(&mut self, corpus: CorpusRun, bars: Bars, who: &str, at: &str) -> Result<Result<PromotionRecord, Refusal>, GuardError> {
+    pub fn guard_promote(
+        &mut self,
+        corpus: CorpusRun,
+        bars: Bars,
+        who: &str,
+        at: &str,
+    ) -> Result<Result<PromotionRecord, Refusal>, GuardError> {
         let subject = self.guard()?.subject();
         let audits = self.guard_status()?.audits;
         let promotion = match Ladder::promote(subject.clone(), audits, corpus, bars, who.to_owned(), at.to_owned()) {
@@ -184,7 +203,8 @@ impl<S: Store> Engine<S> {
             Err(refusal) => return Ok(Err(refusal)),
         };
         let record = promotion.record().clone();
-        let json = serde_json::to_value(&record).map_err(|e| EngineError::Corrupt { what: "promotion record".into(), message: e.to_string() })?;
+        let json = serde_json::to_value(&record)
+            .map_err(|e| EngineError::Corrupt { what: "promotion record".into(), message: e.to_string() })?;
         self.store.promote(&PromotionRow {
             seq: 0,
             subject: subject.name,
@@ -224,7 +244,13 @@ impl<S: Store> Engine<S> {
                 .into_iter()
                 .map(|p| json!({"seq": p.seq, "version": p.version, "accepted": p.accepted, "report": p.report}))
                 .collect();
-            statuses.push(PromptStatus { active: active.unwrap_or_else(|| builtin.version.clone()), builtin: builtin.version, task, promotion, decisions });
+            statuses.push(PromptStatus {
+                active: active.unwrap_or_else(|| builtin.version.clone()),
+                builtin: builtin.version,
+                task,
+                promotion,
+                decisions,
+            });
         }
         Ok(statuses)
     }

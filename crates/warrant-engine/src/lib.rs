@@ -4,11 +4,11 @@
 //! decision, and commits what it decided in one transaction.
 
 pub mod dispatch;
-pub mod outbox;
 mod files;
 mod guards;
 mod model;
 mod outbound;
+pub mod outbox;
 mod replay;
 
 use std::cell::RefCell;
@@ -17,18 +17,18 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use warrant_core::check::CheckAnswers;
 use warrant_core::ladder::{PromotionRecord, Subject};
+use warrant_core::outbound::{GateAnswers, LedgerFacts};
 use warrant_core::records::{self, Record, TableSource};
 use warrant_core::request::{self, RequestError, ValidRequest};
-use warrant_core::check::CheckAnswers;
-use warrant_core::outbound::{GateAnswers, LedgerFacts};
 use warrant_core::turn::EventRecord;
-use warrant_core::turn::{self, Decision, Facts, FactError, Interaction, RecordedFacts, RowRef, TurnResponse};
-use warrant_model::ModelCall;
+use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, RecordedFacts, RowRef, TurnResponse};
 use warrant_core::{Contract, ContractError};
+use warrant_model::ModelCall;
 use warrant_store::{
-    Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState, OutcomeReport,
-    OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
+    Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
+    OutcomeReport, OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
 };
 
 pub use files::{FolderFiles, load_contract};
@@ -62,7 +62,10 @@ pub enum EngineError {
 
 /// The result of one turn request.
 #[derive(Debug, Clone, PartialEq)]
-#[expect(clippy::large_enum_variant, reason = "one result per turn, returned once and never stored in bulk; boxing would only add an allocation")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one result per turn, returned once and never stored in bulk; boxing would only add an allocation"
+)]
 pub enum TurnResult {
     /// Decided and committed (or, for a repeated turn, the recorded result).
     Decided { response: TurnResponse, repeated: bool },
@@ -197,14 +200,16 @@ impl<S: Store> Engine<S> {
                     records::rows_from_file(table, data, exponent)?
                 }
                 TableSource::Nested { table: parent, path, parent_field } => {
-                    let parent_rows = loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
+                    let parent_rows =
+                        loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
                     records::rows_from_parent(table, parent_rows, path, parent_field, exponent)?
                 }
             };
             if let Some((first, _)) = rows.first()
-                && self.store.record(&table.name, first)?.is_none() {
-                    inserted += self.store.seed_records(&table.name, &rows)?;
-                }
+                && self.store.record(&table.name, first)?.is_none()
+            {
+                inserted += self.store.seed_records(&table.name, &rows)?;
+            }
             loaded.push((table.name.clone(), rows));
         }
         Ok(inserted)
@@ -237,7 +242,8 @@ impl<S: Store> Engine<S> {
             // with an answer may need checks of its own, hence the few rounds; what is still
             // unanswered after them counts as failed.
             for _ in 0..model::ROUNDS {
-                let missing: Vec<_> = decision.checks.iter().filter(|c| !answers.contains_key(&c.id)).cloned().collect();
+                let missing: Vec<_> =
+                    decision.checks.iter().filter(|c| !answers.contains_key(&c.id)).cloned().collect();
                 if missing.is_empty() {
                     break;
                 }
@@ -249,7 +255,8 @@ impl<S: Store> Engine<S> {
             // Step 7: the outbound gate's questions about the reply (its coverage checks, its
             // one rewrite), answered one round at a time; what stays unanswered has failed.
             for _ in 0..outbound::ROUNDS {
-                let open: Vec<_> = decision.outbound.questions.iter().filter(|q| !gate_answers.contains_key(&q.id)).cloned().collect();
+                let open: Vec<_> =
+                    decision.outbound.questions.iter().filter(|q| !gate_answers.contains_key(&q.id)).cloned().collect();
                 if open.is_empty() {
                     break;
                 }
@@ -279,7 +286,12 @@ impl<S: Store> Engine<S> {
         Err(EngineError::Contention(MAX_ATTEMPTS))
     }
 
-    fn decide(&mut self, valid: &ValidRequest, conflicts: &BTreeSet<RowRef>, answers: (&CheckAnswers, &GateAnswers)) -> Decision {
+    fn decide(
+        &mut self,
+        valid: &ValidRequest,
+        conflicts: &BTreeSet<RowRef>,
+        answers: (&CheckAnswers, &GateAnswers),
+    ) -> Decision {
         let facts = StoreFacts { store: RefCell::new(&mut self.store) };
         turn::decide_answered(&self.contract, valid, &facts, conflicts, answers)
     }
@@ -288,17 +300,28 @@ impl<S: Store> Engine<S> {
     /// changes are undone when no later commit has touched those rows.
     pub fn report_outcome(&mut self, effect_id: &str, outcome: &str) -> Result<Value, EngineError> {
         if !matches!(outcome, "done" | "failed" | "unknown") {
-            return Ok(json!({"error": {"code": "invalid_input", "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}));
+            return Ok(
+                json!({"error": {"code": "invalid_input", "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}),
+            );
         }
         let Some(effect) = self.store.effect(effect_id)? else {
-            return Ok(json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}));
+            return Ok(
+                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}),
+            );
         };
         let writes: Vec<RecordWrite> = if outcome == "failed" {
-            let reverts: Vec<turn::RowWrite> = serde_json::from_value(effect.payload.get("writes").cloned().unwrap_or(Value::Array(vec![])))
-                .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
+            let reverts: Vec<turn::RowWrite> = serde_json::from_value(
+                effect.payload.get("writes").cloned().unwrap_or(Value::Array(vec![])),
+            )
+            .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
             reverts
                 .into_iter()
-                .map(|w| RecordWrite { table: w.row.table, key: w.row.key, expected_revision: w.expected_revision + 1, value: w.before })
+                .map(|w| RecordWrite {
+                    table: w.row.table,
+                    key: w.row.key,
+                    expected_revision: w.expected_revision + 1,
+                    value: w.before,
+                })
                 .collect()
         } else {
             Vec::new()
@@ -312,7 +335,12 @@ impl<S: Store> Engine<S> {
             effect: Some(effect_id.to_owned()),
         };
         let reverting = !writes.is_empty();
-        let report = OutcomeReport { effect: effect_id.to_owned(), outcome: outcome.to_owned(), event: event(reverting), writes };
+        let report = OutcomeReport {
+            effect: effect_id.to_owned(),
+            outcome: outcome.to_owned(),
+            event: event(reverting),
+            writes,
+        };
         let result = match self.store.report_outcome(&report)? {
             OutcomeResult::StaleRevision { .. } => {
                 // A later commit moved the rows: record the outcome, leave the rows alone.
@@ -322,9 +350,15 @@ impl<S: Store> Engine<S> {
             other => other,
         };
         Ok(match result {
-            OutcomeResult::Recorded => json!({"effect": effect_id, "outcome": outcome, "recorded": true, "reverted": reverting}),
-            OutcomeResult::AlreadyRecorded { outcome: stored } => json!({"effect": effect_id, "outcome": stored, "recorded": false}),
-            OutcomeResult::UnknownEffect => json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}),
+            OutcomeResult::Recorded => {
+                json!({"effect": effect_id, "outcome": outcome, "recorded": true, "reverted": reverting})
+            }
+            OutcomeResult::AlreadyRecorded { outcome: stored } => {
+                json!({"effect": effect_id, "outcome": stored, "recorded": false})
+            }
+            OutcomeResult::UnknownEffect => {
+                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}})
+            }
             OutcomeResult::StaleRevision { .. } => json!({"effect": effect_id, "outcome": outcome, "recorded": false}),
         })
     }
@@ -397,13 +431,25 @@ fn to_commit(
         writes: decision
             .writes
             .iter()
-            .map(|w| RecordWrite { table: w.row.table.clone(), key: w.row.key.clone(), expected_revision: w.expected_revision, value: w.value.clone() })
+            .map(|w| RecordWrite {
+                table: w.row.table.clone(),
+                key: w.row.key.clone(),
+                expected_revision: w.expected_revision,
+                value: w.value.clone(),
+            })
             .collect(),
         effects,
         events: decision
             .events
             .iter()
-            .map(|e| EventRow { seq: 0, id: e.id.clone(), conversation: request.conversation.clone(), kind: e.kind.clone(), payload: e.payload.clone(), effect: e.effect.clone() })
+            .map(|e| EventRow {
+                seq: 0,
+                id: e.id.clone(),
+                conversation: request.conversation.clone(),
+                kind: e.kind.clone(),
+                payload: e.payload.clone(),
+                effect: e.effect.clone(),
+            })
             .collect(),
         opened: decision
             .opened
@@ -419,7 +465,11 @@ fn to_commit(
                 })
             })
             .collect::<Result<_, _>>()?,
-        answered: decision.answered.iter().map(|(id, option)| Answer { interaction: id.clone(), option: option.clone() }).collect(),
+        answered: decision
+            .answered
+            .iter()
+            .map(|(id, option)| Answer { interaction: id.clone(), option: option.clone() })
+            .collect(),
         findings: decision
             .response
             .findings
@@ -443,14 +493,24 @@ fn to_commit(
 }
 
 /// Facts served from a stored turn's replay record.
-pub(crate) fn recorded_facts(stored: &StoredTurn) -> Result<(RecordedFacts, BTreeSet<RowRef>, CheckAnswers, GateAnswers), EngineError> {
-    let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: format!("replay record of turn `{}`", stored.turn), message: e.to_string() };
-    let facts: turn::FactsRead = serde_json::from_value(stored.replay.get("facts").cloned().unwrap_or(Value::Null)).map_err(corrupt)?;
+pub(crate) fn recorded_facts(
+    stored: &StoredTurn,
+) -> Result<(RecordedFacts, BTreeSet<RowRef>, CheckAnswers, GateAnswers), EngineError> {
+    let corrupt = |e: serde_json::Error| EngineError::Corrupt {
+        what: format!("replay record of turn `{}`", stored.turn),
+        message: e.to_string(),
+    };
+    let facts: turn::FactsRead =
+        serde_json::from_value(stored.replay.get("facts").cloned().unwrap_or(Value::Null)).map_err(corrupt)?;
     let conflicts: BTreeSet<RowRef> =
-        serde_json::from_value(stored.replay.get("conflicts").cloned().unwrap_or(Value::Array(vec![]))).map_err(corrupt)?;
+        serde_json::from_value(stored.replay.get("conflicts").cloned().unwrap_or(Value::Array(vec![])))
+            .map_err(corrupt)?;
     let answers: CheckAnswers =
-        serde_json::from_value(stored.replay.get("answers").cloned().unwrap_or(Value::Object(Default::default()))).map_err(corrupt)?;
-    let gate_answers: GateAnswers =
-        serde_json::from_value(stored.replay.get("outbound_answers").cloned().unwrap_or(Value::Object(Default::default()))).map_err(corrupt)?;
+        serde_json::from_value(stored.replay.get("answers").cloned().unwrap_or(Value::Object(Default::default())))
+            .map_err(corrupt)?;
+    let gate_answers: GateAnswers = serde_json::from_value(
+        stored.replay.get("outbound_answers").cloned().unwrap_or(Value::Object(Default::default())),
+    )
+    .map_err(corrupt)?;
     Ok((RecordedFacts::new(&facts), conflicts, answers, gate_answers))
 }

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
-use warrant_model::tasks::TASKS;
-use warrant_model::{BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TaskLimits, TurnBudget, run_checks};
 use warrant_core::ladder::{Promotion, PromotionRecord};
+use warrant_model::tasks::TASKS;
+use warrant_model::{
+    BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TaskLimits, TurnBudget, run_checks,
+};
 use warrant_store::Store;
 
 use crate::EngineError;
@@ -88,14 +90,17 @@ pub(crate) fn load_active_prompts<S: Store>(store: &mut S, model: &mut ModelSetu
 pub(crate) fn run(model: Option<&ModelSetup>, budget: Option<&TurnBudget>, requests: &[CheckRequest]) -> CheckRound {
     match (model, budget) {
         (Some(model), Some(budget)) => {
-            let runner = Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
+            let runner =
+                Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
             run_checks(&runner, requests, model.parallel)
         }
         _ => {
             let mut round = CheckRound::default();
             for request in requests {
                 let detail = "no model provider is configured".to_owned();
-                round.answers.insert(request.id.clone(), CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail });
+                round
+                    .answers
+                    .insert(request.id.clone(), CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail });
             }
             round
         }

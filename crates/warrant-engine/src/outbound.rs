@@ -9,19 +9,19 @@ use std::cell::RefCell;
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
 use warrant_core::Contract;
 use warrant_core::check::CheckFailure;
 use warrant_core::claim::CLAIMS_COVERAGE;
 use warrant_core::outbound::{
-    self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead,
-    OutboundRequest, Outgoing, Question, REWRITE, RecordedLedger, Sender, ValidOutbound,
+    self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead, OutboundRequest, Outgoing,
+    Question, REWRITE, RecordedLedger, Sender, ValidOutbound,
 };
 use warrant_core::records::Record;
 use warrant_core::request::RequestError;
 use warrant_core::turn::{EventRecord, FactError, derive_id};
 use warrant_model::tasks::{ClaimsCoverage, ClaimsCoverageInput, Rewrite, RewriteInput};
 use warrant_model::{ModelCall, Outcome, Runner, TurnBudget};
-use serde_json::Value;
 use warrant_store::{Enqueued, Lease, NewJob, OutboxMessage, Store};
 
 use crate::outbox::{JobsRun, job_key, run_due_jobs};
@@ -65,10 +65,7 @@ pub struct OutboundRun {
 
 /// The result of an outbound request.
 #[derive(Debug, Clone)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one result per message, returned once"
-)]
+#[expect(clippy::large_enum_variant, reason = "one result per message, returned once")]
 pub enum OutboundResult {
     /// The gate decided what goes out.
     Cleared(OutboundRun),
@@ -84,38 +81,18 @@ pub(crate) struct StoreLedger<'a, S: Store + ?Sized> {
 
 impl<S: Store + ?Sized> LedgerFacts for StoreLedger<'_, S> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        let mut store = self
-            .store
-            .try_borrow_mut()
-            .map_err(|e| FactError(e.to_string()))?;
-        let found = store
-            .record(table, key)
-            .map_err(|e| FactError(e.to_string()))?;
-        Ok(found.map(|r| Record {
-            table: r.table,
-            key: r.key,
-            revision: r.revision,
-            value: r.value,
-        }))
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let found = store.record(table, key).map_err(|e| FactError(e.to_string()))?;
+        Ok(found.map(|r| Record { table: r.table, key: r.key, revision: r.revision, value: r.value }))
     }
 
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        let mut store = self
-            .store
-            .try_borrow_mut()
-            .map_err(|e| FactError(e.to_string()))?;
-        let rows = store
-            .events(Some(self.conversation))
-            .map_err(|e| FactError(e.to_string()))?;
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let rows = store.events(Some(self.conversation)).map_err(|e| FactError(e.to_string()))?;
         Ok(rows
             .into_iter()
             .filter(|e| e.kind == kind)
-            .map(|e| EventRecord {
-                id: e.id,
-                kind: e.kind,
-                payload: e.payload,
-                effect: e.effect,
-            })
+            .map(|e| EventRecord { id: e.id, kind: e.kind, payload: e.payload, effect: e.effect })
             .collect())
     }
 }
@@ -131,21 +108,10 @@ pub(crate) fn answer(
     for question in questions {
         let (Some(model), Some(budget)) = (model, budget) else {
             let detail = "no model provider is configured".to_owned();
-            answers.insert(
-                question.id.clone(),
-                GateAnswer::Failed {
-                    failure: CheckFailure::Unfinished,
-                    detail,
-                },
-            );
+            answers.insert(question.id.clone(), GateAnswer::Failed { failure: CheckFailure::Unfinished, detail });
             continue;
         };
-        let runner = Runner {
-            provider: model.provider.as_ref(),
-            model: &model.model,
-            budget,
-            prompts: &model.prompts,
-        };
+        let runner = Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
         let answer = match question.task.as_str() {
             CLAIMS_COVERAGE => {
                 let input = ClaimsCoverageInput {
@@ -160,18 +126,10 @@ pub(crate) fn answer(
                 }
             }
             REWRITE => {
-                let run = runner.run::<Rewrite>(
-                    &RewriteInput {
-                        facts: question.facts.clone(),
-                    },
-                    Some(&question.id),
-                );
+                let run = runner.run::<Rewrite>(&RewriteInput { facts: question.facts.clone() }, Some(&question.id));
                 calls.extend(run.calls);
                 match run.outcome {
-                    Outcome::Answered {
-                        output: Some(draft),
-                        ..
-                    } => GateAnswer::Rewritten { text: draft.text },
+                    Outcome::Answered { output: Some(draft), .. } => GateAnswer::Rewritten { text: draft.text },
                     Outcome::Answered { output: None, .. } => GateAnswer::Failed {
                         failure: CheckFailure::InvalidAnswer,
                         detail: "the rewrite gave no text".into(),
@@ -179,10 +137,9 @@ pub(crate) fn answer(
                     Outcome::Failed { failure, detail } => GateAnswer::Failed { failure, detail },
                 }
             }
-            other => GateAnswer::Failed {
-                failure: CheckFailure::Unfinished,
-                detail: format!("no task answers `{other}`"),
-            },
+            other => {
+                GateAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task answers `{other}`") }
+            }
         };
         answers.insert(question.id.clone(), answer);
     }
@@ -331,7 +288,8 @@ pub(crate) fn clear_valid<S: Store + ?Sized>(
         calls.extend(round_calls);
         gate = clear_once(contract, store, &outgoing, &answers)?;
     }
-    let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() };
+    let corrupt =
+        |e: serde_json::Error| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() };
     let used: GateAnswers =
         gate.questions.iter().filter_map(|q| answers.get(&q.id).map(|a| (q.id.clone(), a.clone()))).collect();
     let record = OutboundRecord {
@@ -371,7 +329,12 @@ fn submit_valid<S: Store + ?Sized>(
         let due_at = due.parse::<jiff::Timestamp>().map_err(|e| corrupt(e.to_string()))?.as_millisecond();
         let draft = serde_json::to_value(request).map_err(|e| corrupt(e.to_string()))?;
         let job = derive_id("job", &[&request.conversation, &draft.to_string()]);
-        let new = store.schedule_job(&NewJob { id: job.clone(), conversation: request.conversation.clone(), due_at, draft })?;
+        let new = store.schedule_job(&NewJob {
+            id: job.clone(),
+            conversation: request.conversation.clone(),
+            due_at,
+            draft,
+        })?;
         return Ok(Submitted::Scheduled { job, due_at, duplicate: !new });
     }
     let run = clear_valid(contract, model, store, valid)?;
@@ -408,12 +371,11 @@ pub fn run_due(
             .map_err(|e| format!("the stored request does not parse: {e}"))?;
         let request = OutboundRequest { at: at.clone(), due: None, ..request };
         let valid = outbound::validate_request(contract, request).map_err(|e| format!("{}: {}", e.field, e.message))?;
-        let cleared = clear_valid(contract, model, store, &valid)
-            .and_then(|run| {
-                let record = serde_json::to_value(&run.record)
-                    .map_err(|e| EngineError::Corrupt { what: "outbound record".into(), message: e.to_string() })?;
-                outbox_message(&run.message, record, job_key(&job.job.id))
-            });
+        let cleared = clear_valid(contract, model, store, &valid).and_then(|run| {
+            let record = serde_json::to_value(&run.record)
+                .map_err(|e| EngineError::Corrupt { what: "outbound record".into(), message: e.to_string() })?;
+            outbox_message(&run.message, record, job_key(&job.job.id))
+        });
         cleared.map_err(|e| {
             let why = e.to_string();
             broken.get_or_insert(e);
@@ -430,10 +392,7 @@ pub fn run_due(
 
 /// Decides a recorded message again from its record alone: the facts it read and the answers
 /// it got. Pure; with the same contract the message is byte-identical to the recorded one.
-pub fn replay_outbound(
-    contract: &Contract,
-    record: &OutboundRecord,
-) -> Result<ClearedMessage, RequestError> {
+pub fn replay_outbound(contract: &Contract, record: &OutboundRecord) -> Result<ClearedMessage, RequestError> {
     let valid = outbound::validate_request(contract, record.request.clone())?;
     let ledger = RecordedLedger::new(record.facts.clone());
     Ok(outbound::clear(contract, &valid.outgoing(), &ledger, &record.answers)?.message)

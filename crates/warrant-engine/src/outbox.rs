@@ -34,12 +34,7 @@ pub fn run_due_jobs<E>(
     mut compose: impl FnMut(&mut dyn Store, &DueJob) -> Result<OutboxMessage, E>,
 ) -> Result<JobsRun<E>, StoreError> {
     let jobs = store.take_due_jobs(lease, limit)?;
-    let mut run = JobsRun {
-        taken: jobs.len(),
-        enqueued: 0,
-        already_enqueued: 0,
-        failed: Vec::new(),
-    };
+    let mut run = JobsRun { taken: jobs.len(), enqueued: 0, already_enqueued: 0, failed: Vec::new() };
     for job in &jobs {
         let mut message = match compose(&mut *store, job) {
             Ok(message) => message,

@@ -104,12 +104,15 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
         for stored in &batch {
             report.turns += 1;
             let recorded = stored_response(stored)?;
-            let request: request::TurnRequest = serde_json::from_value(stored.request.clone())
-                .map_err(|e| EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() })?;
+            let request: request::TurnRequest = serde_json::from_value(stored.request.clone()).map_err(|e| {
+                EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() }
+            })?;
             let (facts, conflicts, answers, gate_answers) = recorded_facts(stored)?;
             let now = match request::validate(contract, request) {
                 // The recorded answers of the turn's checks: a replay calls no model.
-                Ok(valid) => turn::decide_answered(contract, &valid, &facts, &conflicts, (&answers, &gate_answers)).response,
+                Ok(valid) => {
+                    turn::decide_answered(contract, &valid, &facts, &conflicts, (&answers, &gate_answers)).response
+                }
                 Err(error) => {
                     for (i, act) in recorded.acts.iter().enumerate() {
                         report.changes.push(ReplayChange {

@@ -3,13 +3,21 @@
 //! concurrently as the engine runs them and, in the same run, one after another as a naive
 //! baseline. The concurrent time less 5 ms is the overhead of threads, budget, prompt
 //! rendering, parsing and records.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "a benchmark stops at the first surprise")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "a benchmark stops at the first surprise"
+)]
 
 use std::time::{Duration, Instant};
 
 use divan::Bencher;
 use warrant_core::check::{CheckRequest, VALUE_STATED};
-use warrant_model::{BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks};
+use warrant_model::{
+    BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
+};
 
 fn main() {
     divan::main();
@@ -26,7 +34,18 @@ impl Provider for Slow {
 }
 
 fn requests() -> Vec<CheckRequest> {
-    (0..4).map(|i| CheckRequest::new(VALUE_STATED, "rename", &format!("arg{i}"), "Kim Lee", [6, 7], "please change the name to Kim Lee")).collect()
+    (0..4)
+        .map(|i| {
+            CheckRequest::new(
+                VALUE_STATED,
+                "rename",
+                &format!("arg{i}"),
+                "Kim Lee",
+                [6, 7],
+                "please change the name to Kim Lee",
+            )
+        })
+        .collect()
 }
 
 /// `parallel = 8`: as the engine runs them; `parallel = 1`: the sequential baseline.

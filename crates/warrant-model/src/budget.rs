@@ -143,7 +143,8 @@ mod tests {
 
     #[test]
     fn calls_and_tokens_run_out() {
-        let budget = TurnBudget::new(BudgetLimits { calls: 2, tokens: 100, deadline: Duration::from_secs(60) }, Instant::now());
+        let budget =
+            TurnBudget::new(BudgetLimits { calls: 2, tokens: 100, deadline: Duration::from_secs(60) }, Instant::now());
         let r = budget.reserve(60, Duration::from_secs(1)).unwrap();
         assert!(budget.reserve(60, Duration::from_secs(1)).is_err(), "40 tokens left");
         budget.settle(r, 10);

@@ -7,8 +7,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use warrant_core::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, LOCATE, UNCOVERED_REQUEST, VALUE_STATED};
 use warrant_core::check::CheckVerdict;
+use warrant_core::check::{
+    CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, LOCATE, UNCOVERED_REQUEST, VALUE_STATED,
+};
 
 use crate::task::{ModelCall, Outcome, Runner};
 use crate::tasks::{Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueStated, ValueStatedInput};
@@ -47,7 +49,11 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
             (answer(run.outcome), run.calls)
         }
         LOCATE => {
-            let input = LocateInput { field: request.arg.clone(), proposed: request.value.clone(), message: request.message.clone() };
+            let input = LocateInput {
+                field: request.arg.clone(),
+                proposed: request.value.clone(),
+                message: request.message.clone(),
+            };
             let run = runner.run::<Locate>(&input, Some(&request.id));
             let answer = match run.outcome {
                 // Only the pointer goes back: the core slices the words itself and checks the

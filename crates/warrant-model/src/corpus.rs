@@ -55,7 +55,11 @@ pub enum CorpusError {
 
 fn field<T: for<'de> Deserialize<'de>>(case: &Case, task: &str, input: &Value, name: &str) -> Result<T, CorpusError> {
     let value = input.get(name).cloned().unwrap_or(Value::Null);
-    serde_json::from_value(value).map_err(|e| CorpusError::Input { case: case.name.clone(), task: task.to_owned(), message: format!("`{name}`: {e}") })
+    serde_json::from_value(value).map_err(|e| CorpusError::Input {
+        case: case.name.clone(),
+        task: task.to_owned(),
+        message: format!("`{name}`: {e}"),
+    })
 }
 
 fn verdict<O>(outcome: Outcome<O>) -> Result<CheckVerdict, String> {
@@ -92,15 +96,23 @@ pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case) -> Result<CaseResu
             verdict(runner.run::<ValueStated>(&input, None).outcome)
         }
         Locate::NAME => {
-            let input = LocateInput { field: field(case, task, i, "field")?, proposed: field(case, task, i, "proposed")?, message: field(case, task, i, "message")? };
+            let input = LocateInput {
+                field: field(case, task, i, "field")?,
+                proposed: field(case, task, i, "proposed")?,
+                message: field(case, task, i, "message")?,
+            };
             verdict(runner.run::<Locate>(&input, None).outcome)
         }
         UncoveredRequest::NAME => {
-            let input = UncoveredRequestInput { message: field(case, task, i, "message")?, acts: field(case, task, i, "acts")? };
+            let input = UncoveredRequestInput {
+                message: field(case, task, i, "message")?,
+                acts: field(case, task, i, "acts")?,
+            };
             verdict(runner.run::<UncoveredRequest>(&input, None).outcome)
         }
         ClaimsCoverage::NAME => {
-            let input = ClaimsCoverageInput { text: field(case, task, i, "text")?, claims: field(case, task, i, "claims")? };
+            let input =
+                ClaimsCoverageInput { text: field(case, task, i, "text")?, claims: field(case, task, i, "claims")? };
             verdict(runner.run::<ClaimsCoverage>(&input, None).outcome)
         }
         Rewrite::NAME => {

@@ -147,7 +147,11 @@ impl Provider for OpenAiProvider {
         })?;
         let status = sent.status();
         let text = sent.text().map_err(|e| {
-            if e.is_timeout() { ProviderError::Timeout(with_causes(&e)) } else { ProviderError::Unreachable(with_causes(&e)) }
+            if e.is_timeout() {
+                ProviderError::Timeout(with_causes(&e))
+            } else {
+                ProviderError::Unreachable(with_causes(&e))
+            }
         })?;
         if !status.is_success() {
             let excerpt: String = text.chars().take(300).collect();
@@ -165,9 +169,16 @@ pub fn parse_completion(text: &str) -> Result<ChatAnswer, ProviderError> {
         .and_then(Value::as_str)
         .ok_or_else(|| ProviderError::Malformed("no `choices[0].message.content`".into()))?;
     let count = |field: &str| {
-        reply.pointer(&format!("/usage/{field}")).and_then(Value::as_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+        reply
+            .pointer(&format!("/usage/{field}"))
+            .and_then(Value::as_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
     };
-    Ok(ChatAnswer { content: content.to_owned(), prompt_tokens: count("prompt_tokens"), completion_tokens: count("completion_tokens") })
+    Ok(ChatAnswer {
+        content: content.to_owned(),
+        prompt_tokens: count("prompt_tokens"),
+        completion_tokens: count("completion_tokens"),
+    })
 }
 
 #[cfg(test)]
@@ -215,7 +226,13 @@ mod tests {
 
     #[test]
     fn the_schema_is_sent_as_the_response_format() {
-        let request = ChatRequest { model: "m".into(), messages: vec![], schema_name: "s".into(), schema: json!({"type":"object"}), max_tokens: 9 };
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![],
+            schema_name: "s".into(),
+            schema: json!({"type":"object"}),
+            max_tokens: 9,
+        };
         let b = body(&request, SchemaFormat::JsonSchema);
         assert_eq!(b.pointer("/response_format/type"), Some(&json!("json_schema")));
         assert_eq!(b.pointer("/response_format/json_schema/schema"), Some(&json!({"type":"object"})));

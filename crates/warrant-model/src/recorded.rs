@@ -55,10 +55,17 @@ impl RecordedProvider {
             if line.trim().is_empty() {
                 continue;
             }
-            let exchange: Exchange = serde_json::from_str(line)
-                .map_err(|e| CassetteError::Line { path: path.to_owned(), line: i + 1, message: e.to_string() })?;
+            let exchange: Exchange = serde_json::from_str(line).map_err(|e| CassetteError::Line {
+                path: path.to_owned(),
+                line: i + 1,
+                message: e.to_string(),
+            })?;
             if exchange.request.hash() != exchange.hash {
-                return Err(CassetteError::Line { path: path.to_owned(), line: i + 1, message: "the hash is not the request's".into() });
+                return Err(CassetteError::Line {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    message: "the hash is not the request's".into(),
+                });
             }
             exchanges.push(exchange);
         }
@@ -115,7 +122,8 @@ impl<P: Provider> Provider for Recorder<P> {
         let result = self.live.complete(request, timeout);
         let exchange = Exchange { hash: request.hash(), request: request.clone(), result: result.clone() };
         let line = serde_json::to_string(&exchange).map_err(|e| ProviderError::Malformed(e.to_string()))?;
-        let mut out = self.out.lock().map_err(|_| ProviderError::Malformed(format!("cassette `{}` is poisoned", self.path)))?;
+        let mut out =
+            self.out.lock().map_err(|_| ProviderError::Malformed(format!("cassette `{}` is poisoned", self.path)))?;
         // A recording that cannot be written would make the cassette lie by omission.
         writeln!(out, "{line}").map_err(|e| ProviderError::Malformed(format!("cassette `{}`: {e}", self.path)))?;
         result

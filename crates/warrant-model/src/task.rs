@@ -86,7 +86,8 @@ impl Prompts {
 /// its schema again on every run of every check was part of what a turn's checks added to its
 /// latency (DESIGN.md §14).
 fn builtin_once<T: Task>() -> PromptVersion {
-    static BUILTIN: std::sync::OnceLock<std::sync::Mutex<BTreeMap<&'static str, PromptVersion>>> = std::sync::OnceLock::new();
+    static BUILTIN: std::sync::OnceLock<std::sync::Mutex<BTreeMap<&'static str, PromptVersion>>> =
+        std::sync::OnceLock::new();
     let cache = BUILTIN.get_or_init(Default::default);
     let Ok(mut versions) = cache.lock() else { return PromptVersion::builtin::<T>() };
     versions.entry(T::NAME).or_insert_with(PromptVersion::builtin::<T>).clone()
@@ -177,7 +178,9 @@ impl std::fmt::Debug for Runner<'_> {
 
 /// The message of the repair round.
 fn repair_message(error: &str) -> String {
-    format!("Your answer does not fit the required JSON schema: {error}. Answer again with only the JSON object the schema describes.")
+    format!(
+        "Your answer does not fit the required JSON schema: {error}. Answer again with only the JSON object the schema describes."
+    )
 }
 
 fn millis(d: Duration) -> u64 {
@@ -217,7 +220,10 @@ impl Runner<'_> {
                     }
                     if round == Round::Repair {
                         let detail = format!("the answer does not fit the schema after a repair round: {error}");
-                        return TaskRun { outcome: Outcome::Failed { failure: CheckFailure::InvalidAnswer, detail }, calls };
+                        return TaskRun {
+                            outcome: Outcome::Failed { failure: CheckFailure::InvalidAnswer, detail },
+                            calls,
+                        };
                     }
                     messages.push(Message::new("assistant", answer.content));
                     messages.push(Message::new("user", repair_message(&error)));

@@ -172,7 +172,12 @@ impl Task for Locate {
     }
 
     fn question(input: &LocateInput) -> String {
-        format!("Message: {}\nField: {}\nProposed value: {}", NumberedText::new(&input.message).render(), input.field, input.proposed)
+        format!(
+            "Message: {}\nField: {}\nProposed value: {}",
+            NumberedText::new(&input.message).render(),
+            input.field,
+            input.proposed
+        )
     }
 
     fn read(input: &LocateInput, answer: &str) -> Result<(CheckVerdict, Option<Located>), String> {
@@ -365,7 +370,8 @@ impl Task for Rewrite {
 }
 
 /// The name of every task.
-pub const TASKS: &[&str] = &[ValueStated::NAME, Locate::NAME, UncoveredRequest::NAME, ClaimsCoverage::NAME, Rewrite::NAME];
+pub const TASKS: &[&str] =
+    &[ValueStated::NAME, Locate::NAME, UncoveredRequest::NAME, ClaimsCoverage::NAME, Rewrite::NAME];
 
 /// The built-in limits of the task named `task`, if there is one.
 pub fn own_limits(task: &str) -> Option<TaskLimits> {

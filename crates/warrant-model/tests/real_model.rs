@@ -28,10 +28,18 @@ fn root() -> PathBuf {
 }
 
 fn endpoint() -> OpenAiProvider {
-    let base = std::env::var("WARRANT_REAL_MODEL_URL")
-        .unwrap_or_else(|_| panic!("WARRANT_REAL_MODEL_URL is unset: run this tier through scripts/real-model-tier.sh"));
+    let base = std::env::var("WARRANT_REAL_MODEL_URL").unwrap_or_else(|_| {
+        panic!("WARRANT_REAL_MODEL_URL is unset: run this tier through scripts/real-model-tier.sh")
+    });
     let model = std::env::var("WARRANT_REAL_MODEL_NAME").unwrap_or_else(|_| "smollm2".into());
-    OpenAiProvider::new(EndpointConfig { base_url: base, model, key: None, connect_timeout: Duration::from_secs(5), format: warrant_model::openai::SchemaFormat::JsonObject }).unwrap()
+    OpenAiProvider::new(EndpointConfig {
+        base_url: base,
+        model,
+        key: None,
+        connect_timeout: Duration::from_secs(5),
+        format: warrant_model::openai::SchemaFormat::JsonObject,
+    })
+    .unwrap()
 }
 
 fn limits() -> BudgetLimits {
@@ -68,7 +76,13 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
         for case in &cases {
             let started = Instant::now();
             let result = corpus::run_case(runner, "value_stated", case).unwrap();
-            eprintln!("value_stated {}: expect {:?}, got {:?} in {:?}", case.name, case.expect, result.got, started.elapsed());
+            eprintln!(
+                "value_stated {}: expect {:?}, got {:?} in {:?}",
+                case.name,
+                case.expect,
+                result.got,
+                started.elapsed()
+            );
             match result.got {
                 Ok(_) => answered += 1,
                 Err(_) => failed += 1,
@@ -77,13 +91,19 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
         }
         let runs: Vec<(&str, Outcome<()>, usize)> = vec![
             {
-                let input = UncoveredRequestInput { message: "Cancel my order and also change my address".into(), acts: vec!["cancel_pending_order".into()] };
+                let input = UncoveredRequestInput {
+                    message: "Cancel my order and also change my address".into(),
+                    acts: vec!["cancel_pending_order".into()],
+                };
                 let run = runner.run::<UncoveredRequest>(&input, None);
                 assert_reached(&run);
                 ("uncovered_request", run.outcome, run.calls.len())
             },
             {
-                let input = ClaimsCoverageInput { text: "Your order is cancelled and you will get a refund of $50.".into(), claims: vec![r##"{"kind":"order_cancelled","order":"#W1"}"##.into()] };
+                let input = ClaimsCoverageInput {
+                    text: "Your order is cancelled and you will get a refund of $50.".into(),
+                    claims: vec![r##"{"kind":"order_cancelled","order":"#W1"}"##.into()],
+                };
                 let run = runner.run::<ClaimsCoverage>(&input, None);
                 assert_reached(&run);
                 ("claims_coverage", run.outcome, run.calls.len())
@@ -96,7 +116,14 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
                 Outcome::Failed { .. } => failed += 1,
             }
         }
-        let located = runner.run::<Locate>(&LocateInput { field: "name".into(), proposed: "Kim Lee".into(), message: "please change the name to Kim Lee".into() }, None);
+        let located = runner.run::<Locate>(
+            &LocateInput {
+                field: "name".into(),
+                proposed: "Kim Lee".into(),
+                message: "please change the name to Kim Lee".into(),
+            },
+            None,
+        );
         assert_reached(&located);
         eprintln!("locate: {:?}", located.outcome);
         if let Outcome::Answered { output: Some(found), .. } = &located.outcome {
@@ -111,8 +138,14 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
             assert!(!output.as_ref().unwrap().text.trim().is_empty());
         }
     });
-    eprintln!("real-model tier: {answered} answered within the schema, {failed} failed the check, {right}/{} value_stated cases right", cases.len());
-    assert!(answered > 0, "no answer of the real model was parsed: the schema-constrained endpoint is not doing its job");
+    eprintln!(
+        "real-model tier: {answered} answered within the schema, {failed} failed the check, {right}/{} value_stated cases right",
+        cases.len()
+    );
+    assert!(
+        answered > 0,
+        "no answer of the real model was parsed: the schema-constrained endpoint is not doing its job"
+    );
 }
 
 struct Files(PathBuf);
@@ -125,7 +158,12 @@ impl ContractFiles for Files {
 struct Customers;
 impl Facts for Customers {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        Ok((table == "customer").then(|| Record { table: table.into(), key: key.into(), revision: 1, value: json!({"name": "Kim"}) }))
+        Ok((table == "customer").then(|| Record {
+            table: table.into(),
+            key: key.into(),
+            revision: 1,
+            value: json!({"name": "Kim"}),
+        }))
     }
     fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
         Ok(None)
@@ -158,11 +196,17 @@ fn a_real_answer_can_only_take_away() {
             let first = decide(&contract, message, pointer.clone(), &CheckAnswers::new());
             let round = run_checks(runner, &first.checks, 8);
             let with_model = decide(&contract, message, pointer.clone(), &round.answers);
-            let all_pass: CheckAnswers =
-                first.checks.iter().map(|c| (c.id.clone(), CheckAnswer::Verdict { verdict: CheckVerdict::Pass })).collect();
+            let all_pass: CheckAnswers = first
+                .checks
+                .iter()
+                .map(|c| (c.id.clone(), CheckAnswer::Verdict { verdict: CheckVerdict::Pass }))
+                .collect();
             let code_only = decide(&contract, message, pointer, &all_pass);
             let (model_verdict, ceiling) = (with_model.response.acts[0].verdict, code_only.response.acts[0].verdict);
-            eprintln!("{message:?}: answers {:?} -> {model_verdict:?} (code alone allows {ceiling:?})", round.answers.values().collect::<Vec<_>>());
+            eprintln!(
+                "{message:?}: answers {:?} -> {model_verdict:?} (code alone allows {ceiling:?})",
+                round.answers.values().collect::<Vec<_>>()
+            );
             // A model can never do better than code allows: a refusal stays a refusal, and a
             // commit happens only where code commits and every answer passed.
             if ceiling != Verdict::Commit {
@@ -213,13 +257,22 @@ fn located_values_and_uncovered_requests_from_a_real_model_can_only_take_away() 
         for (message, name, committable) in turns {
             let (decision, answers) = decide_in_rounds(runner, &contract, message, name);
             let act = &decision.response.acts[0];
-            eprintln!("{message:?} / {name:?}: {:?} {:?} from {answers:?}", act.verdict, act.reasons.first().map(|r| r.code));
+            eprintln!(
+                "{message:?} / {name:?}: {:?} {:?} from {answers:?}",
+                act.verdict,
+                act.reasons.first().map(|r| r.code)
+            );
             let tasks: Vec<&str> = decision.checks.iter().map(|c| c.task.as_str()).collect();
             assert!(tasks.contains(&"locate") && tasks.contains(&"uncovered_request"), "{tasks:?}");
-            let answered_yes = |a: &CheckAnswer| matches!(a, CheckAnswer::Located { .. } | CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+            let answered_yes = |a: &CheckAnswer| {
+                matches!(a, CheckAnswer::Located { .. } | CheckAnswer::Verdict { verdict: CheckVerdict::Pass })
+            };
             if act.verdict == Verdict::Commit {
                 assert!(committable, "{message}: a model answer made code commit what it never could");
-                assert!(decision.checks.iter().all(|c| answers.get(&c.id).is_some_and(answered_yes)), "a commit needs every check passed");
+                assert!(
+                    decision.checks.iter().all(|c| answers.get(&c.id).is_some_and(answered_yes)),
+                    "a commit needs every check passed"
+                );
                 assert!(tasks.contains(&"value_stated"), "a located value is checked as stated before it is used");
                 // The value is the message's own words, sliced by code, never the model's text.
                 let written = decision.writes[0].value["name"].as_str().unwrap().to_owned();

@@ -57,7 +57,13 @@ impl Conn {
 
 /// Runs `per_thread` requests on each of `threads` connections; returns (requests per second,
 /// p50, p99).
-fn measure(addr: SocketAddr, threads: usize, per_thread: usize, request: impl Fn(usize, usize) -> (String, String) + Send + Sync + 'static, key: &str) -> (f64, Duration, Duration) {
+fn measure(
+    addr: SocketAddr,
+    threads: usize,
+    per_thread: usize,
+    request: impl Fn(usize, usize) -> (String, String) + Send + Sync + 'static,
+    key: &str,
+) -> (f64, Duration, Duration) {
     let request = Arc::new(request);
     let barrier = Arc::new(Barrier::new(threads + 1));
     let handles: Vec<_> = (0..threads)
@@ -108,7 +114,8 @@ fn run(backend: &str, store: &str, tenant: &str, per_level: usize) {
     let run_id = std::process::id();
     for threads in [1, 4, 16] {
         let per_thread = per_level / threads;
-        let (hrps, h50, h99) = measure(server.addr, threads, per_thread * 4, |_, _| ("/health".into(), String::new()), &key);
+        let (hrps, h50, h99) =
+            measure(server.addr, threads, per_thread * 4, |_, _| ("/health".into(), String::new()), &key);
         let (trps, t50, t99) = measure(
             server.addr,
             threads,
@@ -132,13 +139,18 @@ fn main() {
         return;
     }
     let per_level: usize = std::env::var("WARRANT_LOAD_TURNS").ok().and_then(|n| n.parse().ok()).unwrap_or(480);
-    println!("each level: {per_level} hold turns (cancel_pending_order, each a new conversation), 4x as many /health requests");
+    println!(
+        "each level: {per_level} hold turns (cancel_pending_order, each a new conversation), 4x as many /health requests"
+    );
     let dir = tempfile::tempdir().unwrap();
     run("sqlite", &format!("sqlite:{}", dir.path().display()), "load", per_level);
-    let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let url =
+        std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let id = std::process::id();
     let (registry, tenant) = (format!("wsrv_load_reg_{id}"), format!("load_{id}"));
     run("postgres", &format!("{url}?schema={registry}"), &tenant, per_level);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {registry} CASCADE; DROP SCHEMA IF EXISTS t_{tenant} CASCADE")).unwrap();
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {registry} CASCADE; DROP SCHEMA IF EXISTS t_{tenant} CASCADE"))
+        .unwrap();
 }

@@ -21,9 +21,9 @@ use warrant_core::report::{self, ScoreRequest};
 use warrant_engine::{EngineError, Submitted, TurnResult};
 use warrant_store::Store;
 
+use crate::AppState;
 use crate::pool::PoolError;
 use crate::tenants::{self, TenantName};
-use crate::AppState;
 
 /// Every route: method and path, as the OpenAPI document lists them. The router is built from
 /// this list and nothing else, and a test holds the list and the document to each other.
@@ -81,12 +81,18 @@ pub fn router(state: AppState) -> Router {
     router
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", None, "no such route".into()) })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", None, "the route does not take this method".into())
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                None,
+                "the route does not take this method".into(),
+            )
         })
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, "the handler failed".into()).into_response()
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, "the handler failed".into())
+                .into_response()
         }))
         .with_state(state)
 }
@@ -116,13 +122,21 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        error_response(self.status, self.code, json!({"error": {"code": self.code, "field": self.field, "message": self.message}}))
+        error_response(
+            self.status,
+            self.code,
+            json!({"error": {"code": self.code, "field": self.field, "message": self.message}}),
+        )
     }
 }
 
 /// A 400 for input the core refused: its reason code, the field at fault and why.
 fn refused_input(code: warrant_core::reason::ReasonCode, field: Option<&str>, message: &str) -> Response {
-    error_response(StatusCode::BAD_REQUEST, code.as_str(), json!({"error": {"code": code, "field": field, "message": message}}))
+    error_response(
+        StatusCode::BAD_REQUEST,
+        code.as_str(),
+        json!({"error": {"code": code, "field": field, "message": message}}),
+    )
 }
 
 fn error_response(status: StatusCode, code: &str, body: Value) -> Response {
@@ -161,9 +175,11 @@ impl FromRequestParts<AppState> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Tenant, ApiError> {
-        let unauthorized =
-            |message: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", Some("authorization"), message.into());
-        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| unauthorized("give `Authorization: Bearer KEY`"))?;
+        let unauthorized = |message: &str| {
+            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", Some("authorization"), message.into())
+        };
+        let header =
+            parts.headers.get(AUTHORIZATION).ok_or_else(|| unauthorized("give `Authorization: Bearer KEY`"))?;
         let key = header
             .to_str()
             .ok()
@@ -186,7 +202,9 @@ impl FromRequestParts<AppState> for Tenant {
                 .await
                 .map_err(|e| e.to_string())
                 .and_then(|r| r)
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, format!("registry: {e}")))?;
+                .map_err(|e| {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, format!("registry: {e}"))
+                })?;
                 if let (Some(hash), Ok(mut keys)) = (&found, state.inner.keys.lock()) {
                     keys.insert(tenant.clone(), hash.clone());
                 }
@@ -209,7 +227,12 @@ pub(crate) fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None, "the body is over the size limit".into())
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                None,
+                "the body is over the size limit".into(),
+            )
         } else {
             ApiError::bad("invalid_input", None, rejection.body_text())
         }
@@ -290,7 +313,8 @@ async fn post_outcome(
     let text = json_body(&headers, body)?;
     let body: OutcomeBody =
         serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", Some("outcome"), e.to_string()))?;
-    let answer = state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
+    let answer =
+        state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
     let status = match answer.pointer("/error/code").and_then(Value::as_str) {
         None => return Ok((StatusCode::OK, axum::Json(answer)).into_response()),
         Some("unknown_effect") => StatusCode::NOT_FOUND,
@@ -312,7 +336,8 @@ async fn post_outbound(
     let text = json_body(&headers, body)?;
     let now = warrant_engine::dispatch::now_ms();
     let submitted = state.inner.pools.with_engine(&tenant, move |engine| engine.submit(&text, now)).await?;
-    let internal = |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, e.to_string());
+    let internal =
+        |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, e.to_string());
     Ok(match submitted {
         Submitted::Queued { run, outbox, duplicate } => {
             let mut message = serde_json::to_value(&run.message).map_err(internal)?;
@@ -337,7 +362,8 @@ async fn post_score(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let text = json_body(&headers, body)?;
-    let request: ScoreRequest = serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", None, e.to_string()))?;
+    let request: ScoreRequest =
+        serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", None, e.to_string()))?;
     match report::score_line(state.inner.pools.contract(), &request) {
         Ok(line) => {
             let mut response = line.into_response();
@@ -358,11 +384,21 @@ async fn get_record(
     let record = state
         .inner
         .pools
-        .with_engine(&tenant, move |engine| engine.store_mut().record(&table_name, &key_name).map_err(EngineError::from))
+        .with_engine(&tenant, move |engine| {
+            engine.store_mut().record(&table_name, &key_name).map_err(EngineError::from)
+        })
         .await?;
     match record {
-        Some(record) => Ok(axum::Json(json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value})).into_response()),
-        None => Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_record", Some("key"), format!("no record `{key}` in `{table}`"))),
+        Some(record) => Ok(axum::Json(
+            json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value}),
+        )
+        .into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_record",
+            Some("key"),
+            format!("no record `{key}` in `{table}`"),
+        )),
     }
 }
 
@@ -374,13 +410,21 @@ pub(crate) fn query_pairs(
 ) -> Result<Vec<(String, String)>, ApiError> {
     let Query(pairs) = query.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
     if let Some((name, _)) = pairs.iter().find(|(name, _)| !known.contains(&name.as_str())) {
-        return Err(ApiError::bad("invalid_input", Some(name), format!("unknown query parameter `{name}`; known: {}", known.join(", "))));
+        return Err(ApiError::bad(
+            "invalid_input",
+            Some(name),
+            format!("unknown query parameter `{name}`; known: {}", known.join(", ")),
+        ));
     }
     Ok(pairs)
 }
 
 /// The value of query parameter `name`, parsed, if given.
-pub(crate) fn query_value<T: std::str::FromStr>(pairs: &[(String, String)], name: &str, what: &str) -> Result<Option<T>, ApiError> {
+pub(crate) fn query_value<T: std::str::FromStr>(
+    pairs: &[(String, String)],
+    name: &str,
+    what: &str,
+) -> Result<Option<T>, ApiError> {
     match pairs.iter().rev().find(|(n, _)| n == name) {
         None => Ok(None),
         Some((_, value)) => value
@@ -394,7 +438,11 @@ pub(crate) fn query_value<T: std::str::FromStr>(pairs: &[(String, String)], name
 pub(crate) fn page_limit(pairs: &[(String, String)]) -> Result<usize, ApiError> {
     let limit = query_value::<usize>(pairs, "limit", "a whole number")?.unwrap_or(20);
     if !(1..=MAX_TURNS).contains(&limit) {
-        return Err(ApiError::bad("invalid_input", Some("limit"), format!("`limit` must be 1 to {MAX_TURNS}, not {limit}")));
+        return Err(ApiError::bad(
+            "invalid_input",
+            Some("limit"),
+            format!("`limit` must be 1 to {MAX_TURNS}, not {limit}"),
+        ));
     }
     Ok(limit)
 }

@@ -78,12 +78,17 @@ pub(crate) async fn list_findings(
 
 /// An audit's body, checked field by field so that an error names the field at fault.
 fn audit_body(text: &str) -> Result<(Label, String), ApiError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ApiError::bad("invalid_input", None, format!("the body is not JSON: {e}")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ApiError::bad("invalid_input", None, format!("the body is not JSON: {e}")))?;
     let Value::Object(fields) = value else {
         return Err(ApiError::bad("invalid_input", None, "the body must be an object `{\"label\",\"who\"}`".into()));
     };
     if let Some(name) = fields.keys().find(|k| !matches!(k.as_str(), "label" | "who")) {
-        return Err(ApiError::bad("invalid_input", Some(name), format!("unknown field `{name}`; the fields are label and who")));
+        return Err(ApiError::bad(
+            "invalid_input",
+            Some(name),
+            format!("unknown field `{name}`; the fields are label and who"),
+        ));
     }
     let text_field = |fields: &Map<String, Value>, name: &str| -> Result<String, ApiError> {
         match fields.get(name) {
@@ -94,7 +99,11 @@ fn audit_body(text: &str) -> Result<(Label, String), ApiError> {
     };
     let label = text_field(&fields, "label")?;
     let label = Label::parse(&label).ok_or_else(|| {
-        ApiError::bad("invalid_input", Some("label"), format!("`{label}` is not a label: give true_positive, false_positive, miss or clean"))
+        ApiError::bad(
+            "invalid_input",
+            Some("label"),
+            format!("`{label}` is not a label: give true_positive, false_positive, miss or clean"),
+        )
     })?;
     let who = text_field(&fields, "who")?;
     if who.chars().count() > MAX_WHO {
@@ -133,9 +142,12 @@ pub(crate) async fn post_audit(
         Some(AuditResult::Recorded) => {
             Ok(axum::Json(json!({"finding": id, "label": label.as_str(), "who": who, "at": at})).into_response())
         }
-        Some(AuditResult::UnknownFinding) => {
-            Err(ApiError::new(StatusCode::NOT_FOUND, ReasonCode::UnknownFinding.as_str(), Some("id"), format!("no finding `{id}`")))
-        }
+        Some(AuditResult::UnknownFinding) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ReasonCode::UnknownFinding.as_str(),
+            Some("id"),
+            format!("no finding `{id}`"),
+        )),
         Some(AuditResult::AlreadyAudited { label: stored }) => Err(ApiError::new(
             StatusCode::CONFLICT,
             ReasonCode::FindingAlreadyAudited.as_str(),
@@ -168,7 +180,11 @@ pub(crate) async fn get_ladder(State(state): State<AppState>, Tenant(tenant): Te
             if let Value::Object(fields) = &mut value {
                 // The bars of an unpromoted guard are the defaults `promote` checks; a promoted
                 // one shows the bars its record cleared on its promotion.
-                let bars = status.promotion.as_ref().and_then(|p| p.get("bars").cloned()).unwrap_or_else(|| json!(Bars::default()));
+                let bars = status
+                    .promotion
+                    .as_ref()
+                    .and_then(|p| p.get("bars").cloned())
+                    .unwrap_or_else(|| json!(Bars::default()));
                 fields.insert("bars".into(), bars);
             }
             value

@@ -179,7 +179,11 @@ impl Running {
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(async move {
-                match bind(&config, async move { let _ = stopped.await; }).await {
+                match bind(&config, async move {
+                    let _ = stopped.await;
+                })
+                .await
+                {
                     Ok((addr, serving)) => {
                         let _ = ready.send(Ok(addr));
                         serving.await?;
@@ -192,7 +196,8 @@ impl Running {
                 }
             })
         });
-        let addr = address.recv().map_err(|_| ServerError::Config("the server thread ended before listening".into()))??;
+        let addr =
+            address.recv().map_err(|_| ServerError::Config("the server thread ended before listening".into()))??;
         Ok(Running { addr, stop: Some(stop), thread: Some(thread) })
     }
 }

@@ -53,7 +53,10 @@ pub(crate) struct Pools {
 
 impl std::fmt::Debug for Pools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pools").field("location", &self.location).field("per_tenant", &self.per_tenant).finish_non_exhaustive()
+        f.debug_struct("Pools")
+            .field("location", &self.location)
+            .field("per_tenant", &self.per_tenant)
+            .finish_non_exhaustive()
     }
 }
 
@@ -71,7 +74,10 @@ impl Pools {
         Ok(tenants
             .entry(tenant.clone())
             .or_insert_with(|| {
-                Arc::new(TenantPool { idle: Mutex::new(Vec::new()), permits: Arc::new(Semaphore::new(self.per_tenant)) })
+                Arc::new(TenantPool {
+                    idle: Mutex::new(Vec::new()),
+                    permits: Arc::new(Semaphore::new(self.per_tenant)),
+                })
             })
             .clone())
     }

@@ -8,7 +8,9 @@ use warrant_store::{
     InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRow, Record,
     SqliteStore, Store, StoreError, StoredTurn,
 };
-use warrant_store::{DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy};
+use warrant_store::{
+    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
+};
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
 /// much larger than a SQLite connection.

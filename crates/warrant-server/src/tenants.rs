@@ -61,9 +61,8 @@ impl StoreLocation {
     pub fn registry(&self) -> Result<Registry, StoreError> {
         match self {
             StoreLocation::Sqlite(folder) => {
-                std::fs::create_dir_all(folder).map_err(|e| StoreError::Corrupt {
-                    what: format!("cannot create `{}`: {e}", folder.display()),
-                })?;
+                std::fs::create_dir_all(folder)
+                    .map_err(|e| StoreError::Corrupt { what: format!("cannot create `{}`: {e}", folder.display()) })?;
                 Registry::open_sqlite(&folder.join("control.sqlite"))
             }
             StoreLocation::Postgres { conninfo, schema } => Registry::connect_postgres(conninfo, schema),

@@ -86,9 +86,13 @@ pub enum AuditResult {
     Recorded,
     UnknownFinding,
     /// The finding was audited before; `label` is the label stored.
-    AlreadyAudited { label: String },
+    AlreadyAudited {
+        label: String,
+    },
     /// The label does not fit the finding's kind.
-    LabelDoesNotFit { kind: FindingKind },
+    LabelDoesNotFit {
+        kind: FindingKind,
+    },
 }
 
 /// A demotion: who took authority away, when and why.

@@ -17,18 +17,19 @@ mod sqlite;
 mod storable;
 mod txn;
 
-pub use commit::{
-    Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite,
-};
+pub use commit::{Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite};
 pub use error::StoreError;
 pub use guards::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow};
+pub use outbox::{
+    DueJob, Enqueued, Failure, FailureRecorded, JobState, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState,
+    RetryPolicy,
+};
 pub use pg::PgStore;
 pub use registry::{Added, Registry};
-pub use rows::{EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn};
-pub use sqlite::SqliteStore;
-pub use outbox::{
-    DueJob, Enqueued, Failure, FailureRecorded, JobState, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
+pub use rows::{
+    EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn,
 };
+pub use sqlite::SqliteStore;
 
 /// A connection to warrant's store. One value is one connection: give each thread its own.
 ///
@@ -43,11 +44,7 @@ pub trait Store: Send {
     /// Inserts rows of a records table at revision 1, in one transaction. Rows whose key
     /// already exists are left untouched, so seeding twice is a no-op. Returns how many rows
     /// were inserted.
-    fn seed_records(
-        &mut self,
-        table: &str,
-        rows: &[(String, serde_json::Value)],
-    ) -> Result<usize, StoreError>;
+    fn seed_records(&mut self, table: &str, rows: &[(String, serde_json::Value)]) -> Result<usize, StoreError>;
 
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
 

@@ -69,7 +69,8 @@ mod tests {
     #[test]
     fn a_gap_is_skipped_and_a_step_filled_in_later_runs_later() {
         const GAP: &[Step] = &[Step { version: 1, sql: "" }, Step { version: 3, sql: "" }];
-        const FILLED: &[Step] = &[Step { version: 1, sql: "" }, Step { version: 2, sql: "" }, Step { version: 3, sql: "" }];
+        const FILLED: &[Step] =
+            &[Step { version: 1, sql: "" }, Step { version: 2, sql: "" }, Step { version: 3, sql: "" }];
         assert_eq!(versions(&pending(GAP, &[1].into()).unwrap()), [3]);
         // A database that ran 1 and 3 meets a build that also knows 2: 2 runs, nothing else.
         assert_eq!(versions(&pending(FILLED, &[1, 3].into()).unwrap()), [2]);

@@ -23,12 +23,7 @@ pub enum OutboxState {
 }
 
 impl OutboxState {
-    pub const ALL: [OutboxState; 4] = [
-        OutboxState::Queued,
-        OutboxState::Sending,
-        OutboxState::Sent,
-        OutboxState::Dead,
-    ];
+    pub const ALL: [OutboxState; 4] = [OutboxState::Queued, OutboxState::Sending, OutboxState::Sent, OutboxState::Dead];
 
     /// The state as stored.
     pub const fn as_str(self) -> &'static str {
@@ -46,9 +41,8 @@ impl OutboxState {
     }
 
     fn stored(id: &str, text: &str) -> Result<OutboxState, StoreError> {
-        OutboxState::parse(text).ok_or_else(|| StoreError::Corrupt {
-            what: format!("outbox message `{id}` has the state `{text}`"),
-        })
+        OutboxState::parse(text)
+            .ok_or_else(|| StoreError::Corrupt { what: format!("outbox message `{id}` has the state `{text}`") })
     }
 }
 
@@ -125,10 +119,7 @@ impl RetryPolicy {
     pub fn backoff_ms(&self, attempts: i64) -> i64 {
         let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 62)).unwrap_or(62);
         let factor = 1_i64.checked_shl(doublings).unwrap_or(i64::MAX);
-        self.backoff_base_ms
-            .max(0)
-            .saturating_mul(factor)
-            .min(self.backoff_cap_ms.max(0))
+        self.backoff_base_ms.max(0).saturating_mul(factor).min(self.backoff_cap_ms.max(0))
     }
 }
 
@@ -165,19 +156,11 @@ pub enum FailureRecorded {
 
 /// The state a failure leaves a message in, and its next attempt time: written once here for
 /// both backends.
-pub(crate) fn after_failure(
-    attempts: i64,
-    failure: &Failure,
-    policy: &RetryPolicy,
-    now: i64,
-) -> (OutboxState, i64) {
+pub(crate) fn after_failure(attempts: i64, failure: &Failure, policy: &RetryPolicy, now: i64) -> (OutboxState, i64) {
     match failure {
         Failure::Permanent(_) => (OutboxState::Dead, now),
         Failure::Transient(_) if attempts >= i64::from(policy.attempts) => (OutboxState::Dead, now),
-        Failure::Transient(_) => (
-            OutboxState::Queued,
-            now.saturating_add(policy.backoff_ms(attempts)),
-        ),
+        Failure::Transient(_) => (OutboxState::Queued, now.saturating_add(policy.backoff_ms(attempts))),
     }
 }
 
@@ -206,9 +189,7 @@ impl JobState {
         [JobState::Pending, JobState::Taken, JobState::Done]
             .into_iter()
             .find(|s| s.as_str() == text)
-            .ok_or_else(|| StoreError::Corrupt {
-                what: format!("due job `{id}` has the state `{text}`"),
-            })
+            .ok_or_else(|| StoreError::Corrupt { what: format!("due job `{id}` has the state `{text}`") })
     }
 }
 
@@ -314,12 +295,7 @@ impl RawJob {
         Ok(DueJob {
             seq: self.seq,
             state: JobState::stored(&self.id, &self.state)?,
-            job: NewJob {
-                id: self.id,
-                conversation: self.conversation,
-                due_at: self.due_at,
-                draft: self.draft,
-            },
+            job: NewJob { id: self.id, conversation: self.conversation, due_at: self.due_at, draft: self.draft },
             lease_holder: self.lease_holder,
             lease_until: self.lease_until,
             result: self.result,
@@ -337,11 +313,7 @@ pub(crate) fn in_order<T>(mut rows: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
 mod tests {
     use super::*;
 
-    const POLICY: RetryPolicy = RetryPolicy {
-        attempts: 4,
-        backoff_base_ms: 100,
-        backoff_cap_ms: 350,
-    };
+    const POLICY: RetryPolicy = RetryPolicy { attempts: 4, backoff_base_ms: 100, backoff_cap_ms: 350 };
 
     #[test]
     fn backoff_doubles_from_the_base_up_to_the_cap() {
@@ -354,22 +326,10 @@ mod tests {
     #[test]
     fn the_last_attempt_and_a_permanent_refusal_are_dead() {
         let transient = Failure::Transient("503".into());
-        assert_eq!(
-            after_failure(1, &transient, &POLICY, 1000),
-            (OutboxState::Queued, 1100)
-        );
-        assert_eq!(
-            after_failure(3, &transient, &POLICY, 1000),
-            (OutboxState::Queued, 1350)
-        );
-        assert_eq!(
-            after_failure(4, &transient, &POLICY, 1000),
-            (OutboxState::Dead, 1000)
-        );
-        assert_eq!(
-            after_failure(1, &Failure::Permanent("400".into()), &POLICY, 1000),
-            (OutboxState::Dead, 1000)
-        );
+        assert_eq!(after_failure(1, &transient, &POLICY, 1000), (OutboxState::Queued, 1100));
+        assert_eq!(after_failure(3, &transient, &POLICY, 1000), (OutboxState::Queued, 1350));
+        assert_eq!(after_failure(4, &transient, &POLICY, 1000), (OutboxState::Dead, 1000));
+        assert_eq!(after_failure(1, &Failure::Permanent("400".into()), &POLICY, 1000), (OutboxState::Dead, 1000));
     }
 
     #[test]

@@ -17,8 +17,12 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::outbox::{DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxRow, OutboxState, OutboxMessage, RetryPolicy};
-use crate::guards::{self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow};
+use crate::guards::{
+    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
+};
+use crate::outbox::{
+    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
+};
 use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
     check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
@@ -69,10 +73,7 @@ impl PgStore {
         // can both find it missing and one then fails.
         if !exists {
             let mut tx = client.transaction()?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-                &[&LOCK_CREATE_SCHEMA, &schema],
-            )?;
+            tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CREATE_SCHEMA, &schema])?;
             tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))?;
             tx.commit()?;
         }
@@ -85,20 +86,12 @@ impl PgStore {
         Ok((tx.start()?, &mut self.statements, &self.schema))
     }
 
-    fn query(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, StoreError> {
+    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let statement = self.statements.get(&mut self.client, sql)?;
         Ok(self.client.query(&statement, params)?)
     }
 
-    fn query_opt(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, StoreError> {
+    fn query_opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, StoreError> {
         let statement = self.statements.get(&mut self.client, sql)?;
         Ok(self.client.query_opt(&statement, params)?)
     }
@@ -189,10 +182,7 @@ impl Store for PgStore {
         if !storable(table) || !storable(key) {
             return Ok(None);
         }
-        let row = self.query_opt(
-            "SELECT revision, value FROM records WHERE tbl = $1 AND key = $2",
-            &[&table, &key],
-        )?;
+        let row = self.query_opt("SELECT revision, value FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
         row.map(|row| {
             Ok(Record {
                 table: table.to_owned(),
@@ -208,9 +198,7 @@ impl Store for PgStore {
         if !storable(conversation) || !storable(turn) {
             return Ok(None);
         }
-        self.query_opt(SELECT_TURN, &[&conversation, &turn])?
-            .map(|row| decode_turn(&row))
-            .transpose()
+        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
     }
 
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError> {
@@ -312,10 +300,7 @@ impl Store for PgStore {
                  FROM events WHERE conversation = $1 ORDER BY seq",
                 &[&conversation],
             )?,
-            None => self.query(
-                "SELECT seq, id, conversation, kind, payload, effect FROM events ORDER BY seq",
-                &[],
-            )?,
+            None => self.query("SELECT seq, id, conversation, kind, payload, effect FROM events ORDER BY seq", &[])?,
         };
         rows.iter()
             .map(|row| {
@@ -441,8 +426,10 @@ impl Store for PgStore {
         if !storable(task) || !storable(version) {
             return Ok(None);
         }
-        let row = self.query_opt("SELECT text FROM prompt_versions WHERE task = $1 AND version = $2", &[&task, &version])?;
-        row.map(|row| Ok(PromptRow { task: task.to_owned(), version: version.to_owned(), text: row.try_get(0)? })).transpose()
+        let row =
+            self.query_opt("SELECT text FROM prompt_versions WHERE task = $1 AND version = $2", &[&task, &version])?;
+        row.map(|row| Ok(PromptRow { task: task.to_owned(), version: version.to_owned(), text: row.try_get(0)? }))
+            .transpose()
     }
 
     fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError> {
@@ -459,12 +446,21 @@ impl Store for PgStore {
         if !storable(task) {
             return Ok(Vec::new());
         }
-        self.query("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = $1 ORDER BY seq", &[&task])?
-            .iter()
-            .map(|row| {
-                Ok(PromptPromotionRow { seq: row.try_get(0)?, task: task.to_owned(), version: row.try_get(1)?, accepted: row.try_get(2)?, report: row.try_get(3)? })
+        self.query(
+            "SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = $1 ORDER BY seq",
+            &[&task],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(PromptPromotionRow {
+                seq: row.try_get(0)?,
+                task: task.to_owned(),
+                version: row.try_get(1)?,
+                accepted: row.try_get(2)?,
+                report: row.try_get(3)?,
             })
-            .collect()
+        })
+        .collect()
     }
 
     fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
@@ -587,29 +583,17 @@ struct PgTxn<'a, 'c> {
 }
 
 impl PgTxn<'_, '_> {
-    fn execute(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, postgres::Error> {
+    fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.execute(&statement, params)
     }
 
-    fn query_opt(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, postgres::Error> {
+    fn query_opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.query_opt(&statement, params)
     }
 
-    fn query_one(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, postgres::Error> {
+    fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.query_one(&statement, params)
     }
@@ -620,11 +604,7 @@ impl PgTxn<'_, '_> {
 }
 
 impl Txn for PgTxn<'_, '_> {
-    fn claim_turn(
-        &mut self,
-        conversation: &str,
-        turn: &str,
-    ) -> Result<Option<StoredTurn>, StoreError> {
+    fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         // Waits for a concurrent commit of the same turn to end. The lookup must be a
         // statement of its own: at READ COMMITTED each statement sees what was committed when
         // it began, and this one begins after the wait.
@@ -633,17 +613,10 @@ impl Txn for PgTxn<'_, '_> {
             "SELECT pg_advisory_xact_lock($1, hashtext($2::text || '/' || $3::text || '/' || $4::text))",
             &[&LOCK_TURN, &schema, &conversation, &turn],
         )?;
-        self.query_opt(SELECT_TURN, &[&conversation, &turn])?
-            .map(|row| decode_turn(&row))
-            .transpose()
+        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
     }
 
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
+    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError> {
         let inserted = self.execute(
             "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, 1, $3)
              ON CONFLICT (tbl, key) DO NOTHING",
@@ -662,10 +635,7 @@ impl Txn for PgTxn<'_, '_> {
     }
 
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
-        let row = self.query_opt(
-            "SELECT revision FROM records WHERE tbl = $1 AND key = $2",
-            &[&table, &key],
-        )?;
+        let row = self.query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
@@ -675,20 +645,11 @@ impl Txn for PgTxn<'_, '_> {
         let inserted = self.execute(
             "INSERT INTO effects (id, idempotency_key, conversation, turn, op, payload)
              VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                &effect.id,
-                &effect.idempotency_key,
-                &effect.conversation,
-                &effect.turn,
-                &effect.op,
-                &effect.payload,
-            ],
+            &[&effect.id, &effect.idempotency_key, &effect.conversation, &effect.turn, &effect.op, &effect.payload],
         );
         match violated(&inserted, &SqlState::UNIQUE_VIOLATION) {
             Some("effects_idempotency_key_key") => Ok(EffectInsert::KeyTaken),
-            Some("effects_pkey") => {
-                Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() })
-            }
+            Some("effects_pkey") => Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() }),
             _ => {
                 inserted?;
                 Ok(EffectInsert::Inserted)
@@ -729,10 +690,7 @@ impl Txn for PgTxn<'_, '_> {
         // Held until the transaction ends, so the next holder takes higher sequence numbers
         // only once these rows are visible.
         let schema = self.schema;
-        self.execute(
-            "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-            &[&LOCK_COMMIT_ORDER, &schema],
-        )?;
+        self.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_COMMIT_ORDER, &schema])?;
         Ok(())
     }
 
@@ -770,8 +728,7 @@ impl Txn for PgTxn<'_, '_> {
         // NO KEY UPDATE, not UPDATE: a commit whose event names this effect takes a KEY SHARE
         // lock on it while it holds the commit-order lock, and must not wait for this report,
         // which itself waits for the commit-order lock.
-        let row = self
-            .query_opt("SELECT outcome FROM effects WHERE id = $1 FOR NO KEY UPDATE", &[&effect])?;
+        let row = self.query_opt("SELECT outcome FROM effects WHERE id = $1 FOR NO KEY UPDATE", &[&effect])?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 

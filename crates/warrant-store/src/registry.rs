@@ -56,7 +56,9 @@ impl Registry {
         let mut client = Client::connect(conninfo, NoTls)?;
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CREATE_REGISTRY, &schema])?;
-        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"; {TENANTS}"))?;
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"; {TENANTS}"
+        ))?;
         tx.commit()?;
         client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
         Ok(Registry::Postgres(client))
@@ -80,9 +82,9 @@ impl Registry {
     /// The key hash of the tenant `name`, if it exists.
     pub fn key_hash(&mut self, name: &str) -> Result<Option<String>, StoreError> {
         Ok(match self {
-            Registry::Sqlite(conn) => conn
-                .query_row("SELECT key_hash FROM tenants WHERE name = ?1", [name], |row| row.get(0))
-                .optional()?,
+            Registry::Sqlite(conn) => {
+                conn.query_row("SELECT key_hash FROM tenants WHERE name = ?1", [name], |row| row.get(0)).optional()?
+            }
             Registry::Postgres(client) => {
                 client.query_opt("SELECT key_hash FROM tenants WHERE name = $1", &[&name])?.map(|row| row.get(0))
             }

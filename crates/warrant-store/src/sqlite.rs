@@ -13,8 +13,12 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::outbox::{DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxRow, OutboxState, OutboxMessage, RetryPolicy};
-use crate::guards::{self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow};
+use crate::guards::{
+    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
+};
+use crate::outbox::{
+    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
+};
 use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
     check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
@@ -162,15 +166,7 @@ impl Store for SqliteStore {
                  FROM interactions WHERE id = ?1",
             )?
             .query_row([id], |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                    row.get(6)?,
-                ))
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?))
             })
             .optional()?;
         let Some((conversation, turn, payload, options, state, option, answer_turn)) = raw else {
@@ -198,9 +194,7 @@ impl Store for SqliteStore {
                 "SELECT idempotency_key, conversation, turn, op, payload, outcome
                  FROM effects WHERE id = ?1",
             )?
-            .query_row([id], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
-            })
+            .query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?)))
             .optional()?;
         let Some((idempotency_key, conversation, turn, op, payload, outcome)) = raw else {
             return Ok(None);
@@ -280,9 +274,7 @@ impl Store for SqliteStore {
                 .collect::<Result<Vec<_>, _>>()?,
             None => self
                 .conn
-                .prepare_cached(
-                    "SELECT seq, id, conversation, kind, payload, effect FROM events ORDER BY seq",
-                )?
+                .prepare_cached("SELECT seq, id, conversation, kind, payload, effect FROM events ORDER BY seq")?
                 .query_map([], raw)?
                 .collect::<Result<Vec<_>, _>>()?,
         };
@@ -312,7 +304,16 @@ impl Store for SqliteStore {
             )?
             .query_map([guard], |row| {
                 Ok((
-                    (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?),
+                    (
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                        row.get(6)?,
+                        row.get(7)?,
+                    ),
                     (row.get(8)?, row.get(9)?, row.get(10)?),
                 ))
             })?
@@ -320,7 +321,9 @@ impl Store for SqliteStore {
         raws.into_iter()
             .map(|((seq, id, version, conversation, turn, kind, payload, at), audit)| {
                 let audit = match audit {
-                    (Some(label), Some(who), Some(when)) => Some(AuditRow { finding: id.clone(), label, who, at: when }),
+                    (Some(label), Some(who), Some(when)) => {
+                        Some(AuditRow { finding: id.clone(), label, who, at: when })
+                    }
                     _ => None,
                 };
                 Ok(AuditedFinding {
@@ -409,7 +412,9 @@ impl Store for SqliteStore {
         check_prompt(prompt)?;
         let inserted = self
             .conn
-            .prepare_cached("INSERT INTO prompt_versions (task, version, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")?
+            .prepare_cached(
+                "INSERT INTO prompt_versions (task, version, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+            )?
             .execute(params![prompt.task, prompt.version, prompt.text])?;
         Ok(inserted == 1)
     }
@@ -431,7 +436,9 @@ impl Store for SqliteStore {
         let report = promotion.report.to_string();
         let seq = self
             .conn
-            .prepare_cached("INSERT INTO prompt_promotions (task, version, accepted, report) VALUES (?1, ?2, ?3, ?4) RETURNING seq")?
+            .prepare_cached(
+                "INSERT INTO prompt_promotions (task, version, accepted, report) VALUES (?1, ?2, ?3, ?4) RETURNING seq",
+            )?
             .query_row(params![promotion.task, promotion.version, promotion.accepted, report], |row| row.get(0))?;
         Ok(seq)
     }
@@ -442,7 +449,9 @@ impl Store for SqliteStore {
         }
         let raw: Vec<(i64, String, bool, String)> = self
             .conn
-            .prepare_cached("SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = ?1 ORDER BY seq")?
+            .prepare_cached(
+                "SELECT seq, version, accepted, report FROM prompt_promotions WHERE task = ?1 ORDER BY seq",
+            )?
             .query_map(params![task], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
             .collect::<Result<_, _>>()?;
         raw.into_iter()
@@ -561,21 +570,12 @@ impl GuardTxn for SqliteTxn<'_> {
 struct SqliteTxn<'a>(&'a Connection);
 
 impl Txn for SqliteTxn<'_> {
-    fn claim_turn(
-        &mut self,
-        conversation: &str,
-        turn: &str,
-    ) -> Result<Option<StoredTurn>, StoreError> {
+    fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         // Nothing to wait for: this transaction holds the write lock since it began.
         read_turn(self.0, conversation, turn)
     }
 
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
+    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError> {
         let inserted = self
             .0
             .prepare_cached(
@@ -593,12 +593,7 @@ impl Txn for SqliteTxn<'_> {
                 "UPDATE records SET value = ?4, revision = revision + 1
                  WHERE tbl = ?1 AND key = ?2 AND revision = ?3",
             )?
-            .execute(params![
-                write.table,
-                write.key,
-                write.expected_revision,
-                write.value.to_string()
-            ])?;
+            .execute(params![write.table, write.key, write.expected_revision, write.value.to_string()])?;
         Ok(updated == 1)
     }
 
@@ -628,9 +623,7 @@ impl Txn for SqliteTxn<'_> {
         match violation(&inserted) {
             // The idempotency key is the only UNIQUE constraint of the table.
             Some(Violation::Unique) => Ok(EffectInsert::KeyTaken),
-            Some(Violation::PrimaryKey) => {
-                Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() })
-            }
+            Some(Violation::PrimaryKey) => Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() }),
             _ => {
                 inserted?;
                 Ok(EffectInsert::Inserted)
@@ -707,19 +700,11 @@ impl Txn for SqliteTxn<'_> {
                  VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq",
             )?
             .query_row(
-                params![
-                    event.id,
-                    event.conversation,
-                    event.kind,
-                    event.payload.to_string(),
-                    event.effect
-                ],
+                params![event.id, event.conversation, event.kind, event.payload.to_string(), event.effect],
                 |row| row.get(0),
             );
         match violation(&seq) {
-            Some(Violation::Unique) => {
-                Err(StoreError::IdTaken { kind: "event", id: event.id.clone() })
-            }
+            Some(Violation::Unique) => Err(StoreError::IdTaken { kind: "event", id: event.id.clone() }),
             Some(Violation::ForeignKey) => Err(StoreError::UnknownEffectReference {
                 event: event.id.clone(),
                 effect: event.effect.clone().unwrap_or_default(),
@@ -738,9 +723,7 @@ impl Txn for SqliteTxn<'_> {
     }
 
     fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError> {
-        self.0
-            .prepare_cached("UPDATE effects SET outcome = ?2 WHERE id = ?1")?
-            .execute([effect, outcome])?;
+        self.0.prepare_cached("UPDATE effects SET outcome = ?2 WHERE id = ?1")?.execute([effect, outcome])?;
         Ok(())
     }
 
@@ -804,11 +787,7 @@ fn decode_turn(raw: RawTurn) -> Result<StoredTurn, StoreError> {
     })
 }
 
-fn read_turn(
-    conn: &Connection,
-    conversation: &str,
-    turn: &str,
-) -> Result<Option<StoredTurn>, StoreError> {
+fn read_turn(conn: &Connection, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
     conn.prepare_cached(
         "SELECT seq, conversation, turn, request, response, replay
          FROM turns WHERE conversation = ?1 AND turn = ?2",
@@ -821,8 +800,7 @@ fn read_turn(
 
 /// A JSON column, which this module always writes as JSON text.
 fn json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Corrupt { what: format!("{} is not JSON: {e}", what()) })
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt { what: format!("{} is not JSON: {e}", what()) })
 }
 
 #[cfg(test)]

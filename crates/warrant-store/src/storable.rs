@@ -97,7 +97,8 @@ pub(crate) fn check_finding(at: impl Fn() -> String, finding: &FindingRow) -> Re
 }
 
 pub(crate) fn check_audit(audit: &AuditRow) -> Result<(), StoreError> {
-    for (name, value) in [("finding", &audit.finding), ("label", &audit.label), ("who", &audit.who), ("at", &audit.at)] {
+    for (name, value) in [("finding", &audit.finding), ("label", &audit.label), ("who", &audit.who), ("at", &audit.at)]
+    {
         text(|| format!("`{name}`"), value)?;
     }
     Ok(())
@@ -116,7 +117,9 @@ pub(crate) fn check_promotion(promotion: &PromotionRow) -> Result<(), StoreError
 }
 
 pub(crate) fn check_demotion(subject: &str, demotion: &Demotion) -> Result<(), StoreError> {
-    for (name, value) in [("subject", subject), ("who", &demotion.who), ("at", &demotion.at), ("reason", &demotion.reason)] {
+    for (name, value) in
+        [("subject", subject), ("who", &demotion.who), ("at", &demotion.at), ("reason", &demotion.reason)]
+    {
         text(|| format!("`{name}`"), value)?;
     }
     Ok(())

@@ -31,19 +31,10 @@ pub(crate) trait Txn {
     /// The stored turn (conversation, turn), if any. A backend that lets commits run
     /// concurrently first waits here for any commit of the same turn in flight, so that the
     /// duplicate is found before its record writes could be mistaken for stale ones.
-    fn claim_turn(
-        &mut self,
-        conversation: &str,
-        turn: &str,
-    ) -> Result<Option<StoredTurn>, StoreError>;
+    fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
 
     /// Inserts a record at revision 1 unless one with its key exists; whether it did.
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        value: &Value,
-    ) -> Result<bool, StoreError>;
+    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError>;
 
     /// Applies the write if the record is at the expected revision; whether it did.
     fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError>;
@@ -81,11 +72,7 @@ pub(crate) trait Txn {
 }
 
 /// The steps of seeding: each row goes in unless its key is there.
-pub(crate) fn seed(
-    tx: &mut impl Txn,
-    table: &str,
-    rows: &[(String, Value)],
-) -> Result<usize, StoreError> {
+pub(crate) fn seed(tx: &mut impl Txn, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError> {
     let mut inserted = 0;
     for (key, value) in rows {
         if tx.insert_record_if_absent(table, key, value)? {
@@ -124,10 +111,7 @@ fn apply_writes(tx: &mut impl Txn, writes: &[RecordWrite]) -> Result<Option<Stal
 /// The steps of a commit. `None` means the turn's unique constraint fired: a concurrent commit
 /// of the same turn won the race, and the caller reads the stored turn after the rollback and
 /// answers it as a duplicate.
-pub(crate) fn commit(
-    tx: &mut impl Txn,
-    commit: &Commit,
-) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
+pub(crate) fn commit(tx: &mut impl Txn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
     use Settled::{Discard, Keep};
     let turn = &commit.turn;
     if let Some(stored) = tx.claim_turn(&turn.conversation, &turn.turn)? {
@@ -178,10 +162,7 @@ pub(crate) fn commit(
 
 /// The steps of an outcome report. The effect is locked first, so of two concurrent reports
 /// the second finds the first one's outcome and writes nothing.
-pub(crate) fn report_outcome(
-    tx: &mut impl Txn,
-    report: &OutcomeReport,
-) -> Result<Settled<OutcomeResult>, StoreError> {
+pub(crate) fn report_outcome(tx: &mut impl Txn, report: &OutcomeReport) -> Result<Settled<OutcomeResult>, StoreError> {
     match tx.lock_effect_outcome(&report.effect)? {
         None => return Ok(Settled::Discard(OutcomeResult::UnknownEffect)),
         Some(Some(outcome)) => {
@@ -209,9 +190,7 @@ pub(crate) fn interaction_state(
         ("open", None, None) => Ok(InteractionState::Open),
         ("answered", Some(option), Some(turn)) => Ok(InteractionState::Answered { option, turn }),
         (state, ..) => Err(StoreError::Corrupt {
-            what: format!(
-                "interaction `{id}` has state `{state}` with an answer that does not fit it"
-            ),
+            what: format!("interaction `{id}` has state `{state}` with an answer that does not fit it"),
         }),
     }
 }
@@ -232,8 +211,6 @@ pub(crate) fn options_json(options: &[String]) -> Value {
 /// the database is not what this crate wrote.
 pub(crate) fn vanished(conversation: &str, turn: &str) -> StoreError {
     StoreError::Corrupt {
-        what: format!(
-            "turn `{conversation}`/`{turn}` was stored by a concurrent commit but cannot be read"
-        ),
+        what: format!("turn `{conversation}`/`{turn}` was stored by a concurrent commit but cannot be read"),
     }
 }

@@ -4,10 +4,7 @@ use crate::{stdout, warrant};
 
 #[test]
 fn the_korean_corpus_passes() {
-    let out = warrant(
-        &["corpus", "run", "--contract", "examples/score-ko/contract.toml", "corpus/score-ko"],
-        "",
-    );
+    let out = warrant(&["corpus", "run", "--contract", "examples/score-ko/contract.toml", "corpus/score-ko"], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let last = text.lines().last().unwrap();
@@ -17,10 +14,7 @@ fn the_korean_corpus_passes() {
 
 #[test]
 fn the_english_corpus_passes() {
-    let out = warrant(
-        &["corpus", "run", "--contract", "examples/score-en/contract.toml", "corpus/score-en"],
-        "",
-    );
+    let out = warrant(&["corpus", "run", "--contract", "examples/score-en/contract.toml", "corpus/score-en"], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let last = text.lines().last().unwrap();
@@ -44,10 +38,7 @@ fn a_negative_control_that_fires_is_a_boundary_failure_and_exits_1() {
         ),
     )
     .unwrap();
-    let out = warrant(
-        &["corpus", "run", "--contract", "examples/score-ko/contract.toml", file.to_str().unwrap()],
-        "",
-    );
+    let out = warrant(&["corpus", "run", "--contract", "examples/score-ko/contract.toml", file.to_str().unwrap()], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("cases.jsonl:1: boundary failure"), "{text}");

@@ -57,16 +57,7 @@ fn fill(store: &mut dyn Store, count: usize) {
 /// signal handlers are in place by then); its standard error goes on to the test's.
 fn scheduler(store: &str, webhook: &str, extra: &[&str]) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args([
-            "scheduler",
-            "run",
-            "--contract",
-            CONTRACT,
-            "--store",
-            store,
-            "--webhook",
-            webhook,
-        ])
+        .args(["scheduler", "run", "--contract", CONTRACT, "--store", store, "--webhook", webhook])
         .args(extra)
         .current_dir(root())
         .stdin(Stdio::null())
@@ -84,52 +75,34 @@ fn scheduler(store: &str, webhook: &str, extra: &[&str]) -> Child {
             }
         }
     });
-    started
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the scheduler starts delivering");
+    started.recv_timeout(Duration::from_secs(60)).expect("the scheduler starts delivering");
     child
 }
 
 /// Ends a daemon as an operator would, with SIGTERM, and checks that it exits cleanly.
 fn terminate(mut child: Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(
-                status.success(),
-                "the scheduler ended with {status} on SIGTERM"
-            );
+            assert!(status.success(), "the scheduler ended with {status} on SIGTERM");
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the scheduler did not stop on SIGTERM"
-        );
+        assert!(Instant::now() < deadline, "the scheduler did not stop on SIGTERM");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 /// Polls the store until `done` holds of its outbox, for at most 30 s.
-fn wait_for_outbox(
-    store: &mut dyn Store,
-    what: &str,
-    done: impl Fn(&[OutboxRow]) -> bool,
-) -> Vec<OutboxRow> {
+fn wait_for_outbox(store: &mut dyn Store, what: &str, done: impl Fn(&[OutboxRow]) -> bool) -> Vec<OutboxRow> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let rows = store.outbox(None, 10_000).unwrap();
         if done(&rows) {
             return rows;
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting until {what}: {rows:#?}"
-        );
+        assert!(Instant::now() < deadline, "timed out waiting until {what}: {rows:#?}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -148,21 +121,11 @@ struct Shape {
 
 /// One message per lease, and a lease just longer than one timeout, so that the held message
 /// comes due again soon after the process that held it died.
-const ONE_AT_A_TIME: Shape = Shape {
-    batch: "1",
-    parallel: "1",
-    timeout_ms: "3000",
-    lease_ms: "3500",
-};
+const ONE_AT_A_TIME: Shape = Shape { batch: "1", parallel: "1", timeout_ms: "3000", lease_ms: "3500" };
 
 /// Batches delivered on several threads: the dead process's whole last batch stays leased,
 /// since a batch is recorded sent together.
-const BATCHED: Shape = Shape {
-    batch: "3",
-    parallel: "3",
-    timeout_ms: "1500",
-    lease_ms: "5000",
-};
+const BATCHED: Shape = Shape { batch: "3", parallel: "3", timeout_ms: "1500", lease_ms: "5000" };
 
 fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
     const COUNT: usize = 20;
@@ -171,11 +134,7 @@ fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
     fill(&mut *db, COUNT);
     let (held_tx, held) = mpsc::channel();
     let (release, release_rx) = mpsc::channel();
-    let hook = Webhook::start(Behaviour::HoldNth {
-        nth: HELD,
-        held: held_tx,
-        release: release_rx,
-    });
+    let hook = Webhook::start(Behaviour::HoldNth { nth: HELD, held: held_tx, release: release_rx });
     let flags = [
         "--batch",
         shape.batch,
@@ -190,9 +149,7 @@ fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
     ];
 
     let mut first = scheduler(store, &hook.url(), &flags);
-    let held_key = held
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the held request arrives");
+    let held_key = held.recv_timeout(Duration::from_secs(30)).expect("the held request arrives");
     first.kill().unwrap(); // SIGKILL: no chance to record anything
     first.wait().unwrap();
     release.send(()).unwrap();
@@ -201,17 +158,12 @@ fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
     let rows = db.outbox(None, 100).unwrap();
     assert_eq!(rows.len(), COUNT);
     assert!(in_state(&rows, OutboxState::Dead) == 0, "{rows:#?}");
-    let in_flight: BTreeSet<String> = rows
-        .iter()
-        .filter(|r| r.state == OutboxState::Sending)
-        .map(|r| r.message.idempotency_key.clone())
-        .collect();
+    let in_flight: BTreeSet<String> =
+        rows.iter().filter(|r| r.state == OutboxState::Sending).map(|r| r.message.idempotency_key.clone()).collect();
     assert!(in_flight.contains(&held_key), "{rows:#?}");
 
     let second = scheduler(store, &hook.url(), &flags);
-    let rows = wait_for_outbox(&mut *db, "every message is sent", |rows| {
-        in_state(rows, OutboxState::Sent) == COUNT
-    });
+    let rows = wait_for_outbox(&mut *db, "every message is sent", |rows| in_state(rows, OutboxState::Sent) == COUNT);
     terminate(second);
 
     let log = hook.log();
@@ -227,26 +179,12 @@ fn killed_mid_delivery_then_restarted(store: &str, shape: &Shape) {
         *arrivals.entry(k.as_str()).or_default() += 1;
     }
     assert_eq!(arrivals.len(), COUNT);
-    assert!(
-        arrivals.values().all(|n| (1..=2).contains(n)),
-        "{arrivals:?}"
-    );
-    let twice: BTreeSet<String> = arrivals
-        .iter()
-        .filter(|(_, n)| **n == 2)
-        .map(|(k, _)| (*k).to_owned())
-        .collect();
+    assert!(arrivals.values().all(|n| (1..=2).contains(n)), "{arrivals:?}");
+    let twice: BTreeSet<String> = arrivals.iter().filter(|(_, n)| **n == 2).map(|(k, _)| (*k).to_owned()).collect();
     assert!(twice.contains(&held_key));
-    assert!(
-        twice.is_subset(&in_flight),
-        "only a message in flight at the kill arrives twice: {twice:?}"
-    );
+    assert!(twice.is_subset(&in_flight), "only a message in flight at the kill arrives twice: {twice:?}");
     for row in &rows {
-        let expected = if in_flight.contains(&row.message.idempotency_key) {
-            2
-        } else {
-            1
-        };
+        let expected = if in_flight.contains(&row.message.idempotency_key) { 2 } else { 1 };
         assert_eq!(row.attempts, expected, "{row:?}");
     }
 }
@@ -282,30 +220,13 @@ fn a_receiver_answering_500_gets_retries_then_the_message_is_dead() {
     let mut db = open_store(&store);
     fill(&mut *db, 3);
     let hook = Webhook::start(Behaviour::Answer(500));
-    let flags = [
-        "--attempts",
-        "3",
-        "--backoff-ms",
-        "10",
-        "--backoff-cap-ms",
-        "20",
-        "--poll-ms",
-        "10",
-    ];
+    let flags = ["--attempts", "3", "--backoff-ms", "10", "--backoff-cap-ms", "20", "--poll-ms", "10"];
     let daemon = scheduler(&store, &hook.url(), &flags);
-    let rows = wait_for_outbox(&mut *db, "every message is dead", |rows| {
-        in_state(rows, OutboxState::Dead) == 3
-    });
+    let rows = wait_for_outbox(&mut *db, "every message is dead", |rows| in_state(rows, OutboxState::Dead) == 3);
     terminate(daemon);
     for row in &rows {
         assert_eq!(row.attempts, 3);
-        assert!(
-            row.last_error
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("HTTP 500"),
-            "{row:?}"
-        );
+        assert!(row.last_error.as_deref().unwrap_or_default().starts_with("HTTP 500"), "{row:?}");
     }
     let log = hook.log();
     assert_eq!(log.wire.len(), 9, "three attempts each");
@@ -320,20 +241,8 @@ fn a_receiver_refusing_with_a_4xx_sends_the_message_to_the_dead_letter_at_once()
     fill(&mut *db, 2);
     let hook = Webhook::start(Behaviour::Answer(422));
     let url = hook.url();
-    let once = warrant(
-        &[
-            "scheduler",
-            "run",
-            "--contract",
-            CONTRACT,
-            "--store",
-            &store,
-            "--webhook",
-            &url,
-            "--once",
-        ],
-        "",
-    );
+    let once =
+        warrant(&["scheduler", "run", "--contract", CONTRACT, "--store", &store, "--webhook", &url, "--once"], "");
     assert!(once.status.success());
     let summary: Value = serde_json::from_str(stdout(&once).trim()).unwrap();
     assert_eq!(
@@ -342,31 +251,16 @@ fn a_receiver_refusing_with_a_4xx_sends_the_message_to_the_dead_letter_at_once()
     );
     assert_eq!(hook.log().wire.len(), 2, "no second attempt");
     // Operators find them with `warrant scheduler outbox --state dead`.
-    let dead = warrant(
-        &["scheduler", "outbox", "--store", &store, "--state", "dead"],
-        "",
-    );
+    let dead = warrant(&["scheduler", "outbox", "--store", &store, "--state", "dead"], "");
     assert!(dead.status.success());
-    let lines: Vec<Value> = stdout(&dead)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = stdout(&dead).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     for line in &lines {
-        assert_eq!(
-            (line["state"].as_str(), line["attempts"].as_i64()),
-            (Some("dead"), Some(1))
-        );
+        assert_eq!((line["state"].as_str(), line["attempts"].as_i64()), (Some("dead"), Some(1)));
     }
-    let sent = warrant(
-        &["scheduler", "outbox", "--store", &store, "--state", "sent"],
-        "",
-    );
+    let sent = warrant(&["scheduler", "outbox", "--store", &store, "--state", "sent"], "");
     assert_eq!(stdout(&sent), "");
-    let bad = warrant(
-        &["scheduler", "outbox", "--store", &store, "--state", "lost"],
-        "",
-    );
+    let bad = warrant(&["scheduler", "outbox", "--store", &store, "--state", "lost"], "");
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -377,59 +271,24 @@ fn an_unreachable_webhook_is_retried_and_the_message_is_not_lost() {
     let mut db = open_store(&store);
     fill(&mut *db, 2);
     // A port nothing listens on any more.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let nowhere = format!("http://{closed}/hook");
-    let flags = [
-        "--once",
-        "--backoff-ms",
-        "10",
-        "--backoff-cap-ms",
-        "20",
-        "--timeout-ms",
-        "2000",
-    ];
-    let mut args = vec![
-        "scheduler",
-        "run",
-        "--contract",
-        CONTRACT,
-        "--store",
-        &store,
-        "--webhook",
-        &nowhere,
-    ];
+    let flags = ["--once", "--backoff-ms", "10", "--backoff-cap-ms", "20", "--timeout-ms", "2000"];
+    let mut args = vec!["scheduler", "run", "--contract", CONTRACT, "--store", &store, "--webhook", &nowhere];
     args.extend_from_slice(&flags);
     let once = warrant(&args, "");
     assert!(once.status.success());
     let rows = db.outbox(None, 10).unwrap();
     for row in &rows {
         assert_eq!((row.state, row.attempts), (OutboxState::Queued, 1));
-        assert!(
-            row.last_error
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("unreachable"),
-            "{row:?}"
-        );
+        assert!(row.last_error.as_deref().unwrap_or_default().starts_with("unreachable"), "{row:?}");
     }
     // The channel comes back: the same messages go out, each applied once.
     let hook = Webhook::start(Behaviour::Answer(200));
-    let daemon = scheduler(
-        &store,
-        &hook.url(),
-        &["--backoff-ms", "10", "--poll-ms", "10"],
-    );
-    wait_for_outbox(&mut *db, "both are sent", |rows| {
-        in_state(rows, OutboxState::Sent) == 2
-    });
+    let daemon = scheduler(&store, &hook.url(), &["--backoff-ms", "10", "--poll-ms", "10"]);
+    wait_for_outbox(&mut *db, "both are sent", |rows| in_state(rows, OutboxState::Sent) == 2);
     terminate(daemon);
-    assert_eq!(
-        hook.log().applied.keys().cloned().collect::<Vec<_>>(),
-        [key(0), key(1)]
-    );
+    assert_eq!(hook.log().applied.keys().cloned().collect::<Vec<_>>(), [key(0), key(1)]);
 }
 
 #[test]
@@ -441,21 +300,13 @@ fn postgres_two_schedulers_on_one_store_deliver_each_message_once_on_the_wire() 
     fill(&mut *db, COUNT);
     let hook = Webhook::start(Behaviour::Answer(200));
     let flags = ["--batch", "4", "--parallel", "2", "--poll-ms", "10"];
-    let daemons = [
-        scheduler(&store, &hook.url(), &flags),
-        scheduler(&store, &hook.url(), &flags),
-    ];
-    wait_for_outbox(&mut *db, "every message is sent", |rows| {
-        in_state(rows, OutboxState::Sent) == COUNT
-    });
+    let daemons = [scheduler(&store, &hook.url(), &flags), scheduler(&store, &hook.url(), &flags)];
+    wait_for_outbox(&mut *db, "every message is sent", |rows| in_state(rows, OutboxState::Sent) == COUNT);
     for daemon in daemons {
         terminate(daemon);
     }
     // Neither died, so no lease expired: each message was taken by one of them, once.
     let log = hook.log();
     let keys: BTreeSet<&String> = log.wire.iter().collect();
-    assert_eq!(
-        (log.wire.len(), keys.len(), log.applied.len()),
-        (COUNT, COUNT, COUNT)
-    );
+    assert_eq!((log.wire.len(), keys.len(), log.applied.len()), (COUNT, COUNT, COUNT));
 }

@@ -89,7 +89,9 @@ fn status(contract: &str, store: &str) -> Value {
 fn finding_ids(contract: &str, store: &str) -> Vec<String> {
     let (code, text) = guard(&["findings"], contract, store);
     assert_eq!(code, Some(0), "{text}");
-    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["finding"]["id"].as_str().unwrap().to_owned()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["finding"]["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The retail contract in `dir` with one more verb in its first shape: a new guard version.
@@ -117,7 +119,10 @@ fn the_ladder_end_to_end(store: &str) {
     assert_eq!(findings[0]["text"], "Let me check your order.");
     assert!(findings[0].get("replacement").is_none());
     for key in ["t2", "t3", "t4"] {
-        assert_eq!(turn(CONTRACT, store, key, "Let me check your order.", &[])["findings"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            turn(CONTRACT, store, key, "Let me check your order.", &[])["findings"].as_array().unwrap().len(),
+            1
+        );
     }
     // The call happened: nothing to find.
     assert!(turn(CONTRACT, store, "t5", "Let me check your order.", &["get_order_details"]).get("findings").is_none());
@@ -127,13 +132,16 @@ fn the_ladder_end_to_end(store: &str) {
 
     let ids = finding_ids(CONTRACT, store);
     assert_eq!(ids.len(), 4);
-    let (code, text) = guard(&["audit", "--finding", &ids[0], "--label", "false_positive", "--who", "ana"], CONTRACT, store);
+    let (code, text) =
+        guard(&["audit", "--finding", &ids[0], "--label", "false_positive", "--who", "ana"], CONTRACT, store);
     assert_eq!(code, Some(0), "{text}");
     for id in &ids[1..3] {
-        let (code, text) = guard(&["audit", "--finding", id, "--label", "true_positive", "--who", "ana"], CONTRACT, store);
+        let (code, text) =
+            guard(&["audit", "--finding", id, "--label", "true_positive", "--who", "ana"], CONTRACT, store);
         assert_eq!(code, Some(0), "{text}");
     }
-    let (code, text) = guard(&["audit", "--finding", &ids[1], "--label", "false_positive", "--who", "bo"], CONTRACT, store);
+    let (code, text) =
+        guard(&["audit", "--finding", &ids[1], "--label", "false_positive", "--who", "bo"], CONTRACT, store);
     assert_eq!(code, Some(1), "audited twice: {text}");
     let (code, text) = guard(&["audit", "--finding", &ids[1], "--label", "maybe", "--who", "bo"], CONTRACT, store);
     assert_eq!(code, Some(2), "{text}");
@@ -153,14 +161,33 @@ fn the_ladder_end_to_end(store: &str) {
     assert!(text.contains("promotion_false_positive_rate"), "{text}");
     let broken = tempfile::tempdir().unwrap();
     let bad_corpus = broken.path().join("bad.jsonl");
-    std::fs::write(&bad_corpus, "{\"text\":\"Let me check your order.\",\"expect\":\"clear\",\"class\":\"bare\",\"why\":\"fails\"}\n").unwrap();
-    let (code, text) = guard(&["promote", "--who", "ana", "--min-audited", "3", "--max-fp-rate", "0.5", "--corpus", bad_corpus.to_str().unwrap()], CONTRACT, store);
+    std::fs::write(
+        &bad_corpus,
+        "{\"text\":\"Let me check your order.\",\"expect\":\"clear\",\"class\":\"bare\",\"why\":\"fails\"}\n",
+    )
+    .unwrap();
+    let (code, text) = guard(
+        &[
+            "promote",
+            "--who",
+            "ana",
+            "--min-audited",
+            "3",
+            "--max-fp-rate",
+            "0.5",
+            "--corpus",
+            bad_corpus.to_str().unwrap(),
+        ],
+        CONTRACT,
+        store,
+    );
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("promotion_corpus_failed"), "{text}");
     assert!(status(CONTRACT, store)["promotion"].is_null());
 
     // Above them (configured): promoted, and the guard enforces.
-    let (code, text) = guard(&["promote", "--who", "ana", "--min-audited", "3", "--max-fp-rate", "0.5"], CONTRACT, store);
+    let (code, text) =
+        guard(&["promote", "--who", "ana", "--min-audited", "3", "--max-fp-rate", "0.5"], CONTRACT, store);
     assert_eq!(code, Some(0), "{text}");
     let now = status(CONTRACT, store);
     assert_eq!(now["mode"], "enforce", "{now}");
@@ -198,10 +225,15 @@ fn the_ladder_end_to_end(store: &str) {
     let (code, text) = guard(&["sample", "--count", "10"], CONTRACT, store);
     assert_eq!((code, text.trim()), (Some(0), "0 replies sampled for audit"));
     let (_, text) = guard(&["findings"], CONTRACT, store);
-    let samples: Vec<Value> = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|f| f["finding"]["kind"] == "sample").collect();
+    let samples: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|f| f["finding"]["kind"] == "sample")
+        .collect();
     assert_eq!(samples.len(), 2);
     let sample = samples[0]["finding"]["id"].as_str().unwrap();
-    let (code, text) = guard(&["audit", "--finding", sample, "--label", "true_positive", "--who", "ana"], CONTRACT, store);
+    let (code, text) =
+        guard(&["audit", "--finding", sample, "--label", "true_positive", "--who", "ana"], CONTRACT, store);
     assert_eq!(code, Some(1), "a sample is a miss or clean: {text}");
     let (code, text) = guard(&["audit", "--finding", sample, "--label", "miss", "--who", "ana"], CONTRACT, store);
     assert_eq!(code, Some(0), "{text}");

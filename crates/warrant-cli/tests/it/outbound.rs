@@ -21,16 +21,7 @@ fn the_payment_link_draft_goes_out_as_fallback_copy_with_its_record() {
     let request = json!({"conversation": "seed003", "path": "scheduled", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": "Your payment link is attached.", "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}});
     let out = warrant(
-        &[
-            "outbound",
-            "--contract",
-            CONTRACT,
-            "--store",
-            &store,
-            "--record",
-            record.to_str().unwrap(),
-            "-",
-        ],
+        &["outbound", "--contract", CONTRACT, "--store", &store, "--record", record.to_str().unwrap(), "-"],
         &request.to_string(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -39,36 +30,22 @@ fn the_payment_link_draft_goes_out_as_fallback_copy_with_its_record() {
     assert_eq!(message["path"], "scheduled");
     assert_eq!(message["channel"], "support_webhook");
     assert_eq!(message["claims"], json!([]));
-    assert!(
-        message["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("We're following up")
-    );
+    assert!(message["text"].as_str().unwrap().starts_with("We're following up"));
     assert_eq!(message["reasons"][0]["code"], "claim_unbacked");
     assert_eq!(message["reasons"][0]["field"], "draft.claims[0]");
     assert!(message["id"].as_str().unwrap().starts_with("msg_"));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    assert_eq!(
-        record["request"]["draft"]["text"],
-        "Your payment link is attached."
-    );
+    assert_eq!(record["request"]["draft"]["text"], "Your payment link is attached.");
     assert_eq!(record["verdicts"][0]["backed"], false);
     assert_eq!(record["message"], message);
-    assert_eq!(
-        record["answers"][record["questions"][0]["id"].as_str().unwrap()]["failed"]["failure"],
-        "unfinished"
-    );
+    assert_eq!(record["answers"][record["questions"][0]["id"].as_str().unwrap()]["failed"]["failure"], "unfinished");
 }
 
 #[test]
 fn a_malformed_outbound_request_names_its_field_and_exits_2() {
     let (_dir, store) = store();
     let request = json!({"conversation": "c", "path": "cron", "at": "2026-11-29T16:00:00Z", "locale": "en-US", "draft": {"text": "x"}});
-    let out = warrant(
-        &["outbound", "--contract", CONTRACT, "--store", &store],
-        &request.to_string(),
-    );
+    let out = warrant(&["outbound", "--contract", CONTRACT, "--store", &store], &request.to_string());
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(error["error"]["field"], "path");
@@ -77,37 +54,21 @@ fn a_malformed_outbound_request_names_its_field_and_exits_2() {
 
 #[test]
 fn the_outbound_corpus_runs_under_corpus_run_and_a_leak_fails_it() {
-    let out = warrant(
-        &["corpus", "run", "--contract", CONTRACT, "corpus/outbound"],
-        "",
-    );
+    let out = warrant(&["corpus", "run", "--contract", CONTRACT, "corpus/outbound"], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let last = text.lines().last().unwrap();
-    let passed: usize = last
-        .strip_suffix(" passed, 0 failed")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let passed: usize = last.strip_suffix(" passed, 0 failed").unwrap().parse().unwrap();
     assert!(passed >= 14, "{last}");
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("leak.jsonl");
-    let original =
-        std::fs::read_to_string(crate::root().join("corpus/outbound/cases.jsonl")).unwrap();
+    let original = std::fs::read_to_string(crate::root().join("corpus/outbound/cases.jsonl")).unwrap();
     let mut case: Value = serde_json::from_str(original.lines().next().unwrap()).unwrap();
-    case["records"] = json!([{"table": "order", "key": "#W0000000", "revision": 1, "value": {"payment_link_status": "sent"}}]);
+    case["records"] =
+        json!([{"table": "order", "key": "#W0000000", "revision": 1, "value": {"payment_link_status": "sent"}}]);
     std::fs::write(&file, format!("{case}\n")).unwrap();
-    let out = warrant(
-        &[
-            "corpus",
-            "run",
-            "--contract",
-            CONTRACT,
-            file.to_str().unwrap(),
-        ],
-        "",
-    );
+    let out = warrant(&["corpus", "run", "--contract", CONTRACT, file.to_str().unwrap()], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("leak: on path `live`"), "{text}");
@@ -124,7 +85,8 @@ fn seed_003_as_a_scheduled_follow_up_reaches_the_webhook_as_fallback_copy_once()
 
     let (_dir, store) = store();
     let send = |request: &Value| {
-        let out = warrant(&["outbound", "--contract", CONTRACT, "--store", &store, "--send", "-"], &request.to_string());
+        let out =
+            warrant(&["outbound", "--contract", CONTRACT, "--store", &store, "--send", "-"], &request.to_string());
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         serde_json::from_str::<Value>(&stdout(&out)).unwrap()
     };
@@ -145,7 +107,10 @@ fn seed_003_as_a_scheduled_follow_up_reaches_the_webhook_as_fallback_copy_once()
 
     let webhook = Webhook::start(Behaviour::Answer(200));
     let run = |store: &str| {
-        let out = warrant(&["scheduler", "run", "--contract", CONTRACT, "--store", store, "--webhook", &webhook.url(), "--once"], "");
+        let out = warrant(
+            &["scheduler", "run", "--contract", CONTRACT, "--store", store, "--webhook", &webhook.url(), "--once"],
+            "",
+        );
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         serde_json::from_str::<Value>(&stdout(&out)).unwrap()
     };
@@ -166,7 +131,8 @@ fn seed_003_as_a_scheduled_follow_up_reaches_the_webhook_as_fallback_copy_once()
     // The delivered copy is the contract's fallback for the path, and the outbox keeps the
     // gate's record beside it.
     let contract = warrant_engine::load_contract(&crate::root().join(CONTRACT)).unwrap().0;
-    let fallback = contract.outbound().path(warrant_core::claim::PathName::Scheduled).unwrap().fallback("en-US").unwrap();
+    let fallback =
+        contract.outbound().path(warrant_core::claim::PathName::Scheduled).unwrap().fallback("en-US").unwrap();
     assert_eq!(text, fallback);
     let out = warrant(&["scheduler", "outbox", "--store", &store, "--state", "sent"], "");
     let row: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use warrant_model::corpus::{self, Case};
 use warrant_model::tasks::{Task, ValueStated};
-use warrant_model::{BudgetLimits, ChatAnswer, ChatRequest, PromptVersion, Prompts, Provider, ProviderError, Recorder, Runner, TurnBudget};
+use warrant_model::{
+    BudgetLimits, ChatAnswer, ChatRequest, PromptVersion, Prompts, Provider, ProviderError, Recorder, Runner,
+    TurnBudget,
+};
 
 use crate::{root, stdout, warrant};
 
@@ -20,7 +23,11 @@ impl Provider for Rule {
     fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
         *self.1.lock().unwrap() += 1;
         let question = &request.messages[1].content;
-        Ok(ChatAnswer { content: format!(r#"{{"answer":"{}"}}"#, (self.0)(question)), prompt_tokens: 1, completion_tokens: 1 })
+        Ok(ChatAnswer {
+            content: format!(r#"{{"answer":"{}"}}"#, (self.0)(question)),
+            prompt_tokens: 1,
+            completion_tokens: 1,
+        })
     }
 }
 
@@ -57,15 +64,34 @@ fn a_prompt_is_promoted_only_when_no_recorded_case_regresses() {
     let cases_arg = cases_file.to_str().unwrap();
 
     let good_prompt = dir.path().join("good.md");
-    std::fs::write(&good_prompt, "Say whether the user gave the value. Reply {\"answer\": \"yes\"|\"no\"|\"unsure\"}.").unwrap();
+    std::fs::write(&good_prompt, "Say whether the user gave the value. Reply {\"answer\": \"yes\"|\"no\"|\"unsure\"}.")
+        .unwrap();
     let added = warrant(&["prompt", "add", "--store", &store, "value_stated", good_prompt.to_str().unwrap()], "");
     assert!(added.status.success(), "{added:?}");
     let good = stdout(&added).trim().to_owned();
-    assert_eq!(good, PromptVersion::new("value_stated", &std::fs::read_to_string(&good_prompt).unwrap(), &ValueStated::schema()).version);
+    assert_eq!(
+        good,
+        PromptVersion::new("value_stated", &std::fs::read_to_string(&good_prompt).unwrap(), &ValueStated::schema())
+            .version
+    );
 
     let good_cassette = dir.path().join("good.jsonl");
     record(&good_cassette, &std::fs::read_to_string(&good_prompt).unwrap(), right);
-    let promoted = warrant(&["prompt", "promote", "--store", &store, "--cases", cases_arg, "--cassette", good_cassette.to_str().unwrap(), "value_stated", &good], "");
+    let promoted = warrant(
+        &[
+            "prompt",
+            "promote",
+            "--store",
+            &store,
+            "--cases",
+            cases_arg,
+            "--cassette",
+            good_cassette.to_str().unwrap(),
+            "value_stated",
+            &good,
+        ],
+        "",
+    );
     assert!(promoted.status.success(), "{}", stdout(&promoted));
     let summary: Value = serde_json::from_str(stdout(&promoted).lines().last().unwrap()).unwrap();
     assert_eq!((summary["accepted"].clone(), summary["regressions"].clone()), (Value::Bool(true), Value::from(0)));
@@ -73,17 +99,50 @@ fn a_prompt_is_promoted_only_when_no_recorded_case_regresses() {
     // A candidate that answers yes to everything lets the carrier words through: refused.
     let lax_prompt = dir.path().join("lax.md");
     std::fs::write(&lax_prompt, "Always answer {\"answer\": \"yes\"}.").unwrap();
-    let lax = stdout(&warrant(&["prompt", "add", "--store", &store, "value_stated", lax_prompt.to_str().unwrap()], "")).trim().to_owned();
+    let lax = stdout(&warrant(&["prompt", "add", "--store", &store, "value_stated", lax_prompt.to_str().unwrap()], ""))
+        .trim()
+        .to_owned();
     let lax_cassette = dir.path().join("lax.jsonl");
     record(&lax_cassette, &std::fs::read_to_string(&lax_prompt).unwrap(), always_yes);
-    let refused = warrant(&["prompt", "promote", "--store", &store, "--cases", cases_arg, "--cassette", lax_cassette.to_str().unwrap(), "value_stated", &lax], "");
+    let refused = warrant(
+        &[
+            "prompt",
+            "promote",
+            "--store",
+            &store,
+            "--cases",
+            cases_arg,
+            "--cassette",
+            lax_cassette.to_str().unwrap(),
+            "value_stated",
+            &lax,
+        ],
+        "",
+    );
     assert_eq!(refused.status.code(), Some(1));
     let out = stdout(&refused);
-    assert!(out.contains("regression: case `carrier_words_of_the_field_are_not_a_name` expects block and got pass"), "{out}");
+    assert!(
+        out.contains("regression: case `carrier_words_of_the_field_are_not_a_name` expects block and got pass"),
+        "{out}"
+    );
     assert!(out.contains("a_request_is_not_a_name"), "{out}");
 
     // Without recordings of the candidate, every case fails: refused, not guessed.
-    let unrecorded = warrant(&["prompt", "promote", "--store", &store, "--cases", cases_arg, "--cassette", good_cassette.to_str().unwrap(), "value_stated", &lax], "");
+    let unrecorded = warrant(
+        &[
+            "prompt",
+            "promote",
+            "--store",
+            &store,
+            "--cases",
+            cases_arg,
+            "--cassette",
+            good_cassette.to_str().unwrap(),
+            "value_stated",
+            &lax,
+        ],
+        "",
+    );
     assert_eq!(unrecorded.status.code(), Some(1));
     assert!(stdout(&unrecorded).contains("no recording of request"));
 
@@ -91,7 +150,10 @@ fn a_prompt_is_promoted_only_when_no_recorded_case_regresses() {
     let listed = stdout(&warrant(&["prompt", "list", "--store", &store, "value_stated"], ""));
     let lines: Vec<Value> = listed.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[0]["active"], good.as_str());
-    let decided: Vec<(String, bool)> = lines[1..].iter().map(|l| (l["version"].as_str().unwrap().to_owned(), l["accepted"].as_bool().unwrap())).collect();
+    let decided: Vec<(String, bool)> = lines[1..]
+        .iter()
+        .map(|l| (l["version"].as_str().unwrap().to_owned(), l["accepted"].as_bool().unwrap()))
+        .collect();
     assert_eq!(decided, [(good.clone(), true), (lax.clone(), false), (lax, false)]);
 }
 
@@ -110,7 +172,15 @@ fn a_turn_answers_its_checks_from_a_cassette_and_replays_without_one() {
         corpus::run_case(&runner, "value_stated", &cases()[0]).unwrap();
     }
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["turn", "--contract", contract.to_str().unwrap(), "--store", &store, "--request", "examples/rename/turns/carrier.json"])
+        .args([
+            "turn",
+            "--contract",
+            contract.to_str().unwrap(),
+            "--store",
+            &store,
+            "--request",
+            "examples/rename/turns/carrier.json",
+        ])
         .current_dir(root())
         .env("WARRANT_MODEL_CASSETTE", &cassette)
         .output()
@@ -161,10 +231,23 @@ fn a_cassette_recorded_from_a_live_endpoint_decides_the_promotion() {
     let cases_file = root().join("corpus/model/value_stated.jsonl");
     let prompt = dir.path().join("p.md");
     std::fs::write(&prompt, "Answer no.").unwrap();
-    let version = stdout(&warrant(&["prompt", "add", "--store", &store, "value_stated", prompt.to_str().unwrap()], "")).trim().to_owned();
+    let version = stdout(&warrant(&["prompt", "add", "--store", &store, "value_stated", prompt.to_str().unwrap()], ""))
+        .trim()
+        .to_owned();
     let cassette = dir.path().join("live.jsonl");
     let recorded = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["prompt", "record", "--store", &store, "--cases", cases_file.to_str().unwrap(), "--cassette", cassette.to_str().unwrap(), "value_stated", &version])
+        .args([
+            "prompt",
+            "record",
+            "--store",
+            &store,
+            "--cases",
+            cases_file.to_str().unwrap(),
+            "--cassette",
+            cassette.to_str().unwrap(),
+            "value_stated",
+            &version,
+        ])
         .env("WARRANT_MODEL_BASE_URL", endpoint(r#"{"answer":"no"}"#))
         .env_remove("WARRANT_MODEL")
         .output()
@@ -172,9 +255,25 @@ fn a_cassette_recorded_from_a_live_endpoint_decides_the_promotion() {
     assert!(recorded.status.success(), "{recorded:?}");
     assert_eq!(stdout(&recorded).lines().count(), cases().len());
     // An endpoint that says no to everything blocks the names the users gave: refused.
-    let promoted = warrant(&["prompt", "promote", "--store", &store, "--cases", cases_file.to_str().unwrap(), "--cassette", cassette.to_str().unwrap(), "value_stated", &version], "");
+    let promoted = warrant(
+        &[
+            "prompt",
+            "promote",
+            "--store",
+            &store,
+            "--cases",
+            cases_file.to_str().unwrap(),
+            "--cassette",
+            cassette.to_str().unwrap(),
+            "value_stated",
+            &version,
+        ],
+        "",
+    );
     assert_eq!(promoted.status.code(), Some(1));
-    assert!(stdout(&promoted).contains("regression: case `the_name_the_user_gave_is_stated` expects pass and got block"));
+    assert!(
+        stdout(&promoted).contains("regression: case `the_name_the_user_gave_is_stated` expects pass and got block")
+    );
 }
 
 #[test]
@@ -183,7 +282,15 @@ fn the_turn_budget_comes_from_the_environment_and_an_empty_one_asks() {
     let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
     let contract = root().join("examples/rename/contract.toml");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["turn", "--contract", contract.to_str().unwrap(), "--store", &store, "--request", "examples/rename/turns/stated.json"])
+        .args([
+            "turn",
+            "--contract",
+            contract.to_str().unwrap(),
+            "--store",
+            &store,
+            "--request",
+            "examples/rename/turns/stated.json",
+        ])
         .current_dir(root())
         .env("WARRANT_MODEL_BASE_URL", endpoint(r#"{"answer":"yes"}"#))
         .env("WARRANT_MODEL_CALLS", "0")
@@ -194,7 +301,15 @@ fn the_turn_budget_comes_from_the_environment_and_an_empty_one_asks() {
     assert_eq!(response["acts"][0]["verdict"], "ask");
     assert_eq!(response["acts"][0]["reasons"][0]["code"], "check_budget_exhausted");
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["turn", "--contract", contract.to_str().unwrap(), "--store", &store, "--request", "examples/rename/turns/stated.json"])
+        .args([
+            "turn",
+            "--contract",
+            contract.to_str().unwrap(),
+            "--store",
+            &store,
+            "--request",
+            "examples/rename/turns/stated.json",
+        ])
         .current_dir(root())
         .env("WARRANT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
         .env("WARRANT_MODEL_CALLS", "many")

@@ -16,11 +16,7 @@ pub enum Behaviour {
     /// Request number `nth` (from 1) is applied, then held without an answer: the receiver
     /// sends its key on `held` and drops the connection only once `release` says so (or is dropped).
     /// Every other request gets 200.
-    HoldNth {
-        nth: usize,
-        held: Sender<String>,
-        release: Rx<()>,
-    },
+    HoldNth { nth: usize, held: Sender<String>, release: Rx<()> },
 }
 
 /// What the receiver saw.
@@ -106,10 +102,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, serde_json
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    assert!(
-        line.starts_with("POST "),
-        "the dispatcher only POSTs: {line:?}"
-    );
+    assert!(line.starts_with("POST "), "the dispatcher only POSTs: {line:?}");
     let (mut length, mut key) = (0, String::new());
     loop {
         line.clear();

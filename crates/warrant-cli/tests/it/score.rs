@@ -18,10 +18,8 @@ fn a_registered_reply_prints_its_operations() {
 
 #[test]
 fn an_unregistered_sentence_prints_the_rejection_with_its_index() {
-    let out = warrant(
-        &["score", "--contract", KO, "--kind", "model_reply", "같이 결정해보자. 근데 아직은 아니야."],
-        "",
-    );
+    let out =
+        warrant(&["score", "--contract", KO, "--kind", "model_reply", "같이 결정해보자. 근데 아직은 아니야."], "");
     assert_eq!(out.status.code(), Some(0));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
@@ -64,10 +62,8 @@ fn jsonl_gives_one_line_out_per_line_in_and_errors_stay_in_their_line() {
 
 #[test]
 fn a_bad_contract_exits_2_naming_the_clause_and_its_line() {
-    let out = warrant(
-        &["score", "--contract", "corpus/contracts/two-sentences.toml", "--kind", "model_reply", "x"],
-        "",
-    );
+    let out =
+        warrant(&["score", "--contract", "corpus/contracts/two-sentences.toml", "--kind", "model_reply", "x"], "");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -31,7 +31,10 @@ impl Server {
             .unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
         Server { addr: addr.parse().unwrap(), child }
     }
 }
@@ -79,16 +82,21 @@ struct Schemas {
 impl Drop for Schemas {
     fn drop(&mut self) {
         if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE; DROP SCHEMA IF EXISTS t_{} CASCADE", self.registry, self.tenant));
+            let _ = client.batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE; DROP SCHEMA IF EXISTS t_{} CASCADE",
+                self.registry, self.tenant
+            ));
         }
     }
 }
 
 #[test]
 fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effect_once() {
-    let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let url =
+        std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let id = std::process::id();
-    let schemas = Schemas { url: url.clone(), registry: format!("wsrv_cli_reg_{id}"), tenant: format!("cli_burst_{id}") };
+    let schemas =
+        Schemas { url: url.clone(), registry: format!("wsrv_cli_reg_{id}"), tenant: format!("cli_burst_{id}") };
     let store = format!("{url}?schema={}", schemas.registry);
     let out = warrant(&["tenant", "add", &schemas.tenant, "--store", &store], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -102,10 +110,16 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
     // Two conversations each hold a cancellation of the same order, one on each server.
     let mut confirms = Vec::new();
     for (i, conversation) in ["a", "b"].into_iter().enumerate() {
-        let (status, held) = http(addrs[i], "POST", "/v1/turns", &key, &request(conversation, "hold", cancel.clone(), json!([])));
+        let (status, held) =
+            http(addrs[i], "POST", "/v1/turns", &key, &request(conversation, "hold", cancel.clone(), json!([])));
         assert_eq!((status, &held["acts"][0]["verdict"]), (200, &json!("hold")), "{held}");
         let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
-        confirms.push(request(conversation, "confirm", json!([]), json!([{"interaction": interaction, "option": "confirm"}])));
+        confirms.push(request(
+            conversation,
+            "confirm",
+            json!([]),
+            json!([{"interaction": interaction, "option": "confirm"}]),
+        ));
     }
     // The burst: each confirmation four times, twice to each server, all at once.
     let copies = 4;
@@ -144,7 +158,10 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
     assert_eq!(count(&mut client, "SELECT count(*) FROM {s}.events WHERE effect IS NOT NULL"), 1);
     assert_eq!(count(&mut client, "SELECT count(*) FROM {s}.turns"), 4);
     let revision: i64 = client
-        .query_one(&format!("SELECT revision FROM t_{}.records WHERE tbl = 'order' AND key = $1", schemas.tenant), &[&ORDER])
+        .query_one(
+            &format!("SELECT revision FROM t_{}.records WHERE tbl = 'order' AND key = $1", schemas.tenant),
+            &[&ORDER],
+        )
         .unwrap()
         .get(0);
     assert_eq!(revision, 2);

@@ -36,7 +36,10 @@ fn cancel() -> Value {
 fn turn(store: &str, body: &str) -> (Option<i32>, Value) {
     let out = warrant(&["turn", "--contract", CONTRACT, "--store", store], body);
     let text = stdout(&out);
-    (out.status.code(), serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text} {}", crate::stderr(&out))))
+    (
+        out.status.code(),
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text} {}", crate::stderr(&out))),
+    )
 }
 
 fn spawn_turn(store: &str, body: &str, failpoint: &str) -> Child {
@@ -64,7 +67,10 @@ fn wait_for(path: &Path) {
 
 /// The order's status and revision, read through a read-only turn's facts.
 fn order_status(store: &str, turn_key: &str) -> Value {
-    let (_, response) = turn(store, &request("probe", turn_key, json!([{"op": "get_order_details", "args": {"order_id": ORDER}}]), json!([])));
+    let (_, response) = turn(
+        store,
+        &request("probe", turn_key, json!([{"op": "get_order_details", "args": {"order_id": ORDER}}]), json!([])),
+    );
     response
 }
 
@@ -98,8 +104,10 @@ impl PgSchema {
 }
 
 pub(crate) fn postgres_schema() -> PgSchema {
-    let schema = format!("warrant_cli_{}_{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-    let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let schema =
+        format!("warrant_cli_{}_{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+    let url =
+        std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     PgSchema { url, schema }
 }
 
@@ -116,9 +124,15 @@ fn repeated_turn_does_nothing_twice(store: &str) {
     let (_, second) = turn(store, &answer);
     assert_eq!(first, second);
     let effect = first["effects"][0]["id"].as_str().unwrap().to_owned();
-    let out = warrant(&["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"], "");
+    let out = warrant(
+        &["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"],
+        "",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", crate::stderr(&out));
-    let out = warrant(&["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"], "");
+    let out = warrant(
+        &["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"],
+        "",
+    );
     let again: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(again["recorded"], false);
     // One cancellation: proposing it again is refused because the order is no longer pending.
@@ -189,7 +203,8 @@ fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
             "state": {"ptr": [4, 4]}, "country": {"ptr": [5, 5]}, "zip": {"ptr": [6, 6]}}}]);
         let mut ids = Vec::new();
         for side in ["a", "b"] {
-            let mut body: Value = serde_json::from_str(&request(&format!("race{round}{side}"), "hold", acts.clone(), json!([]))).unwrap();
+            let mut body: Value =
+                serde_json::from_str(&request(&format!("race{round}{side}"), "hold", acts.clone(), json!([]))).unwrap();
             body["entries"][0]["text"] = json!("12 Elm Springfield IL USA 62701");
             let (_, held) = turn(&store, &body.to_string());
             if round == 2 {
@@ -208,7 +223,12 @@ fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
             .iter()
             .zip(&ids)
             .map(|(side, id)| {
-                let answer = request(&format!("race{round}{side}"), "confirm", json!([]), json!([{"interaction": id, "option": "confirm"}]));
+                let answer = request(
+                    &format!("race{round}{side}"),
+                    "confirm",
+                    json!([]),
+                    json!([{"interaction": id, "option": "confirm"}]),
+                );
                 (marker(side), spawn_turn(&store, &answer, &format!("pause_before_commit:{}", marker(side).display())))
             })
             .collect();
@@ -224,7 +244,11 @@ fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
                 let out = child.wait_with_output().unwrap();
                 let response: Value = serde_json::from_slice(&out.stdout).unwrap();
                 let act = &response["acts"][0];
-                format!("{} {}", act["verdict"].as_str().unwrap(), act["reasons"].get(0).map_or("", |r| r["code"].as_str().unwrap()))
+                format!(
+                    "{} {}",
+                    act["verdict"].as_str().unwrap(),
+                    act["reasons"].get(0).map_or("", |r| r["code"].as_str().unwrap())
+                )
             })
             .collect();
         verdicts.sort();

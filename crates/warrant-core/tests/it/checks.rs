@@ -85,9 +85,16 @@ fn the_carrier_words_of_the_name_never_become_the_name() {
     assert_eq!(first(&unchecked), (Verdict::Ask, "check_unfinished".to_owned()), "no answer, no commit");
     assert_eq!(unchecked.checks.len(), 1);
     let check = &unchecked.checks[0];
-    assert_eq!((check.task.as_str(), check.arg.as_str(), check.value.as_str(), check.ptr), ("value_stated", "name", "needs changing", [3, 4]));
+    assert_eq!(
+        (check.task.as_str(), check.arg.as_str(), check.value.as_str(), check.ptr),
+        ("value_stated", "name", "needs changing", [3, 4])
+    );
     // The model task blocks it: the act becomes a question, with the reason on the record.
-    let blocked = decide(CARRIER, carrier_pointer(), &answering(&unchecked, CheckAnswer::Verdict { verdict: CheckVerdict::Block }));
+    let blocked = decide(
+        CARRIER,
+        carrier_pointer(),
+        &answering(&unchecked, CheckAnswer::Verdict { verdict: CheckVerdict::Block }),
+    );
     assert_eq!(first(&blocked), (Verdict::Ask, "value_not_stated".to_owned()));
     assert_eq!(blocked.response.acts[0].reasons[0].field.as_deref(), Some("args.name"));
     assert!(blocked.effects.is_empty() && blocked.writes.is_empty());
@@ -139,7 +146,10 @@ fn a_passing_answer_cannot_make_an_act_commit_that_code_refused() {
 
 #[test]
 fn a_check_on_an_argument_that_is_not_text_does_not_load() {
-    let bad = CONTRACT.replace(r#"args.name = { kind = "text", check = ["value_stated"] }"#, r#"args.name = { kind = "text", check = ["looks_fine"] }"#);
+    let bad = CONTRACT.replace(
+        r#"args.name = { kind = "text", check = ["value_stated"] }"#,
+        r#"args.name = { kind = "text", check = ["looks_fine"] }"#,
+    );
     let error = Contract::load("rename.toml", &bad, &Files).unwrap_err().to_string();
     assert!(error.contains("unknown check `looks_fine`"), "{error}");
 }
@@ -174,7 +184,8 @@ fn a_plain_value_is_located_then_sliced_by_code_then_checked_as_stated() {
     let stated = second_round.checks.iter().find(|c| c.task == "value_stated").expect("value_stated named");
     assert_eq!((stated.value.as_str(), stated.ptr), ("Kim Lee", [6, 7]));
 
-    let answers = with_answer(answers, &second_round, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let answers =
+        with_answer(answers, &second_round, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
     let done = decide(message, json!("Kim Lee"), &answers);
     assert_eq!(first(&done), (Verdict::Commit, String::new()));
     assert_eq!(done.writes[0].value["name"], json!("Kim Lee"), "code sliced the words");
@@ -244,7 +255,10 @@ fn decide_in(contract: &str, message: &str, name: Value, answers: &CheckAnswers)
     });
     let valid = request::parse(&contract, &body.to_string()).unwrap();
     let mut rows = BTreeMap::new();
-    rows.insert(("customer".to_owned(), "kim".to_owned()), Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"name": "Kim"}) });
+    rows.insert(
+        ("customer".to_owned(), "kim".to_owned()),
+        Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"name": "Kim"}) },
+    );
     turn::decide_checked(&contract, &valid, &Memory(rows), &BTreeSet::new(), answers)
 }
 
@@ -260,7 +274,12 @@ fn an_uncovered_request_takes_away_what_would_commit_and_a_pass_changes_nothing(
     assert_eq!(uncovered.message, message);
     assert_eq!(uncovered.acts, [format!("rename {}", json!({"name": pointer}))]);
 
-    let stated = with_answer(CheckAnswers::new(), &unchecked, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let stated = with_answer(
+        CheckAnswers::new(),
+        &unchecked,
+        "value_stated",
+        CheckAnswer::Verdict { verdict: CheckVerdict::Pass },
+    );
     let unanswered = decide_in(&contract, message, pointer.clone(), &stated);
     assert_eq!(first(&unanswered), (Verdict::Ask, "check_unfinished".to_owned()));
     let cases = [
@@ -275,24 +294,53 @@ fn an_uncovered_request_takes_away_what_would_commit_and_a_pass_changes_nothing(
         assert_eq!(first(&decision), (Verdict::Ask, code.to_owned()));
         assert!(decision.effects.is_empty() && decision.writes.is_empty() && decision.events.is_empty());
     }
-    let answers = with_answer(stated, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let answers =
+        with_answer(stated, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
     let passed = decide_in(&contract, message, pointer.clone(), &answers);
-    let plain = decide(message, pointer.clone(), &answering(&decide(message, pointer, &CheckAnswers::new()), CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
+    let plain = decide(
+        message,
+        pointer.clone(),
+        &answering(
+            &decide(message, pointer, &CheckAnswers::new()),
+            CheckAnswer::Verdict { verdict: CheckVerdict::Pass },
+        ),
+    );
     assert_eq!(first(&passed), (Verdict::Commit, String::new()));
     assert_eq!(passed.writes, plain.writes, "a pass changes nothing");
 }
 
 #[test]
 fn an_uncovered_request_turns_a_hold_into_a_question_and_opens_nothing() {
-    let contract = with_uncovered(&CONTRACT.replace("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n"));
+    let contract =
+        with_uncovered(&CONTRACT.replace("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n"));
     let message = "please change the name to Kim Lee";
     let pointer = json!({"ptr": [6, 7], "copy": "Kim Lee"});
     let unchecked = decide_in(&contract, message, pointer.clone(), &CheckAnswers::new());
-    let pass = with_answer(CheckAnswers::new(), &unchecked, "value_stated", CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
-    let held = decide_in(&contract, message, pointer.clone(), &with_answer(pass.clone(), &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
+    let pass = with_answer(
+        CheckAnswers::new(),
+        &unchecked,
+        "value_stated",
+        CheckAnswer::Verdict { verdict: CheckVerdict::Pass },
+    );
+    let held = decide_in(
+        &contract,
+        message,
+        pointer.clone(),
+        &with_answer(
+            pass.clone(),
+            &unchecked,
+            "uncovered_request",
+            CheckAnswer::Verdict { verdict: CheckVerdict::Pass },
+        ),
+    );
     assert_eq!(held.response.acts[0].verdict, Verdict::Hold);
     assert_eq!(held.opened.len(), 1);
-    let asked = decide_in(&contract, message, pointer, &with_answer(pass, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Block }));
+    let asked = decide_in(
+        &contract,
+        message,
+        pointer,
+        &with_answer(pass, &unchecked, "uncovered_request", CheckAnswer::Verdict { verdict: CheckVerdict::Block }),
+    );
     assert_eq!(first(&asked), (Verdict::Ask, "request_uncovered".to_owned()));
     assert!(asked.opened.is_empty() && asked.response.interactions.is_empty());
 }
@@ -313,7 +361,10 @@ fn the_model_section_loads_and_names_the_key_by_its_variable() {
     let model = contract.model();
     assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
     assert_eq!((model.model.as_deref(), model.key_env.as_deref()), (Some("smollm2"), Some("WARRANT_TEST_KEY")));
-    assert_eq!((model.turn_calls, model.turn_tokens, model.turn_deadline_ms, model.connect_timeout_ms), (Some(6), Some(900), Some(4000), Some(500)));
+    assert_eq!(
+        (model.turn_calls, model.turn_tokens, model.turn_deadline_ms, model.connect_timeout_ms),
+        (Some(6), Some(900), Some(4000), Some(500))
+    );
     assert_eq!(model.tasks["locate"].timeout_ms, Some(1500));
     assert_eq!(model.tasks["locate"].calls, None, "what is left out keeps the task's own limit");
     assert!(model.runs("uncovered_request"));

@@ -17,8 +17,7 @@ fn each_bad_contract_is_refused_at_the_place_it_names() {
             .unwrap_or_else(|| panic!("{} lacks an `# expect-error:` first line", path.display()));
         let (place, message) = expected.split_once(": ").unwrap_or((expected.trim_end_matches(':'), ""));
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let error = warrant_core::Contract::from_toml(&name, &text)
-            .expect_err(&format!("{name} loaded but must not"));
+        let error = warrant_core::Contract::from_toml(&name, &text).expect_err(&format!("{name} loaded but must not"));
         let shown = error.to_string();
         assert_eq!(format!("{}:{}", error.line, error.column), place, "{name}: {shown}");
         assert!(shown.starts_with(&format!("{name}:{place}: ")), "{shown}");

@@ -16,8 +16,7 @@ use crate::root;
 struct Folder;
 impl ContractFiles for Folder {
     fn read(&self, path: &str) -> Result<String, String> {
-        std::fs::read_to_string(root().join("examples/retail").join(path))
-            .map_err(|e| e.to_string())
+        std::fs::read_to_string(root().join("examples/retail").join(path)).map_err(|e| e.to_string())
     }
 }
 
@@ -28,20 +27,13 @@ fn retail() -> Contract {
 
 fn cases() -> Vec<outbound_corpus::Case> {
     let text = std::fs::read_to_string(root().join("corpus/outbound/cases.jsonl")).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| outbound_corpus::parse_case(l).unwrap())
-        .collect()
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| outbound_corpus::parse_case(l).unwrap()).collect()
 }
 
 struct Ledger(Vec<Record>, Vec<EventRecord>);
 impl outbound::LedgerFacts for Ledger {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        Ok(self
-            .0
-            .iter()
-            .find(|r| r.table == table && r.key == key)
-            .cloned())
+        Ok(self.0.iter().find(|r| r.table == table && r.key == key).cloned())
     }
     fn events(&self, kind: &str) -> Result<Vec<EventRecord>, FactError> {
         Ok(self.1.iter().filter(|e| e.kind == kind).cloned().collect())
@@ -55,12 +47,7 @@ fn request(path: &str, claims: Value) -> String {
 }
 
 fn cancelled() -> Ledger {
-    let row = Record {
-        table: "order".into(),
-        key: "#W1".into(),
-        revision: 2,
-        value: json!({"status": "cancelled"}),
-    };
+    let row = Record { table: "order".into(), key: "#W1".into(), revision: 2, value: json!({"status": "cancelled"}) };
     Ledger(vec![row], Vec::new())
 }
 
@@ -74,29 +61,17 @@ fn every_outbound_case_ends_as_its_corpus_says() {
             panic!("{}: {failure}\n    why: {}", case.name, case.why);
         }
     }
-    let seed = cases
-        .iter()
-        .filter(|c| c.name.starts_with("seed_003"))
-        .count();
-    assert!(
-        seed >= 4,
-        "seed 003's incident is in the corpus on every path"
-    );
+    let seed = cases.iter().filter(|c| c.name.starts_with("seed_003")).count();
+    assert!(seed >= 4, "seed 003's incident is in the corpus on every path");
     for basis in [Basis::Cleared, Basis::Rewritten, Basis::Fallback] {
-        assert!(
-            cases.iter().any(|c| c.expect.basis == basis),
-            "no case ends {basis:?}"
-        );
+        assert!(cases.iter().any(|c| c.expect.basis == basis), "no case ends {basis:?}");
     }
 }
 
 #[test]
 fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
     let contract = retail();
-    let mut case = cases()
-        .into_iter()
-        .find(|c| c.name == "seed_003_payment_link_nobody_created")
-        .unwrap();
+    let mut case = cases().into_iter().find(|c| c.name == "seed_003_payment_link_nobody_created").unwrap();
     // The same draft, had a payment integration recorded the link: the runner must call it a leak.
     case.records.push(Record {
         table: "order".into(),
@@ -105,10 +80,7 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
         value: json!({"status": "pending", "payment_link_status": "sent"}),
     });
     match outbound_corpus::run_case(&contract, &case) {
-        Err(Failure::Leak {
-            basis: Basis::Cleared,
-            ..
-        }) => {}
+        Err(Failure::Leak { basis: Basis::Cleared, .. }) => {}
         other => panic!("expected a leak, got {other:?}"),
     }
 }
@@ -116,26 +88,19 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
 #[test]
 fn an_invalid_claim_names_its_field() {
     let contract = retail();
-    let valid = outbound::parse_request(&contract, &request("retry", json!([{"claim": "order_cancelled", "order": "#W1"}, {"claim": "order_cancelled", "order": 7}]))).unwrap();
-    let gate = outbound::clear(
+    let valid = outbound::parse_request(
         &contract,
-        &valid.outgoing(),
-        &cancelled(),
-        &GateAnswers::new(),
+        &request(
+            "retry",
+            json!([{"claim": "order_cancelled", "order": "#W1"}, {"claim": "order_cancelled", "order": 7}]),
+        ),
     )
     .unwrap();
-    let invalid = gate
-        .message
-        .reasons()
-        .iter()
-        .find(|r| r.code == ReasonCode::ClaimInvalid)
-        .unwrap();
+    let gate = outbound::clear(&contract, &valid.outgoing(), &cancelled(), &GateAnswers::new()).unwrap();
+    let invalid = gate.message.reasons().iter().find(|r| r.code == ReasonCode::ClaimInvalid).unwrap();
     assert_eq!(invalid.field.as_deref(), Some("draft.claims[1].order"));
     assert_eq!(gate.message.basis(), Basis::Fallback);
-    assert!(
-        gate.message.claims().is_empty(),
-        "fallback copy makes no claim"
-    );
+    assert!(gate.message.claims().is_empty(), "fallback copy makes no claim");
 }
 
 #[test]
@@ -179,65 +144,33 @@ fn the_same_recorded_facts_and_answers_give_the_same_message() {
     let contract = retail();
     let valid = outbound::parse_request(
         &contract,
-        &request(
-            "scheduled",
-            json!([{"claim": "order_cancelled", "order": "#W1"}]),
-        ),
+        &request("scheduled", json!([{"claim": "order_cancelled", "order": "#W1"}])),
     )
     .unwrap();
     let live = cancelled();
     let first = outbound::clear(&contract, &valid.outgoing(), &live, &GateAnswers::new()).unwrap();
     let mut answers = GateAnswers::new();
     for q in first.unanswered(&answers) {
-        answers.insert(
-            q.id,
-            GateAnswer::Verdict {
-                verdict: warrant_core::check::CheckVerdict::Pass,
-            },
-        );
+        answers.insert(q.id, GateAnswer::Verdict { verdict: warrant_core::check::CheckVerdict::Pass });
     }
     let gate = outbound::clear(&contract, &valid.outgoing(), &live, &answers).unwrap();
     assert_eq!(gate.message.basis(), Basis::Cleared);
     assert_eq!(gate.message.text(), "Your order #W1 has been cancelled.");
-    let replayed = outbound::clear(
-        &contract,
-        &valid.outgoing(),
-        &RecordedLedger::new(gate.facts.clone()),
-        &answers,
-    )
-    .unwrap();
-    assert_eq!(
-        serde_json::to_string(&replayed.message).unwrap(),
-        serde_json::to_string(&gate.message).unwrap()
-    );
+    let replayed =
+        outbound::clear(&contract, &valid.outgoing(), &RecordedLedger::new(gate.facts.clone()), &answers).unwrap();
+    assert_eq!(serde_json::to_string(&replayed.message).unwrap(), serde_json::to_string(&gate.message).unwrap());
     // Another instant is another message.
     let later = outbound::parse_request(
         &contract,
-        &request(
-            "scheduled",
-            json!([{"claim": "order_cancelled", "order": "#W1"}]),
-        )
-        .replace("09:00", "10:00"),
+        &request("scheduled", json!([{"claim": "order_cancelled", "order": "#W1"}])).replace("09:00", "10:00"),
     )
     .unwrap();
     let other = outbound::clear(&contract, &later.outgoing(), &live, &answers).unwrap();
     assert_ne!(other.message.id(), gate.message.id());
     // Facts that are not on the record cannot back anything: the replay fails closed.
-    let empty = outbound::clear(
-        &contract,
-        &valid.outgoing(),
-        &RecordedLedger::default(),
-        &answers,
-    )
-    .unwrap();
+    let empty = outbound::clear(&contract, &valid.outgoing(), &RecordedLedger::default(), &answers).unwrap();
     assert_eq!(empty.message.basis(), Basis::Fallback);
-    assert!(
-        empty
-            .message
-            .reasons()
-            .iter()
-            .any(|r| r.code == ReasonCode::ClaimUnverifiable)
-    );
+    assert!(empty.message.reasons().iter().any(|r| r.code == ReasonCode::ClaimUnverifiable));
 }
 
 /// The guards test's contract with a `live` path that runs no coverage check.
@@ -273,12 +206,7 @@ fn an_enforcing_guards_correction_is_the_draft_the_gate_clears() {
     );
     // Enforcing: the correction replaces the draft before the gate.
     let subject = contract.guards().announcement().unwrap().subject();
-    let enforced = warrant_core::turn::decide(
-        &contract,
-        &valid,
-        &Promoted(Some(promotion(subject))),
-        &none,
-    );
+    let enforced = warrant_core::turn::decide(&contract, &valid, &Promoted(Some(promotion(subject))), &none);
     let reply = enforced.response.reply.unwrap();
     assert_eq!(
         (reply["text"].as_str(), reply["path"].as_str()),
@@ -287,12 +215,7 @@ fn an_enforcing_guards_correction_is_the_draft_the_gate_clears() {
     // A contract without an outbound section has no path to send on: no reply at all.
     let plain = Contract::from_toml("plain.toml", CONTRACT).unwrap();
     let valid = warrant_core::request::parse(&plain, &body.to_string()).unwrap();
-    assert_eq!(
-        warrant_core::turn::decide(&plain, &valid, &Promoted(None), &none)
-            .response
-            .reply,
-        None
-    );
+    assert_eq!(warrant_core::turn::decide(&plain, &valid, &Promoted(None), &none).response.reply, None);
 }
 
 mod properties {
@@ -310,23 +233,14 @@ mod properties {
             "address_changed",
             "nope",
         ]);
-        let arg = prop_oneof![
-            Just(json!("#W1")),
-            Just(json!(7)),
-            Just(json!(null)),
-            "\\PC{0,12}".prop_map(Value::String)
-        ];
-        (
-            kinds,
-            prop::sample::select(vec!["order", "user", "claim", "x"]),
-            arg,
-        )
-            .prop_map(|(k, name, v)| {
-                let mut object = serde_json::Map::new();
-                object.insert("claim".into(), json!(k));
-                object.insert(name.into(), v);
-                Value::Object(object)
-            })
+        let arg =
+            prop_oneof![Just(json!("#W1")), Just(json!(7)), Just(json!(null)), "\\PC{0,12}".prop_map(Value::String)];
+        (kinds, prop::sample::select(vec!["order", "user", "claim", "x"]), arg).prop_map(|(k, name, v)| {
+            let mut object = serde_json::Map::new();
+            object.insert("claim".into(), json!(k));
+            object.insert(name.into(), v);
+            Value::Object(object)
+        })
     }
 
     proptest! {

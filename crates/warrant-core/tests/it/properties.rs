@@ -9,12 +9,8 @@ use crate::load;
 
 /// A registered sentence: a scored clause (with its op) or a passive one (`None`).
 fn registered(contract: &Contract) -> Vec<(String, Option<String>)> {
-    let mut all: Vec<(String, Option<String>)> = contract
-        .score()
-        .clauses()
-        .iter()
-        .map(|c| (c.text().to_owned(), Some(c.op().to_owned())))
-        .collect();
+    let mut all: Vec<(String, Option<String>)> =
+        contract.score().clauses().iter().map(|c| (c.text().to_owned(), Some(c.op().to_owned()))).collect();
     all.extend(contract.score().passive().map(|p| (p.to_owned(), None)));
     all
 }
@@ -28,17 +24,13 @@ fn separator() -> impl Strategy<Value = String> {
 /// A sentence no clause can equal: it always holds a digit, which no clause of the examples
 /// contains, so whatever sentence it ends up in under segmentation is unregistered.
 fn unregistered() -> impl Strategy<Value = String> {
-    ("[a-zA-Z가-힣 ,?!.\"'“”:>]{0,30}", 0u32..10, "[a-zA-Z가-힣 ,?!.]{0,10}")
-        .prop_map(|(a, d, b)| format!("{a}{d}{b}"))
+    ("[a-zA-Z가-힣 ,?!.\"'“”:>]{0,30}", 0u32..10, "[a-zA-Z가-힣 ,?!.]{0,10}").prop_map(|(a, d, b)| format!("{a}{d}{b}"))
 }
 
-fn reply_strategy(
-    contract: &Contract,
-) -> impl Strategy<Value = (Vec<usize>, Vec<String>)> + use<> {
+fn reply_strategy(contract: &Contract) -> impl Strategy<Value = (Vec<usize>, Vec<String>)> + use<> {
     let n = registered(contract).len();
-    (1usize..8).prop_flat_map(move |len| {
-        (proptest::collection::vec(0..n, len), proptest::collection::vec(separator(), len))
-    })
+    (1usize..8)
+        .prop_flat_map(move |len| (proptest::collection::vec(0..n, len), proptest::collection::vec(separator(), len)))
 }
 
 fn join(pieces: &[String], seps: &[String]) -> String {

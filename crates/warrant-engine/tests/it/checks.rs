@@ -153,7 +153,11 @@ impl Provider for Gathering {
 #[test]
 fn the_checks_of_one_turn_are_in_flight_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let provider = std::sync::Arc::new(Gathering { expect: 2, state: std::sync::Mutex::new((0, 0)), changed: std::sync::Condvar::new() });
+    let provider = std::sync::Arc::new(Gathering {
+        expect: 2,
+        state: std::sync::Mutex::new((0, 0)),
+        changed: std::sync::Condvar::new(),
+    });
     let mut engine = engine(&dir, Some(setup(provider.clone())));
     let request = serde_json::json!({
         "conversation": "c1", "turn": "t1", "actor": "kim", "at": "2026-11-29T15:00:00Z", "time_zone": "UTC", "locale": "en-US",

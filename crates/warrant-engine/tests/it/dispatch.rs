@@ -7,9 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use warrant_engine::dispatch::{DispatchConfig, Dispatched, Dispatcher};
 use warrant_engine::outbox::{job_key, run_due_jobs};
-use warrant_store::{
-    DueJob, JobState, Lease, NewJob, OutboxMessage, OutboxState, SqliteStore, Store,
-};
+use warrant_store::{DueJob, JobState, Lease, NewJob, OutboxMessage, OutboxState, SqliteStore, Store};
 
 #[test]
 fn a_message_whose_leases_kept_expiring_goes_to_the_dead_letter_undelivered() {
@@ -28,11 +26,7 @@ fn a_message_whose_leases_kept_expiring_goes_to_the_dead_letter_undelivered() {
     store.enqueue(&message, 0).unwrap();
     // Two dispatchers took it and died before recording anything, their leases long expired.
     for (holder, now) in [("died-1", 0), ("died-2", 10)] {
-        let lease = Lease {
-            holder: holder.to_owned(),
-            now,
-            until: now + 1,
-        };
+        let lease = Lease { holder: holder.to_owned(), now, until: now + 1 };
         assert_eq!(store.take_outbox(&lease, 1).unwrap().len(), 1, "{holder}");
     }
     // Port 9 (discard) on loopback: were it tried, the error would say `unreachable`.
@@ -41,31 +35,16 @@ fn a_message_whose_leases_kept_expiring_goes_to_the_dead_letter_undelivered() {
     config.timeout = Duration::from_millis(500);
     let dispatcher = Dispatcher::new(config).unwrap();
     let round = dispatcher.dispatch_once(&mut store).unwrap();
-    assert_eq!(
-        round,
-        Dispatched {
-            taken: 1,
-            dead: 1,
-            ..Dispatched::default()
-        }
-    );
+    assert_eq!(round, Dispatched { taken: 1, dead: 1, ..Dispatched::default() });
     let dead = store.outbox(Some(OutboxState::Dead), 10).unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].attempts, 3);
     let error = dead[0].last_error.clone().unwrap_or_default();
-    assert!(
-        error.starts_with("taken 3 times without a recorded answer"),
-        "{error}"
-    );
+    assert!(error.starts_with("taken 3 times without a recorded answer"), "{error}");
 }
 
 fn job(id: &str, due_at: i64) -> NewJob {
-    NewJob {
-        id: id.to_owned(),
-        conversation: "c1".to_owned(),
-        due_at,
-        draft: json!({"text": "Any news?"}),
-    }
+    NewJob { id: id.to_owned(), conversation: "c1".to_owned(), due_at, draft: json!({"text": "Any news?"}) }
 }
 
 /// What the gate would hand over for a job; `n` tells the two compositions apart.
@@ -89,11 +68,7 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
     store.schedule_job(&job("j1", 100)).unwrap();
     store.schedule_job(&job("later", 10_000)).unwrap();
     // A scheduler took j1 and stored its message, then died before completing the job.
-    let died = Lease {
-        holder: "died".to_owned(),
-        now: 100,
-        until: 200,
-    };
+    let died = Lease { holder: "died".to_owned(), now: 100, until: 200 };
     let taken = store.take_due_jobs(&died, 10).unwrap();
     let mut first = composed(&taken[0], 1);
     first.idempotency_key = job_key("j1");
@@ -101,65 +76,28 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
 
     // Its successor takes j1 again once the lease expired; the gate may compose another text,
     // but the job's key finds the stored message, and the job completes with it.
-    let next = Lease {
-        holder: "next".to_owned(),
-        now: 200,
-        until: 300,
-    };
-    let run = run_due_jobs(&mut store, &next, 10, |_, job| {
-        Ok::<_, String>(composed(job, 2))
-    })
-    .unwrap();
-    assert_eq!(
-        (
-            run.taken,
-            run.enqueued,
-            run.already_enqueued,
-            run.failed.len()
-        ),
-        (1, 0, 1, 0)
-    );
+    let next = Lease { holder: "next".to_owned(), now: 200, until: 300 };
+    let run = run_due_jobs(&mut store, &next, 10, |_, job| Ok::<_, String>(composed(job, 2))).unwrap();
+    assert_eq!((run.taken, run.enqueued, run.already_enqueued, run.failed.len()), (1, 0, 1, 0));
     let outbox = store.outbox(None, 10).unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].message.body, json!({"text": "composed 1"}));
     let done = store.due_job("j1").unwrap().unwrap();
-    assert_eq!(
-        (done.state, done.result.as_deref()),
-        (JobState::Done, Some("j1-message-1"))
-    );
-    assert_eq!(
-        store.due_job("later").unwrap().unwrap().state,
-        JobState::Pending
-    );
+    assert_eq!((done.state, done.result.as_deref()), (JobState::Done, Some("j1-message-1")));
+    assert_eq!(store.due_job("later").unwrap().unwrap().state, JobState::Pending);
 
     // A job the caller cannot compose stays taken, to be taken again when its lease expires;
     // one it can is stored under its own key.
     store.schedule_job(&job("j2", 300)).unwrap();
     store.schedule_job(&job("j3", 300)).unwrap();
-    let at = Lease {
-        holder: "next".to_owned(),
-        now: 300,
-        until: 400,
-    };
+    let at = Lease { holder: "next".to_owned(), now: 300, until: 400 };
     let run = run_due_jobs(&mut store, &at, 10, |_, job| {
-        if job.job.id == "j2" {
-            Err("no order in the record".to_owned())
-        } else {
-            Ok(composed(job, 3))
-        }
+        if job.job.id == "j2" { Err("no order in the record".to_owned()) } else { Ok(composed(job, 3)) }
     })
     .unwrap();
-    assert_eq!(
-        run.failed,
-        [("j2".to_owned(), "no order in the record".to_owned())]
-    );
+    assert_eq!(run.failed, [("j2".to_owned(), "no order in the record".to_owned())]);
     assert_eq!(run.enqueued, 1);
     assert_eq!(store.due_job("j2").unwrap().unwrap().state, JobState::Taken);
-    let j3 = store
-        .outbox(None, 10)
-        .unwrap()
-        .into_iter()
-        .find(|r| r.message.id == "j3-message-3")
-        .unwrap();
+    let j3 = store.outbox(None, 10).unwrap().into_iter().find(|r| r.message.id == "j3-message-3").unwrap();
     assert_eq!(j3.message.idempotency_key, job_key("j3"));
 }

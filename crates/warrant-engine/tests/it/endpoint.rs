@@ -39,7 +39,11 @@ pub fn endpoint(answer: impl Fn(&str) -> String + Send + 'static, seen: Seen) ->
             let content = answer(request["response_format"]["json_schema"]["name"].as_str().unwrap_or(""));
             seen.lock().unwrap().push(request);
             let reply = json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}).to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
         }
     });
     base
@@ -47,5 +51,12 @@ pub fn endpoint(answer: impl Fn(&str) -> String + Send + 'static, seen: Seen) ->
 
 /// The OpenAI-compatible provider for the endpoint at `base`.
 pub fn live(base: String) -> OpenAiProvider {
-    OpenAiProvider::new(EndpointConfig { base_url: base, model: "m".into(), key: None, connect_timeout: Duration::from_secs(2), format: Default::default() }).unwrap()
+    OpenAiProvider::new(EndpointConfig {
+        base_url: base,
+        model: "m".into(),
+        key: None,
+        connect_timeout: Duration::from_secs(2),
+        format: Default::default(),
+    })
+    .unwrap()
 }

@@ -73,15 +73,88 @@ fn a_malformed_request_is_refused_whole_with_the_field_at_fault() {
     let (mut engine, _dir) = retail_engine();
     let good = request("t1", cancel(), json!([]));
     let cases: Vec<(Value, &str, &str)> = vec![
-        ({ let mut r = good.clone(); r["extra"] = json!(1); r }, "invalid_input", "extra"),
-        ({ let mut r = good.clone(); r["acts"][0]["argz"] = json!({}); r }, "invalid_input", "acts[0].argz"),
-        ({ let mut r = good.clone(); r["at"] = json!("yesterday"); r }, "invalid_input", "at"),
-        ({ let mut r = good.clone(); r["time_zone"] = json!("Mars/Olympus"); r }, "invalid_input", "time_zone"),
-        ({ let mut r = good.clone(); r["locale"] = json!("xx-YY"); r }, "invalid_input", "locale"),
-        ({ let mut r = good.clone(); r["entries"][0]["kind"] = json!("robot"); r }, "unknown_source_kind", "entries[0].kind"),
-        ({ let mut r = good.clone(); r["turn"] = json!(""); r }, "invalid_input", "turn"),
-        ({ let mut r = good.clone(); r["answers"] = json!([{"interaction": "i", "option": "confirm"}, {"interaction": "i", "option": "decline"}]); r }, "invalid_input", "answers[1].interaction"),
-        ({ let mut r = good.clone(); r["acts"] = json!({"op": "x"}); r }, "invalid_input", "acts"),
+        (
+            {
+                let mut r = good.clone();
+                r["extra"] = json!(1);
+                r
+            },
+            "invalid_input",
+            "extra",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["acts"][0]["argz"] = json!({});
+                r
+            },
+            "invalid_input",
+            "acts[0].argz",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["at"] = json!("yesterday");
+                r
+            },
+            "invalid_input",
+            "at",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["time_zone"] = json!("Mars/Olympus");
+                r
+            },
+            "invalid_input",
+            "time_zone",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["locale"] = json!("xx-YY");
+                r
+            },
+            "invalid_input",
+            "locale",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["entries"][0]["kind"] = json!("robot");
+                r
+            },
+            "unknown_source_kind",
+            "entries[0].kind",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["turn"] = json!("");
+                r
+            },
+            "invalid_input",
+            "turn",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["answers"] =
+                    json!([{"interaction": "i", "option": "confirm"}, {"interaction": "i", "option": "decline"}]);
+                r
+            },
+            "invalid_input",
+            "answers[1].interaction",
+        ),
+        (
+            {
+                let mut r = good.clone();
+                r["acts"] = json!({"op": "x"});
+                r
+            },
+            "invalid_input",
+            "acts",
+        ),
     ];
     for (bad, code, field) in cases {
         match engine.turn(&bad.to_string()).unwrap() {
@@ -106,8 +179,20 @@ fn a_confirmation_is_checked_again_against_current_revisions() {
     let mut value = record.value.clone();
     value["address"]["zip"] = json!("00000");
     let commit = warrant_store::Commit {
-        turn: warrant_store::StoredTurn { seq: 0, conversation: "x".into(), turn: "x".into(), request: json!({}), response: json!({}), replay: json!({}) },
-        writes: vec![warrant_store::RecordWrite { table: "order".into(), key: PENDING.into(), expected_revision: record.revision, value }],
+        turn: warrant_store::StoredTurn {
+            seq: 0,
+            conversation: "x".into(),
+            turn: "x".into(),
+            request: json!({}),
+            response: json!({}),
+            replay: json!({}),
+        },
+        writes: vec![warrant_store::RecordWrite {
+            table: "order".into(),
+            key: PENDING.into(),
+            expected_revision: record.revision,
+            value,
+        }],
         effects: vec![],
         events: vec![],
         opened: vec![],
@@ -139,7 +224,8 @@ fn a_declined_or_foreign_answer_commits_nothing() {
     assert_eq!(response.acts[0].reasons[0].code.as_str(), "unknown_interaction");
     let (response, _) = decide(&mut engine, &request("t4", json!([]), json!([{"interaction": id, "option": "maybe"}])));
     assert_eq!(response.acts[0].reasons[0].code.as_str(), "unknown_option");
-    let (response, _) = decide(&mut engine, &request("t5", json!([]), json!([{"interaction": id, "option": "decline"}])));
+    let (response, _) =
+        decide(&mut engine, &request("t5", json!([]), json!([{"interaction": id, "option": "decline"}])));
     assert_eq!(response.acts[0].reasons[0].code.as_str(), "declined_by_user");
     assert!(response.effects.is_empty());
     let (response, _) = decide(&mut engine, &request("t6", json!([]), confirm(&id)));
@@ -174,14 +260,25 @@ fn replay_is_identical_with_the_same_contract_and_names_changes_with_another() {
     let (mut engine, dir) = retail_engine();
     let (held, _) = decide(&mut engine, &request("t1", cancel(), json!([])));
     decide(&mut engine, &request("t2", json!([]), confirm(&held.interactions[0].id)));
-    decide(&mut engine, &request("t3", json!([{"op": "cancel_pending_order", "args": {"order_id": "#W2611340", "reason": "no longer needed"}}]), json!([])));
-    decide(&mut engine, &request("t4", json!([{"op": "get_order_details", "args": {"order_id": "#W4776164"}}]), json!([])));
+    decide(
+        &mut engine,
+        &request(
+            "t3",
+            json!([{"op": "cancel_pending_order", "args": {"order_id": "#W2611340", "reason": "no longer needed"}}]),
+            json!([]),
+        ),
+    );
+    decide(
+        &mut engine,
+        &request("t4", json!([{"op": "get_order_details", "args": {"order_id": "#W4776164"}}]), json!([])),
+    );
     let report = engine.replay().unwrap();
     assert_eq!((report.turns, report.identical, report.changes.len()), (4, 4, 0));
 
     // The same store replayed against a contract whose reason set lost "no longer needed".
     let text = std::fs::read_to_string(retail_dir().join("contract.toml")).unwrap();
-    let changed = text.replace("values = [\"no longer needed\", \"ordered by mistake\"]", "values = [\"ordered by mistake\"]");
+    let changed =
+        text.replace("values = [\"no longer needed\", \"ordered by mistake\"]", "values = [\"ordered by mistake\"]");
     assert_ne!(text, changed);
     let contract = Contract::load("changed.toml", &changed, &FolderFiles::new(&retail_dir())).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
@@ -197,13 +294,18 @@ fn a_cancelled_gift_card_order_is_refunded_onto_the_card_at_once() {
     let (mut engine, _dir) = retail_engine();
     // Task 30 of τ-bench: #W9373487 was paid with gift card 7711863.
     let order = "#W9373487";
-    let owner = engine.store_mut().record("order", order).unwrap().unwrap().value["user_id"].as_str().unwrap().to_owned();
+    let owner =
+        engine.store_mut().record("order", order).unwrap().unwrap().value["user_id"].as_str().unwrap().to_owned();
     let card = "gift_card_7711863";
     let balance = |engine: &mut Engine<SqliteStore>| {
         engine.store_mut().record("user", &owner).unwrap().unwrap().value["payment_methods"][card]["balance"].clone()
     };
     let before = balance(&mut engine);
-    let mut ask = request("g1", json!([{"op": "cancel_pending_order", "args": {"order_id": order, "reason": "no longer needed"}}]), json!([]));
+    let mut ask = request(
+        "g1",
+        json!([{"op": "cancel_pending_order", "args": {"order_id": order, "reason": "no longer needed"}}]),
+        json!([]),
+    );
     ask["actor"] = json!(owner);
     let (held, _) = decide(&mut engine, &ask);
     let mut yes = request("g2", json!([]), confirm(&held.interactions[0].id));

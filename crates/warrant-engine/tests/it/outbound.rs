@@ -5,9 +5,7 @@
 
 use serde_json::{Value, json};
 use warrant_core::outbound::Basis;
-use warrant_engine::{
-    Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound,
-};
+use warrant_engine::{Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound};
 use warrant_store::{SqliteStore, Store};
 
 use crate::endpoint::{Seen, endpoint, live};
@@ -19,7 +17,11 @@ const LINK: &str = "Here is the payment link for your order. It's attached below
 /// The engine with a model behind a real socket that answers each task one fixed way: the
 /// coverage check `coverage` (`yes`/`no`/`unsure`), the rewrite `rewrite`; and every request
 /// body the endpoint was sent.
-fn with_model(engine: Engine<SqliteStore>, coverage: &'static str, rewrite: &'static str) -> (Engine<SqliteStore>, Seen) {
+fn with_model(
+    engine: Engine<SqliteStore>,
+    coverage: &'static str,
+    rewrite: &'static str,
+) -> (Engine<SqliteStore>, Seen) {
     let seen = Seen::default();
     let base = endpoint(
         move |name| match name {
@@ -47,21 +49,14 @@ fn outbound(
 }
 
 fn codes(run: &OutboundRun) -> Vec<&'static str> {
-    run.message
-        .reasons()
-        .iter()
-        .map(|r| r.code.as_str())
-        .collect()
+    run.message.reasons().iter().map(|r| r.code.as_str()).collect()
 }
 
 fn replays_identically(engine: &Engine<SqliteStore>, run: &OutboundRun) {
     let record: warrant_engine::OutboundRecord =
         serde_json::from_str(&serde_json::to_string(&run.record).unwrap()).unwrap();
     let again = replay_outbound(engine.contract(), &record).unwrap();
-    assert_eq!(
-        serde_json::to_string(&again).unwrap(),
-        serde_json::to_string(&run.message).unwrap()
-    );
+    assert_eq!(serde_json::to_string(&again).unwrap(), serde_json::to_string(&run.message).unwrap());
     assert_eq!(serde_json::to_value(&again).unwrap(), record.message);
 }
 
@@ -71,11 +66,7 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
     let claims = json!([{"claim": "payment_link_sent", "order": "#W0000000"}]);
     // Without a model the rewrite cannot run; with one, its rewrite repeats the claim and the
     // coverage check of the rewrite blocks it.
-    let (mut modelled, seen) = with_model(
-        retail_engine().0,
-        "yes",
-        "Your payment link is attached below.",
-    );
+    let (mut modelled, seen) = with_model(retail_engine().0, "yes", "Your payment link is attached below.");
     let mut engine = engine;
     for path in PATHS {
         for (engine, label) in [(&mut engine, "no model"), (&mut modelled, "model")] {
@@ -83,13 +74,7 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
             assert_eq!(run.message.basis(), Basis::Fallback, "{path} ({label})");
             assert_eq!(
                 run.message.text(),
-                engine
-                    .contract()
-                    .outbound()
-                    .path(run.message.path())
-                    .unwrap()
-                    .fallback("en-US")
-                    .unwrap()
+                engine.contract().outbound().path(run.message.path()).unwrap().fallback("en-US").unwrap()
             );
             assert!(run.message.claims().is_empty());
             assert_eq!(codes(&run)[0], "claim_unbacked", "{path} ({label})");
@@ -101,10 +86,7 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
     // The claim left unlisted: only the coverage check sees it, and it can only take away.
     let run = outbound(&mut modelled, "seed003", "scheduled", LINK, json!([]));
     assert_eq!(run.message.basis(), Basis::Fallback);
-    assert_eq!(
-        codes(&run),
-        ["coverage_blocked", "rewrite_unbacked", "fallback_sent"]
-    );
+    assert_eq!(codes(&run), ["coverage_blocked", "rewrite_unbacked", "fallback_sent"]);
     assert!(!seen.lock().unwrap().is_empty());
 }
 
@@ -117,37 +99,24 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
             "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Please cancel it."}],
             "acts": acts, "answers": answers}).to_string()
     };
-    let cancel = json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
-    let TurnResult::Decided { response: held, .. } =
-        engine.turn(&turn("t1", cancel, json!([]))).unwrap()
-    else {
+    let cancel =
+        json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
+    let TurnResult::Decided { response: held, .. } = engine.turn(&turn("t1", cancel, json!([]))).unwrap() else {
         panic!()
     };
     let confirm = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
-    let TurnResult::Decided { response: done, .. } =
-        engine.turn(&turn("t2", json!([]), confirm)).unwrap()
-    else {
+    let TurnResult::Decided { response: done, .. } = engine.turn(&turn("t2", json!([]), confirm)).unwrap() else {
         panic!()
     };
     let effect = done.effects[0].id.clone();
 
     let text = "Your order #W6247578 is cancelled and your refund has been issued.";
-    let claims = json!([{"claim": "order_cancelled", "order": "#W6247578"}, {"claim": "refund_issued", "order": "#W6247578"}]);
+    let claims =
+        json!([{"claim": "order_cancelled", "order": "#W6247578"}, {"claim": "refund_issued", "order": "#W6247578"}]);
     let before = outbound(&mut engine, "life", "queue", text, claims.clone());
-    assert_eq!(
-        before.message.basis(),
-        Basis::Rewritten,
-        "{:?}",
-        codes(&before)
-    );
-    assert_eq!(
-        before.message.claims(),
-        [json!({"claim": "order_cancelled", "order": "#W6247578"})]
-    );
-    assert_eq!(
-        before.record.verdicts[1].reason,
-        Some(warrant_core::reason::ReasonCode::ClaimUnbacked)
-    );
+    assert_eq!(before.message.basis(), Basis::Rewritten, "{:?}", codes(&before));
+    assert_eq!(before.message.claims(), [json!({"claim": "order_cancelled", "order": "#W6247578"})]);
+    assert_eq!(before.record.verdicts[1].reason, Some(warrant_core::reason::ReasonCode::ClaimUnbacked));
 
     engine.report_outcome(&effect, "done").unwrap();
     let after = outbound(&mut engine, "life", "queue", text, claims.clone());
@@ -172,38 +141,23 @@ fn the_rewrite_is_given_verified_facts_only() {
     let (engine, _dir) = retail_engine();
     let (mut engine, seen) = with_model(engine, "no", "Your order #W5918442 is still pending.");
     let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
-    let claims = json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
+    let claims =
+        json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
     let run = outbound(&mut engine, "facts", "digest", draft, claims);
     assert_eq!(run.message.basis(), Basis::Rewritten);
     assert_eq!(run.message.text(), "Your order #W5918442 is still pending.");
     let requests = seen.lock().unwrap();
-    let rewrite = requests
-        .iter()
-        .find(|r| r["response_format"]["json_schema"]["name"] == "rewrite")
-        .unwrap();
+    let rewrite = requests.iter().find(|r| r["response_format"]["json_schema"]["name"] == "rewrite").unwrap();
     let question = rewrite["messages"][1]["content"].as_str().unwrap();
-    assert!(
-        question.contains(r##"claim {"claim":"order_pending","order":"#W5918442"}"##),
-        "{question}"
-    );
+    assert!(question.contains(r##"claim {"claim":"order_pending","order":"#W5918442"}"##), "{question}");
     assert!(question.contains("record order #W5918442: "), "{question}");
     assert!(
         !question.contains("order_cancelled") && !question.contains("Good news"),
         "the draft never reaches the rewrite: {question}"
     );
-    let calls: Vec<&str> = run
-        .record
-        .model_calls
-        .iter()
-        .map(|c| c.task.as_str())
-        .collect();
+    let calls: Vec<&str> = run.record.model_calls.iter().map(|c| c.task.as_str()).collect();
     assert_eq!(calls, ["rewrite", "claims_coverage"]);
-    assert!(
-        run.record
-            .model_calls
-            .iter()
-            .all(|c| c.prompt_version.len() == 12 && c.result.is_some())
-    );
+    assert!(run.record.model_calls.iter().all(|c| c.prompt_version.len() == 12 && c.result.is_some()));
     replays_identically(&engine, &run);
 }
 
@@ -227,35 +181,23 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
             "acts": acts, "answers": answers, "draft": {"text": text, "claims": claims}}).to_string()
     };
     let claims = json!([{"claim": "order_cancelled", "order": "#W6247578"}]);
-    let cancel = json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
+    let cancel =
+        json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
     // Held, not committed: the order is still pending, so the claim is unbacked and the reply
     // is the rewrite from verified facts (none).
     let early = "Your order #W6247578 is cancelled.";
-    let TurnResult::Decided { response: held, .. } = engine
-        .turn(&turn("t1", cancel, json!([]), early, claims.clone()))
-        .unwrap()
+    let TurnResult::Decided { response: held, .. } =
+        engine.turn(&turn("t1", cancel, json!([]), early, claims.clone())).unwrap()
     else {
         panic!()
     };
-    assert_eq!(
-        held.reply.as_ref().unwrap()["basis"],
-        "rewritten",
-        "{:?}",
-        held.reply
-    );
-    assert_eq!(
-        held.reply.as_ref().unwrap()["text"],
-        "We will follow up shortly."
-    );
-    assert_eq!(
-        held.reply.as_ref().unwrap()["reasons"][0]["code"],
-        "claim_unbacked"
-    );
+    assert_eq!(held.reply.as_ref().unwrap()["basis"], "rewritten", "{:?}", held.reply);
+    assert_eq!(held.reply.as_ref().unwrap()["text"], "We will follow up shortly.");
+    assert_eq!(held.reply.as_ref().unwrap()["reasons"][0]["code"], "claim_unbacked");
     // Confirmed in this turn: the turn's own writes back the claim, and the draft goes out as is.
     let confirm = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
-    let TurnResult::Decided { response: done, .. } = engine
-        .turn(&turn("t2", json!([]), confirm, early, claims))
-        .unwrap()
+    let TurnResult::Decided { response: done, .. } =
+        engine.turn(&turn("t2", json!([]), confirm, early, claims)).unwrap()
     else {
         panic!()
     };
@@ -265,9 +207,8 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
     assert_eq!(reply["path"], "live");
     // Seed 003 on the live path.
     let link = json!([{"claim": "payment_link_sent", "order": "#W6247578"}]);
-    let TurnResult::Decided { response: seed, .. } = engine
-        .turn(&turn("t3", json!([]), json!([]), LINK, link))
-        .unwrap()
+    let TurnResult::Decided { response: seed, .. } =
+        engine.turn(&turn("t3", json!([]), json!([]), LINK, link)).unwrap()
     else {
         panic!()
     };
@@ -277,12 +218,7 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
     assert_eq!(stored[1].response["reply"], *reply);
     assert_eq!(stored[1].replay["outbound"]["verdicts"][0]["backed"], true);
     let report = engine.replay().unwrap();
-    assert_eq!(
-        (report.turns, report.identical),
-        (3, 3),
-        "{:?}",
-        report.changes
-    );
+    assert_eq!((report.turns, report.identical), (3, 3), "{:?}", report.changes);
 }
 
 #[test]
@@ -291,21 +227,11 @@ fn without_a_model_a_live_draft_cannot_be_cleared() {
     let request = json!({"conversation": "nomodel", "turn": "t1", "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
         "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Hi."}],
         "draft": {"text": "Hello! How can I help?", "claims": []}});
-    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else {
-        panic!()
-    };
+    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else { panic!() };
     let reply = response.reply.unwrap();
     assert_eq!(reply["basis"], "fallback");
-    let codes: Vec<&str> = reply["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        codes,
-        ["coverage_failed", "rewrite_failed", "fallback_sent"]
-    );
+    let codes: Vec<&str> = reply["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["coverage_failed", "rewrite_failed", "fallback_sent"]);
 }
 
 /// A scheduled follow-up is stored, not cleared, until it is due; then the gate reads the
@@ -350,8 +276,11 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
             "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Please cancel it."}],
             "acts": acts, "answers": answers}).to_string()
     };
-    let cancel = json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
-    let TurnResult::Decided { response: held, .. } = engine.turn(&turn("t1", cancel, json!([]))).unwrap() else { panic!() };
+    let cancel =
+        json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
+    let TurnResult::Decided { response: held, .. } = engine.turn(&turn("t1", cancel, json!([]))).unwrap() else {
+        panic!()
+    };
     let confirm = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
     engine.turn(&turn("t2", json!([]), confirm)).unwrap();
 
@@ -397,13 +326,19 @@ fn a_message_submitted_twice_is_stored_once() {
     let request = json!({"conversation": "c", "path": "retry", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": LINK, "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}})
     .to_string();
-    let Submitted::Queued { run, outbox, duplicate: false } = engine.submit(&request, 5).unwrap() else { panic!("not queued") };
+    let Submitted::Queued { run, outbox, duplicate: false } = engine.submit(&request, 5).unwrap() else {
+        panic!("not queued")
+    };
     assert_eq!(run.message.basis(), Basis::Fallback);
-    let Submitted::Queued { outbox: again, duplicate: true, .. } = engine.submit(&request, 6).unwrap() else { panic!("stored twice") };
+    let Submitted::Queued { outbox: again, duplicate: true, .. } = engine.submit(&request, 6).unwrap() else {
+        panic!("stored twice")
+    };
     assert_eq!(outbox, again);
     let rows = engine.store_mut().outbox(None, 10).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].message.body, serde_json::to_value(&run.message).unwrap());
-    let Submitted::Rejected(error) = engine.submit(&request.replace("\"retry\"", "\"later\""), 7).unwrap() else { panic!() };
+    let Submitted::Rejected(error) = engine.submit(&request.replace("\"retry\"", "\"later\""), 7).unwrap() else {
+        panic!()
+    };
     assert_eq!(error.field, "path");
 }

@@ -104,7 +104,14 @@ fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnc
     let mut value = record.value.clone();
     change(&mut value);
     let commit = Commit {
-        turn: StoredTurn { seq: 0, conversation: "fixture".into(), turn: format!("fixture-{tag}"), request: json!({}), response: json!({}), replay: json!({}) },
+        turn: StoredTurn {
+            seq: 0,
+            conversation: "fixture".into(),
+            turn: format!("fixture-{tag}"),
+            request: json!({}),
+            response: json!({}),
+            replay: json!({}),
+        },
         writes: vec![RecordWrite { table: table.into(), key: key.into(), expected_revision: record.revision, value }],
         effects: vec![],
         events: vec![],
@@ -135,7 +142,13 @@ struct Counts {
 }
 
 /// Mutations of one write that each break exactly one precondition.
-fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>, store: &mut SqliteStore) -> Vec<Mutation> {
+fn mutations(
+    d: &crate::Data,
+    user: &str,
+    op: &str,
+    kwargs: &Map<String, Value>,
+    store: &mut SqliteStore,
+) -> Vec<Mutation> {
     let mut out = Vec::new();
     let with = |key: &str, value: Value| {
         let mut k = kwargs.clone();
@@ -153,7 +166,12 @@ fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>,
             kwargs.contains_key("item_ids"),
             d.orders.iter().find(|(_, o)| o["user_id"] != user && o["status"] == status.as_str()),
         ) {
-            out.push(Mutation { name: "another user's order", kwargs: with("order_id", json!(other.0)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("order_of_another_user")) });
+            out.push(Mutation {
+                name: "another user's order",
+                kwargs: with("order_id", json!(other.0)),
+                data: None,
+                expect: (Verdict::Refuse, "forbidden_by_policy", Some("order_of_another_user")),
+            });
         }
         let wrong = if status == "pending" { "delivered" } else { "pending" };
         let rule = if op.contains("pending") { "order_not_pending" } else { "order_not_delivered" };
@@ -163,20 +181,43 @@ fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>,
             data: Some(("order".into(), order_id.clone(), Box::new(move |v: &mut Value| v["status"] = json!(wrong)))),
             expect: (Verdict::Refuse, "forbidden_by_policy", Some(rule)),
         });
-        out.push(Mutation { name: "an unknown order", kwargs: with("order_id", json!("#W0000000")), data: None, expect: (Verdict::Refuse, "unknown_record", None) });
+        out.push(Mutation {
+            name: "an unknown order",
+            kwargs: with("order_id", json!("#W0000000")),
+            data: None,
+            expect: (Verdict::Refuse, "unknown_record", None),
+        });
     }
     if kwargs.contains_key("reason") {
-        out.push(Mutation { name: "a reason outside the set", kwargs: with("reason", json!("changed my mind")), data: None, expect: (Verdict::Refuse, "not_in_closed_set", None) });
+        out.push(Mutation {
+            name: "a reason outside the set",
+            kwargs: with("reason", json!("changed my mind")),
+            data: None,
+            expect: (Verdict::Refuse, "not_in_closed_set", None),
+        });
     }
     if let Some(Value::Array(items)) = kwargs.get("item_ids") {
         let mut unknown = items.clone();
         unknown[0] = json!("0000000000");
-        out.push(Mutation { name: "an unknown item", kwargs: with("item_ids", Value::Array(unknown)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
-        let in_order: Vec<&str> = order.as_ref().map(|o| o["items"].as_array().unwrap().iter().map(|i| i["item_id"].as_str().unwrap()).collect()).unwrap_or_default();
+        out.push(Mutation {
+            name: "an unknown item",
+            kwargs: with("item_ids", Value::Array(unknown)),
+            data: None,
+            expect: (Verdict::Refuse, "not_a_member", None),
+        });
+        let in_order: Vec<&str> = order
+            .as_ref()
+            .map(|o| o["items"].as_array().unwrap().iter().map(|i| i["item_id"].as_str().unwrap()).collect())
+            .unwrap_or_default();
         if let Some(foreign) = d.items.keys().find(|k| !in_order.contains(&k.as_str())) {
             let mut list = items.clone();
             list[0] = json!(foreign);
-            out.push(Mutation { name: "a foreign item", kwargs: with("item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+            out.push(Mutation {
+                name: "a foreign item",
+                kwargs: with("item_ids", Value::Array(list)),
+                data: None,
+                expect: (Verdict::Refuse, "not_a_member", None),
+            });
         }
         // An item named more often than the order holds it.
         let mut repeated = items.clone();
@@ -191,31 +232,69 @@ fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>,
             }
             let mut k = with("item_ids", Value::Array(repeated));
             k.insert("new_item_ids".into(), Value::Array(new_repeated));
-            out.push(Mutation { name: "an item beyond its count", kwargs: k, data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+            out.push(Mutation {
+                name: "an item beyond its count",
+                kwargs: k,
+                data: None,
+                expect: (Verdict::Refuse, "not_a_member", None),
+            });
         } else {
-            out.push(Mutation { name: "an item beyond its count", kwargs: with("item_ids", Value::Array(repeated)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+            out.push(Mutation {
+                name: "an item beyond its count",
+                kwargs: with("item_ids", Value::Array(repeated)),
+                data: None,
+                expect: (Verdict::Refuse, "not_a_member", None),
+            });
         }
     }
     if let (Some(Value::Array(old)), Some(Value::Array(new))) = (kwargs.get("item_ids"), kwargs.get("new_item_ids")) {
         let old_product = d.items.get(old[0].as_str().unwrap()).map(|i| i["product_id"].clone()).unwrap();
-        if let Some((other, _)) = d.items.iter().find(|(_, i)| i["product_id"] != old_product && i["available"] == true) {
+        if let Some((other, _)) = d.items.iter().find(|(_, i)| i["product_id"] != old_product && i["available"] == true)
+        {
             let mut list = new.clone();
             list[0] = json!(other);
-            out.push(Mutation { name: "a new item of another product", kwargs: with("new_item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "pair_mismatch", None) });
+            out.push(Mutation {
+                name: "a new item of another product",
+                kwargs: with("new_item_ids", Value::Array(list)),
+                data: None,
+                expect: (Verdict::Refuse, "pair_mismatch", None),
+            });
         }
-        if let Some((unavailable, _)) = d.items.iter().find(|(_, i)| i["product_id"] == old_product && i["available"] == false) {
+        if let Some((unavailable, _)) =
+            d.items.iter().find(|(_, i)| i["product_id"] == old_product && i["available"] == false)
+        {
             let mut list = new.clone();
             list[0] = json!(unavailable);
-            out.push(Mutation { name: "an unavailable new item", kwargs: with("new_item_ids", Value::Array(list)), data: None, expect: (Verdict::Refuse, "requirement_unmet", None) });
+            out.push(Mutation {
+                name: "an unavailable new item",
+                kwargs: with("new_item_ids", Value::Array(list)),
+                data: None,
+                expect: (Verdict::Refuse, "requirement_unmet", None),
+            });
         }
         let mut short = new.clone();
         short.push(new[0].clone());
-        out.push(Mutation { name: "lists of unequal length", kwargs: with("new_item_ids", Value::Array(short)), data: None, expect: (Verdict::Refuse, "list_length_mismatch", None) });
+        out.push(Mutation {
+            name: "lists of unequal length",
+            kwargs: with("new_item_ids", Value::Array(short)),
+            data: None,
+            expect: (Verdict::Refuse, "list_length_mismatch", None),
+        });
     }
     if kwargs.contains_key("payment_method_id") {
         let own: Vec<String> = d.users[user]["payment_methods"].as_object().unwrap().keys().cloned().collect();
-        let foreign = d.users.values().flat_map(|u| u["payment_methods"].as_object().unwrap().keys().cloned()).find(|k| !own.contains(k)).unwrap();
-        out.push(Mutation { name: "a foreign payment method", kwargs: with("payment_method_id", json!(foreign)), data: None, expect: (Verdict::Refuse, "not_a_member", None) });
+        let foreign = d
+            .users
+            .values()
+            .flat_map(|u| u["payment_methods"].as_object().unwrap().keys().cloned())
+            .find(|k| !own.contains(k))
+            .unwrap();
+        out.push(Mutation {
+            name: "a foreign payment method",
+            kwargs: with("payment_method_id", json!(foreign)),
+            data: None,
+            expect: (Verdict::Refuse, "not_a_member", None),
+        });
         if matches!(op, "modify_pending_order_items" | "exchange_delivered_order_items") {
             let difference: f64 = {
                 let price = |id: &Value| d.items[id.as_str().unwrap()]["price"].as_f64().unwrap();
@@ -230,21 +309,39 @@ fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>,
                 out.push(Mutation {
                     name: "a gift card that cannot cover",
                     kwargs: with("payment_method_id", json!(gift)),
-                    data: Some(("user".into(), user_key, Box::new(move |v: &mut Value| v["payment_methods"][&card]["balance"] = json!(0)))),
+                    data: Some((
+                        "user".into(),
+                        user_key,
+                        Box::new(move |v: &mut Value| v["payment_methods"][&card]["balance"] = json!(0)),
+                    )),
                     expect: (Verdict::Refuse, "forbidden_by_policy", Some("gift_card_cannot_cover")),
                 });
             }
         }
         if op == "return_delivered_order_items" {
-            let original = order.as_ref().and_then(|o| o["payment_history"][0]["payment_method_id"].as_str()).unwrap_or("").to_owned();
+            let original = order
+                .as_ref()
+                .and_then(|o| o["payment_history"][0]["payment_method_id"].as_str())
+                .unwrap_or("")
+                .to_owned();
             if let Some(other) = own.iter().find(|k| **k != original && !k.starts_with("gift_card_")) {
-                out.push(Mutation { name: "a refund to another method", kwargs: with("payment_method_id", json!(other)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("refund_to_another_method")) });
+                out.push(Mutation {
+                    name: "a refund to another method",
+                    kwargs: with("payment_method_id", json!(other)),
+                    data: None,
+                    expect: (Verdict::Refuse, "forbidden_by_policy", Some("refund_to_another_method")),
+                });
             }
         }
     }
     if op == "modify_user_address" {
         let other = d.users.keys().find(|k| *k != user).unwrap();
-        out.push(Mutation { name: "another user's address", kwargs: with("user_id", json!(other)), data: None, expect: (Verdict::Refuse, "forbidden_by_policy", Some("user_is_not_the_actor")) });
+        out.push(Mutation {
+            name: "another user's address",
+            kwargs: with("user_id", json!(other)),
+            data: None,
+            expect: (Verdict::Refuse, "forbidden_by_policy", Some("user_is_not_the_actor")),
+        });
     }
     out
 }
@@ -252,11 +349,18 @@ fn mutations(d: &crate::Data, user: &str, op: &str, kwargs: &Map<String, Value>,
 #[test]
 fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
     let d = data();
-    let tasks: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(crate::retail_dir().join("data/tasks_test.json")).unwrap()).unwrap();
+    let tasks: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(crate::retail_dir().join("data/tasks_test.json")).unwrap())
+            .unwrap();
     let mut counts = Counts::default();
     let mut failures = Vec::new();
     for (t, task) in tasks.iter().enumerate() {
-        let writes: Vec<&Value> = task["actions"].as_array().unwrap().iter().filter(|a| WRITES.contains(&a["name"].as_str().unwrap())).collect();
+        let writes: Vec<&Value> = task["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| WRITES.contains(&a["name"].as_str().unwrap()))
+            .collect();
         if writes.is_empty() {
             continue;
         }
@@ -268,7 +372,8 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
             // the user whose address changes. (Task 64's `user_id` names another customer than
             // the one its actions serve; the actions are what the benchmark checks.)
             let owner = kwargs.get("order_id").and_then(|o| d.orders[o.as_str().unwrap()]["user_id"].as_str());
-            let user = owner.or(kwargs.get("user_id").and_then(Value::as_str)).unwrap_or(task["user_id"].as_str().unwrap());
+            let user =
+                owner.or(kwargs.get("user_id").and_then(Value::as_str)).unwrap_or(task["user_id"].as_str().unwrap());
             if let Some((_, _, rule)) = BREAKS_A_PRECONDITION.iter().find(|(bt, bw, _)| *bt == t && *bw == w) {
                 let response = decide(&mut engine, &request(user, &format!("t{t}-w{w}"), op, kwargs));
                 let (v, _, policies) = verdict(&response);
@@ -297,17 +402,24 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
             let entry = counts.mutations.entry("no confirmation").or_default();
             entry.0 += 1;
             if v != Verdict::Hold || codes != ["confirmation_required"] {
-                failures.push(format!("task {t} write {w} `{op}`: expected hold, got {v:?} {codes:?} {:?}", held.acts[0].reasons));
+                failures.push(format!(
+                    "task {t} write {w} `{op}`: expected hold, got {v:?} {codes:?} {:?}",
+                    held.acts[0].reasons
+                ));
                 continue;
             }
             entry.1 += 1;
             let interaction = held.interactions[0].id.clone();
-            let confirmed = decide(&mut engine, &answer(user, &format!("{turn}-yes"), &format!("c-{turn}"), &interaction));
+            let confirmed =
+                decide(&mut engine, &answer(user, &format!("{turn}-yes"), &format!("c-{turn}"), &interaction));
             let (v, codes, _) = verdict(&confirmed);
             if v == Verdict::Commit && confirmed.effects.len() == 1 {
                 counts.committed += 1;
             } else {
-                failures.push(format!("task {t} write {w} `{op}`: confirmed but {v:?} {codes:?} {:?}", confirmed.acts[0].reasons));
+                failures.push(format!(
+                    "task {t} write {w} `{op}`: confirmed but {v:?} {codes:?} {:?}",
+                    confirmed.acts[0].reasons
+                ));
             }
         }
     }
@@ -323,7 +435,11 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
     }
     println!("  mutations: {} of {} named their broken rule", total.1, total.0);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert_eq!(counts.writes + counts.refused_as_in_the_benchmark, 178, "every write action of the test tasks is exercised");
+    assert_eq!(
+        counts.writes + counts.refused_as_in_the_benchmark,
+        178,
+        "every write action of the test tasks is exercised"
+    );
     assert_eq!(counts.refused_as_in_the_benchmark, BREAKS_A_PRECONDITION.len());
     assert_eq!(counts.committed, counts.writes);
     for name in [
@@ -347,7 +463,9 @@ fn record(counts: &mut Counts, failures: &mut Vec<String>, mutation: &Mutation, 
     entry.0 += 1;
     let (v, codes, policies) = verdict(response);
     let (want_verdict, want_code, want_policy) = mutation.expect;
-    let ok = v == want_verdict && codes.iter().any(|c| c == want_code) && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
+    let ok = v == want_verdict
+        && codes.iter().any(|c| c == want_code)
+        && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
     if ok {
         entry.1 += 1;
     } else {

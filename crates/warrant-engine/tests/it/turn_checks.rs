@@ -4,8 +4,8 @@
 //! covers takes the turn's acts away; every answer that is not a pass, and every failure, can
 //! only take away; and a replay decides the same from the record, with no provider.
 
-use std::path::{Path, PathBuf};
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use warrant_core::turn::Verdict;
@@ -28,7 +28,8 @@ fn contract_folder_with(dir: &Path, more: &str) -> PathBuf {
     std::fs::copy(example.join("policies.cedar"), folder.join("policies.cedar")).unwrap();
     std::fs::copy(example.join("data/customers.json"), folder.join("data/customers.json")).unwrap();
     let text = std::fs::read_to_string(example.join("contract.toml")).unwrap();
-    std::fs::write(folder.join("contract.toml"), format!("{text}\n[model]\nchecks = [\"uncovered_request\"]\n{more}")).unwrap();
+    std::fs::write(folder.join("contract.toml"), format!("{text}\n[model]\nchecks = [\"uncovered_request\"]\n{more}"))
+        .unwrap();
     folder
 }
 
@@ -125,8 +126,12 @@ fn a_plain_value_is_located_sliced_by_code_checked_as_stated_and_replayed_withou
     let tasks: Vec<&str> = record["checks"].as_array().unwrap().iter().map(|c| c["task"].as_str().unwrap()).collect();
     assert_eq!(tasks, ["uncovered_request", "locate", "value_stated"]);
     let locate = &record["checks"][1]["id"];
-    assert_eq!(record["answers"][locate.as_str().unwrap()], json!({"located": {"pointer": {"ptr": [6, 7], "copy": "Kim Lee"}}}));
-    let calls: Vec<&str> = record["model_calls"].as_array().unwrap().iter().map(|c| c["task"].as_str().unwrap()).collect();
+    assert_eq!(
+        record["answers"][locate.as_str().unwrap()],
+        json!({"located": {"pointer": {"ptr": [6, 7], "copy": "Kim Lee"}}})
+    );
+    let calls: Vec<&str> =
+        record["model_calls"].as_array().unwrap().iter().map(|c| c["task"].as_str().unwrap()).collect();
     assert_eq!(calls.len(), 3, "one call per check: {calls:?}");
 }
 
@@ -134,13 +139,19 @@ fn a_plain_value_is_located_sliced_by_code_checked_as_stated_and_replayed_withou
 fn a_locate_answer_at_the_wrong_words_ends_in_a_question() {
     // Words that are in the message but are not the value: `value_stated` blocks them.
     let dir = tempfile::tempdir().unwrap();
-    let wrong_words = Answers { locate: r#"{"found":true,"from":2,"to":4,"copy":"change the name"}"#, value_stated: r#"{"answer":"no"}"#, ..COVERED };
+    let wrong_words = Answers {
+        locate: r#"{"found":true,"from":2,"to":4,"copy":"change the name"}"#,
+        value_stated: r#"{"answer":"no"}"#,
+        ..COVERED
+    };
     let (verdict, code, _) = live_recorded_replayed(dir.path(), wrong_words, &request(MESSAGE, json!("Kim Lee")));
     assert_eq!((verdict, code.as_str()), (Verdict::Ask, "value_not_stated"));
     assert_eq!(name_of_kim(&mut engine(dir.path(), "live.sqlite", None)), "Kim");
 
     // A pointer outside the message, or a copy its words do not hold: never sliced, asked.
-    for locate in [r#"{"found":true,"from":6,"to":9,"copy":"Kim Lee"}"#, r#"{"found":true,"from":1,"to":2,"copy":"Kim Lee"}"#] {
+    for locate in
+        [r#"{"found":true,"from":6,"to":9,"copy":"Kim Lee"}"#, r#"{"found":true,"from":1,"to":2,"copy":"Kim Lee"}"#]
+    {
         let dir = tempfile::tempdir().unwrap();
         let outside = Answers { locate, ..COVERED };
         let (verdict, code, _) = live_recorded_replayed(dir.path(), outside, &request(MESSAGE, json!("Kim Lee")));
@@ -151,7 +162,8 @@ fn a_locate_answer_at_the_wrong_words_ends_in_a_question() {
     // Not found: the user is asked for the value.
     let dir = tempfile::tempdir().unwrap();
     let absent = Answers { locate: r#"{"found":false,"from":0,"to":0,"copy":""}"#, ..COVERED };
-    let (verdict, code, _) = live_recorded_replayed(dir.path(), absent, &request("the name needs changing", json!("needs changing")));
+    let (verdict, code, _) =
+        live_recorded_replayed(dir.path(), absent, &request("the name needs changing", json!("needs changing")));
     assert_eq!((verdict, code.as_str()), (Verdict::Ask, "value_not_located"));
 }
 
@@ -172,7 +184,10 @@ fn an_uncovered_request_asks_instead_of_committing_and_a_pass_changes_nothing() 
 
     let dir = tempfile::tempdir().unwrap();
     let malformed = Answers { uncovered_request: r#"{"uncovered": maybe"#, ..COVERED };
-    assert_eq!(live_recorded_replayed(dir.path(), malformed, &request(message, pointer.clone())).1, "check_answer_invalid");
+    assert_eq!(
+        live_recorded_replayed(dir.path(), malformed, &request(message, pointer.clone())).1,
+        "check_answer_invalid"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let (verdict, code, _) = live_recorded_replayed(dir.path(), COVERED, &request(message, pointer));

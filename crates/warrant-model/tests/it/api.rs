@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 /// Types a decision comes back as.
-const DECISIONS: &[&str] = &["bool", "Verdict", "CheckVerdict", "Decision", "Finding", "Outcome", "PolicyDecision", "Reading", "CheckAnswer"];
+const DECISIONS: &[&str] =
+    &["bool", "Verdict", "CheckVerdict", "Decision", "Finding", "Outcome", "PolicyDecision", "Reading", "CheckAnswer"];
 
 /// `file:function` and why its two strings are not two natural-language texts compared.
 const ALLOWED: &[(&str, &str)] = &[];
@@ -77,7 +78,14 @@ fn signatures(text: &str) -> Vec<(String, Vec<String>, String)> {
             }
         }
         let Some(close) = close else { continue };
-        let ret = signature[close + 1..].split("where").next().unwrap_or("").trim().trim_start_matches("->").trim().to_owned();
+        let ret = signature[close + 1..]
+            .split("where")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_start_matches("->")
+            .trim()
+            .to_owned();
         found.push((name, params(&signature[open + 1..close]), ret));
     }
     found
@@ -95,7 +103,8 @@ fn violations(roots: &[PathBuf]) -> Vec<String> {
         let short = file.file_name().unwrap().to_string_lossy().into_owned();
         for (name, params, ret) in signatures(&text) {
             let texts = params.iter().filter(|p| is_text(p)).count();
-            let decides = DECISIONS.iter().any(|d| ret.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == *d));
+            let decides =
+                DECISIONS.iter().any(|d| ret.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == *d));
             let key = format!("{short}:{name}");
             if texts >= 2 && decides && !ALLOWED.iter().any(|(k, _)| *k == key) {
                 bad.push(format!("{key}({}) -> {ret}", params.join(", ")));

@@ -4,7 +4,9 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict, VALUE_STATED};
-use warrant_model::{BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks};
+use warrant_model::{
+    BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
+};
 
 use crate::roomy;
 
@@ -32,7 +34,9 @@ impl Provider for Gathering {
 }
 
 fn requests(n: usize) -> Vec<CheckRequest> {
-    (0..n).map(|i| CheckRequest::new(VALUE_STATED, "rename", &format!("arg{i}"), "Kim", [5, 5], "change the name to Kim")).collect()
+    (0..n)
+        .map(|i| CheckRequest::new(VALUE_STATED, "rename", &format!("arg{i}"), "Kim", [5, 5], "change the name to Kim"))
+        .collect()
 }
 
 #[test]
@@ -84,7 +88,10 @@ fn a_check_no_task_runs_fails() {
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
     let request = CheckRequest::new("looks_fine", "rename", "name", "Kim", [1, 1], "Kim");
     let round = run_checks(&runner, std::slice::from_ref(&request), 4);
-    assert!(matches!(round.answers.get(&request.id), Some(CheckAnswer::Failed { failure: CheckFailure::Unfinished, .. })));
+    assert!(matches!(
+        round.answers.get(&request.id),
+        Some(CheckAnswer::Failed { failure: CheckFailure::Unfinished, .. })
+    ));
 }
 
 #[test]
@@ -105,7 +112,11 @@ fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdi
     let provider = Scripted::new(vec![Ok(r#"{"found":false,"from":0,"to":0,"copy":""}"#)]);
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
     let round = run_checks(&runner, std::slice::from_ref(&locate), 8);
-    assert_eq!(round.answers[&locate.id], CheckAnswer::Verdict { verdict: CheckVerdict::Ask }, "not found is no pointer");
+    assert_eq!(
+        round.answers[&locate.id],
+        CheckAnswer::Verdict { verdict: CheckVerdict::Ask },
+        "not found is no pointer"
+    );
 
     let uncovered = CheckRequest::uncovered("cancel it and change my address", vec!["cancel_pending_order {}".into()]);
     let provider = Scripted::new(vec![Ok(r#"{"uncovered":"yes"}"#)]);
@@ -120,7 +131,8 @@ fn one_check_runs_on_the_calling_thread() {
     struct Here(std::thread::ThreadId);
     impl Provider for Here {
         fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
-            let content = if std::thread::current().id() == self.0 { r#"{"answer":"yes"}"# } else { r#"{"answer":"no"}"# };
+            let content =
+                if std::thread::current().id() == self.0 { r#"{"answer":"yes"}"# } else { r#"{"answer":"no"}"# };
             Ok(ChatAnswer { content: content.into(), prompt_tokens: 1, completion_tokens: 1 })
         }
     }
@@ -129,5 +141,8 @@ fn one_check_runs_on_the_calling_thread() {
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
     let round = run_checks(&runner, &requests(1), 8);
-    assert!(round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass }), "no thread was spawned for it");
+    assert!(
+        round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass }),
+        "no thread was spawned for it"
+    );
 }

@@ -51,16 +51,34 @@ fn serve(n: usize, reply: Option<&'static str>) -> (String, std::thread::JoinHan
 }
 
 fn input() -> ValueStatedInput {
-    ValueStatedInput { op: "rename".into(), field: "name".into(), message: "the name needs changing".into(), ptr: [3, 4], value: "needs changing".into() }
+    ValueStatedInput {
+        op: "rename".into(),
+        field: "name".into(),
+        message: "the name needs changing".into(),
+        ptr: [3, 4],
+        value: "needs changing".into(),
+    }
 }
 
 fn provider(base: String) -> OpenAiProvider {
-    OpenAiProvider::new(EndpointConfig { base_url: base, model: "smol".into(), key: Some("k".into()), connect_timeout: Duration::from_secs(2), format: Default::default() }).unwrap()
+    OpenAiProvider::new(EndpointConfig {
+        base_url: base,
+        model: "smol".into(),
+        key: Some("k".into()),
+        connect_timeout: Duration::from_secs(2),
+        format: Default::default(),
+    })
+    .unwrap()
 }
 
 #[test]
 fn the_provider_sends_the_schema_and_reads_the_answer() {
-    let (base, server) = serve(1, Some(r#"{"choices":[{"message":{"role":"assistant","content":"{\"answer\":\"no\"}"}}],"usage":{"prompt_tokens":40,"completion_tokens":6}}"#));
+    let (base, server) = serve(
+        1,
+        Some(
+            r#"{"choices":[{"message":{"role":"assistant","content":"{\"answer\":\"no\"}"}}],"usage":{"prompt_tokens":40,"completion_tokens":6}}"#,
+        ),
+    );
     let provider = provider(base);
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();

@@ -22,7 +22,8 @@ pub struct Scripted {
 
 impl Scripted {
     pub fn new(answers: Vec<Result<&str, ProviderError>>) -> Scripted {
-        let mut answers: Vec<Result<String, ProviderError>> = answers.into_iter().map(|a| a.map(str::to_owned)).collect();
+        let mut answers: Vec<Result<String, ProviderError>> =
+            answers.into_iter().map(|a| a.map(str::to_owned)).collect();
         answers.reverse();
         Scripted { answers: Mutex::new(answers), seen: Mutex::new(Vec::new()) }
     }

@@ -5,7 +5,8 @@ use std::time::Instant;
 use warrant_core::check::{CheckFailure, CheckVerdict};
 use warrant_model::tasks::*;
 use warrant_model::{
-    BudgetLimits, Outcome, PromptVersion, Prompts, ProviderError, RecordedProvider, Recorder, Round, Runner, Task, TurnBudget,
+    BudgetLimits, Outcome, PromptVersion, Prompts, ProviderError, RecordedProvider, Recorder, Round, Runner, Task,
+    TurnBudget,
 };
 
 use crate::{Scripted, roomy};
@@ -47,10 +48,17 @@ fn value_stated_reads_no_as_a_block_and_shows_the_numbered_message() {
     let run = run_value_stated(&provider, roomy());
     assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Block));
     let request = &provider.requests()[0];
-    assert!(request.messages[1].content.contains("[1]the [2]name [3]needs [4]changing"), "{}", request.messages[1].content);
+    assert!(
+        request.messages[1].content.contains("[1]the [2]name [3]needs [4]changing"),
+        "{}",
+        request.messages[1].content
+    );
     assert_eq!(request.schema_name, "value_stated");
     let call = &run.calls[0];
-    assert_eq!((call.task.as_str(), call.check.as_deref(), call.outcome.as_str()), ("value_stated", Some("chk_1"), "block"));
+    assert_eq!(
+        (call.task.as_str(), call.check.as_deref(), call.outcome.as_str()),
+        ("value_stated", Some("chk_1"), "block")
+    );
     assert_eq!(call.prompt_version, PromptVersion::builtin::<ValueStated>().version);
 }
 
@@ -61,7 +69,11 @@ fn a_structural_mistake_gets_one_repair_round_quoting_the_exact_error() {
     assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Ask));
     let repair = &provider.requests()[1];
     let last = repair.messages.last().unwrap();
-    assert!(last.content.contains("unknown variant `maybe`, expected one of `yes`, `no`, `unsure`"), "{}", last.content);
+    assert!(
+        last.content.contains("unknown variant `maybe`, expected one of `yes`, `no`, `unsure`"),
+        "{}",
+        last.content
+    );
     assert_eq!(repair.messages[2].content, r#"{"answer":"maybe"}"#, "the bad answer is quoted back");
     assert_eq!(run.calls.iter().map(|c| c.round).collect::<Vec<_>>(), [Round::First, Round::Repair]);
 }
@@ -80,13 +92,18 @@ fn a_transport_failure_is_retried_in_place_once() {
     let provider = Scripted::new(vec![Err(ProviderError::Unreachable("reset".into())), Ok(r#"{"answer":"yes"}"#)]);
     let run = run_value_stated(&provider, roomy());
     assert_eq!(verdict(&run.outcome), Some(CheckVerdict::Pass));
-    assert_eq!(run.calls.iter().map(|c| (c.round, c.attempt)).collect::<Vec<_>>(), [(Round::First, 0), (Round::First, 1)]);
+    assert_eq!(
+        run.calls.iter().map(|c| (c.round, c.attempt)).collect::<Vec<_>>(),
+        [(Round::First, 0), (Round::First, 1)]
+    );
     let requests = provider.requests();
     assert_eq!(requests[0], requests[1], "the same request, in place");
 
-    let down = Scripted::new(vec![Err(ProviderError::Timeout("slow".into())), Err(ProviderError::Timeout("slow".into()))]);
+    let down =
+        Scripted::new(vec![Err(ProviderError::Timeout("slow".into())), Err(ProviderError::Timeout("slow".into()))]);
     assert_eq!(failure(&run_value_stated(&down, roomy()).outcome), Some(CheckFailure::Timeout));
-    let refused = Scripted::new(vec![Err(ProviderError::Status("500".into())), Err(ProviderError::Status("503".into()))]);
+    let refused =
+        Scripted::new(vec![Err(ProviderError::Status("500".into())), Err(ProviderError::Status("503".into()))]);
     assert_eq!(failure(&run_value_stated(&refused, roomy()).outcome), Some(CheckFailure::Provider));
 }
 
@@ -107,7 +124,11 @@ fn an_exhausted_budget_fails_the_check_before_any_call() {
 
 #[test]
 fn locate_points_and_code_slices_the_words() {
-    let input = LocateInput { field: "name".into(), proposed: "Kim Lee".into(), message: "Change the name to Kim Lee, please".into() };
+    let input = LocateInput {
+        field: "name".into(),
+        proposed: "Kim Lee".into(),
+        message: "Change the name to Kim Lee, please".into(),
+    };
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
     let provider = Scripted::new(vec![
@@ -118,20 +139,28 @@ fn locate_points_and_code_slices_the_words() {
     let run = runner.run::<Locate>(&input, None);
     // The first pointer's copy is not held: the repair round quotes the pointer error.
     assert!(provider.requests()[1].messages.last().unwrap().content.contains("copy_not_held"));
-    let Outcome::Answered { verdict: CheckVerdict::Pass, output: Some(located) } = run.outcome else { panic!("{:?}", run.outcome) };
+    let Outcome::Answered { verdict: CheckVerdict::Pass, output: Some(located) } = run.outcome else {
+        panic!("{:?}", run.outcome)
+    };
     assert_eq!(located.value, "Kim Lee", "the message's words, not the copy");
     assert_eq!((located.pointer.from, located.pointer.to), (5, 6), "narrowed by the copy");
 
     let absent = Scripted::new(vec![Ok(r#"{"found":false,"from":0,"to":0,"copy":""}"#)]);
     let runner = Runner { provider: &absent, model: "m", budget: &budget, prompts: &prompts };
-    assert!(matches!(runner.run::<Locate>(&input, None).outcome, Outcome::Answered { verdict: CheckVerdict::Ask, output: None }));
+    assert!(matches!(
+        runner.run::<Locate>(&input, None).outcome,
+        Outcome::Answered { verdict: CheckVerdict::Ask, output: None }
+    ));
 }
 
 #[test]
 fn the_outbound_tasks_can_only_take_away_or_offer_a_draft() {
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
-    let claims = ClaimsCoverageInput { text: "Your order is cancelled and refunded.".into(), claims: vec![r#"{"kind":"order_cancelled"}"#.into()] };
+    let claims = ClaimsCoverageInput {
+        text: "Your order is cancelled and refunded.".into(),
+        claims: vec![r#"{"kind":"order_cancelled"}"#.into()],
+    };
     let expect = [("yes", CheckVerdict::Block), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)];
     for (answer, expected) in expect {
         let content = format!(r#"{{"unlisted_claim":"{answer}"}}"#);
@@ -139,8 +168,12 @@ fn the_outbound_tasks_can_only_take_away_or_offer_a_draft() {
         let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
         assert_eq!(verdict(&runner.run::<ClaimsCoverage>(&claims, None).outcome), Some(expected));
     }
-    let uncovered = UncoveredRequestInput { message: "Cancel it and change my address".into(), acts: vec!["cancel_pending_order".into()] };
-    for (answer, expected) in [("yes", CheckVerdict::Block), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)] {
+    let uncovered = UncoveredRequestInput {
+        message: "Cancel it and change my address".into(),
+        acts: vec!["cancel_pending_order".into()],
+    };
+    for (answer, expected) in [("yes", CheckVerdict::Block), ("no", CheckVerdict::Pass), ("unsure", CheckVerdict::Ask)]
+    {
         let content = format!(r#"{{"uncovered":"{answer}"}}"#);
         let provider = Scripted::new(vec![Ok(content.as_str())]);
         let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
@@ -162,11 +195,16 @@ fn a_prompt_version_is_a_hash_of_its_text_and_schema() {
     let edited = PromptVersion::new("value_stated", &format!("{} Be brief.", builtin.text), &ValueStated::schema());
     assert_ne!(edited.version, builtin.version);
     assert_eq!(PromptVersion::builtin::<ValueStated>(), builtin);
-    let versions: std::collections::BTreeSet<String> =
-        [PromptVersion::builtin::<Locate>(), PromptVersion::builtin::<UncoveredRequest>(), PromptVersion::builtin::<ClaimsCoverage>(), PromptVersion::builtin::<Rewrite>(), builtin]
-            .into_iter()
-            .map(|p| p.version)
-            .collect();
+    let versions: std::collections::BTreeSet<String> = [
+        PromptVersion::builtin::<Locate>(),
+        PromptVersion::builtin::<UncoveredRequest>(),
+        PromptVersion::builtin::<ClaimsCoverage>(),
+        PromptVersion::builtin::<Rewrite>(),
+        builtin,
+    ]
+    .into_iter()
+    .map(|p| p.version)
+    .collect();
     assert_eq!(versions.len(), 5);
 }
 

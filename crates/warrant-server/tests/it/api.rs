@@ -81,13 +81,22 @@ async fn every_kind_of_bad_request_has_its_status_and_stable_code() {
     let cases: Vec<(&str, (StatusCode, Value))> = vec![
         ("no key", call(&app, "POST", "/v1/turns", None, body.clone()).await),
         ("a malformed key", call(&app, "POST", "/v1/turns", Some("nope"), body.clone()).await),
-        ("an unknown tenant", call(&app, "GET", "/v1/turns", Some(&format!("wrt_nobody.{}", "0".repeat(64))), None).await),
+        (
+            "an unknown tenant",
+            call(&app, "GET", "/v1/turns", Some(&format!("wrt_nobody.{}", "0".repeat(64))), None).await,
+        ),
         ("a wrong key", call(&app, "GET", "/v1/turns", Some(&wrong), None).await),
         ("an unknown route", call(&app, "GET", "/v1/nothing", k, None).await),
         ("a wrong method", call(&app, "DELETE", "/v1/turns", k, None).await),
         ("an unknown record", call(&app, "GET", "/v1/records/order/nothing", k, None).await),
-        ("an unknown effect", call(&app, "POST", "/v1/effects/eff_nothing/outcome", k, Some(json!({"outcome": "done"}))).await),
-        ("a bad outcome body", call(&app, "POST", "/v1/effects/eff_nothing/outcome", k, Some(json!({"result": "done"}))).await),
+        (
+            "an unknown effect",
+            call(&app, "POST", "/v1/effects/eff_nothing/outcome", k, Some(json!({"outcome": "done"}))).await,
+        ),
+        (
+            "a bad outcome body",
+            call(&app, "POST", "/v1/effects/eff_nothing/outcome", k, Some(json!({"result": "done"}))).await,
+        ),
         ("a bad limit", call(&app, "GET", "/v1/turns?limit=many", k, None).await),
         ("not JSON", call(&app, "POST", "/v1/score", k, Some(json!("text"))).await),
     ];
@@ -116,10 +125,17 @@ async fn every_kind_of_bad_request_has_its_status_and_stable_code() {
         .body(Body::from(request("c", "t1", cancel(), json!([])).to_string()))
         .unwrap();
     let (status, body) = raw(&app, plain).await;
-    assert_eq!((status, &body["error"]["code"]), (StatusCode::UNSUPPORTED_MEDIA_TYPE, &json!("unsupported_media_type")));
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, &json!("unsupported_media_type"))
+    );
     let huge = json!({"kind": "user", "text": "x".repeat(2 << 20)});
     let (status, body) = call(&app, "POST", "/v1/score", k, Some(huge)).await;
-    assert_eq!((status, &body["error"]["code"]), (StatusCode::PAYLOAD_TOO_LARGE, &json!("payload_too_large")), "{body}");
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::PAYLOAD_TOO_LARGE, &json!("payload_too_large")),
+        "{body}"
+    );
     // None of it committed anything.
     let (_, listed) = call(&app, "GET", "/v1/turns", k, None).await;
     assert_eq!(listed["turns"], json!([]));
@@ -133,14 +149,19 @@ async fn score_answers_the_json_of_warrant_score() {
     let (_, key) = place.tenant("acme");
     let app = place.router();
     let k = Some(key.as_str());
-    let (status, reading) = call(&app, "POST", "/v1/score", k, Some(json!({"kind": "user", "text": "Cancel it please."}))).await;
+    let (status, reading) =
+        call(&app, "POST", "/v1/score", k, Some(json!({"kind": "user", "text": "Cancel it please."}))).await;
     assert_eq!(status, StatusCode::OK, "{reading}");
     let mut keys: Vec<&String> = reading.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["operations", "rejection", "source_kind", "text"]);
     let (status, error) = call(&app, "POST", "/v1/score", k, Some(json!({"kind": "martian", "text": "hi"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!((&error["error"]["code"], &error["error"]["field"]), (&json!("unknown_source_kind"), &json!("kind")), "{error}");
+    assert_eq!(
+        (&error["error"]["code"], &error["error"]["field"]),
+        (&json!("unknown_source_kind"), &json!("kind")),
+        "{error}"
+    );
 }
 
 #[tokio::test]

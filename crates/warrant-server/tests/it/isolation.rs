@@ -17,7 +17,14 @@ struct Done {
 async fn a_cancels(app: &axum::Router, a: Option<&str>) -> Done {
     let (_, held) = call(app, "POST", "/v1/turns", a, Some(request("c", "t1", cancel(), json!([])))).await;
     let interaction = held["interactions"][0]["id"].as_str().unwrap().to_owned();
-    let (_, done) = call(app, "POST", "/v1/turns", a, Some(request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}])))).await;
+    let (_, done) = call(
+        app,
+        "POST",
+        "/v1/turns",
+        a,
+        Some(request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]))),
+    )
+    .await;
     assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
     Done { effect: done["effects"][0]["id"].as_str().unwrap().to_owned(), interaction }
 }
@@ -41,7 +48,14 @@ async fn isolated(mut place: Place) {
     assert_eq!((status, &error["error"]["code"]), (StatusCode::NOT_FOUND, &json!("unknown_effect")), "{error}");
 
     // Answering A's interaction from B confirms nothing anywhere.
-    let (_, answered) = call(&app, "POST", "/v1/turns", b, Some(request("c", "t9", json!([]), json!([{"interaction": done.interaction, "option": "confirm"}])))).await;
+    let (_, answered) = call(
+        &app,
+        "POST",
+        "/v1/turns",
+        b,
+        Some(request("c", "t9", json!([]), json!([{"interaction": done.interaction, "option": "confirm"}]))),
+    )
+    .await;
     assert!(answered["effects"].as_array().is_none_or(Vec::is_empty), "{answered}");
     assert_ne!(answered["acts"][0]["verdict"], "commit", "{answered}");
 
@@ -83,7 +97,8 @@ fn over_a_socket_a_tenant_never_reads_or_affects_another_tenants_records() {
     let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
     let (_, done) = http(addr, "POST", "/v1/turns", a, Some(&confirm));
     let effect = done["effects"][0]["id"].as_str().unwrap().to_owned();
-    let (status, _) = http(addr, "POST", &format!("/v1/effects/{effect}/outcome"), b, Some(&json!({"outcome": "failed"})));
+    let (status, _) =
+        http(addr, "POST", &format!("/v1/effects/{effect}/outcome"), b, Some(&json!({"outcome": "failed"})));
     assert_eq!(status, 404);
     let (_, record) = http(addr, "GET", ORDER_PATH, b, None);
     assert_eq!((&record["revision"], &record["value"]["status"]), (&json!(1), &json!("pending")), "{record}");

@@ -33,7 +33,11 @@ async fn ladder_routes_audit_a_finding_once(mut place: Place) {
 
     let (status, ladder) = call(&app, "GET", "/v1/ladder", k, None).await;
     assert_eq!(status, 200, "{ladder}");
-    assert_eq!((ladder["guards"][0]["findings"].as_u64(), ladder["guards"][0]["audits"]["audited"].as_u64()), (Some(1), Some(0)), "{ladder}");
+    assert_eq!(
+        (ladder["guards"][0]["findings"].as_u64(), ladder["guards"][0]["audits"]["audited"].as_u64()),
+        (Some(1), Some(0)),
+        "{ladder}"
+    );
     assert_eq!(ladder["guards"][0]["bars"]["min_audited"], 50, "{ladder}");
 
     let audit = json!({"label": "false_positive", "who": "ana"});
@@ -43,15 +47,27 @@ async fn ladder_routes_audit_a_finding_once(mut place: Place) {
 
     // A second audit, agreeing or not, writes nothing and says so with its code.
     let (status, again) = call(&app, "POST", &path, k, Some(json!({"label": "true_positive", "who": "bo"}))).await;
-    assert_eq!((status.as_u16(), &again["error"]["code"], &again["error"]["field"]), (409, &json!("finding_already_audited"), &json!("id")), "{again}");
+    assert_eq!(
+        (status.as_u16(), &again["error"]["code"], &again["error"]["field"]),
+        (409, &json!("finding_already_audited"), &json!("id")),
+        "{again}"
+    );
     let (_, listed) = call(&app, "GET", "/v1/guards/announcement/findings", k, None).await;
-    assert_eq!((&listed["findings"][0]["audit"]["label"], &listed["findings"][0]["audit"]["who"]), (&json!("false_positive"), &json!("ana")), "{listed}");
+    assert_eq!(
+        (&listed["findings"][0]["audit"]["label"], &listed["findings"][0]["audit"]["who"]),
+        (&json!("false_positive"), &json!("ana")),
+        "{listed}"
+    );
     let (_, unaudited) = call(&app, "GET", "/v1/guards/announcement/findings?unaudited=true", k, None).await;
     assert_eq!(unaudited["findings"], json!([]), "{unaudited}");
 
     let (_, ladder) = call(&app, "GET", "/v1/ladder", k, None).await;
     let guard = &ladder["guards"][0];
-    assert_eq!((guard["audits"]["audited"].as_u64(), guard["audits"]["false_positives"].as_u64()), (Some(1), Some(1)), "{ladder}");
+    assert_eq!(
+        (guard["audits"]["audited"].as_u64(), guard["audits"]["false_positives"].as_u64()),
+        (Some(1), Some(1)),
+        "{ladder}"
+    );
     assert_eq!(guard["false_positive_rate"], 1.0, "{ladder}");
     assert_eq!(guard["mode"], "observe", "{ladder}");
     let tasks: Vec<&str> = ladder["prompts"].as_array().unwrap().iter().map(|p| p["task"].as_str().unwrap()).collect();
@@ -88,21 +104,89 @@ async fn bad_audits_and_queries_name_the_field_at_fault_and_write_nothing() {
     let id = one_finding(&app, &key).await;
     let path = format!("/v1/findings/{id}/audit");
     let cases = [
-        ("a label outside the closed set", "POST", path.clone(), Some(json!({"label": "wrong", "who": "ana"})), 400, "invalid_input", json!("label")),
-        ("a sample's label on a flag", "POST", path.clone(), Some(json!({"label": "miss", "who": "ana"})), 400, "audit_label_does_not_fit", json!("label")),
+        (
+            "a label outside the closed set",
+            "POST",
+            path.clone(),
+            Some(json!({"label": "wrong", "who": "ana"})),
+            400,
+            "invalid_input",
+            json!("label"),
+        ),
+        (
+            "a sample's label on a flag",
+            "POST",
+            path.clone(),
+            Some(json!({"label": "miss", "who": "ana"})),
+            400,
+            "audit_label_does_not_fit",
+            json!("label"),
+        ),
         ("no who", "POST", path.clone(), Some(json!({"label": "true_positive"})), 400, "invalid_input", json!("who")),
-        ("an empty who", "POST", path.clone(), Some(json!({"label": "true_positive", "who": " "})), 400, "invalid_input", json!("who")),
-        ("an unknown field", "POST", path.clone(), Some(json!({"label": "true_positive", "who": "ana", "why": "x"})), 400, "invalid_input", json!("why")),
-        ("an unknown finding", "POST", "/v1/findings/fnd_nope/audit".into(), Some(json!({"label": "true_positive", "who": "ana"})), 404, "unknown_finding", json!("id")),
-        ("an unknown guard", "GET", "/v1/guards/politeness/findings".into(), None, 404, "unknown_guard", json!("guard")),
-        ("a bad filter", "GET", "/v1/guards/announcement/findings?unaudited=maybe".into(), None, 400, "invalid_input", json!("unaudited")),
-        ("an unknown filter", "GET", "/v1/guards/announcement/findings?audited=true".into(), None, 400, "invalid_input", json!("audited")),
+        (
+            "an empty who",
+            "POST",
+            path.clone(),
+            Some(json!({"label": "true_positive", "who": " "})),
+            400,
+            "invalid_input",
+            json!("who"),
+        ),
+        (
+            "an unknown field",
+            "POST",
+            path.clone(),
+            Some(json!({"label": "true_positive", "who": "ana", "why": "x"})),
+            400,
+            "invalid_input",
+            json!("why"),
+        ),
+        (
+            "an unknown finding",
+            "POST",
+            "/v1/findings/fnd_nope/audit".into(),
+            Some(json!({"label": "true_positive", "who": "ana"})),
+            404,
+            "unknown_finding",
+            json!("id"),
+        ),
+        (
+            "an unknown guard",
+            "GET",
+            "/v1/guards/politeness/findings".into(),
+            None,
+            404,
+            "unknown_guard",
+            json!("guard"),
+        ),
+        (
+            "a bad filter",
+            "GET",
+            "/v1/guards/announcement/findings?unaudited=maybe".into(),
+            None,
+            400,
+            "invalid_input",
+            json!("unaudited"),
+        ),
+        (
+            "an unknown filter",
+            "GET",
+            "/v1/guards/announcement/findings?audited=true".into(),
+            None,
+            400,
+            "invalid_input",
+            json!("audited"),
+        ),
         ("a limit out of range", "GET", "/v1/turns?limit=0".into(), None, 400, "invalid_input", json!("limit")),
         ("a bad cursor", "GET", "/v1/turns?before=soon".into(), None, 400, "invalid_input", json!("before")),
     ];
     for (what, method, path, body, status, code, field) in cases {
         let (got, answer) = call(&app, method, &path, k, body).await;
-        assert_eq!((got.as_u16(), &answer["error"]["code"], &answer["error"]["field"]), (status, &json!(code), &field), "{what}: {answer}");
+        assert_eq!(
+            (got.as_u16(), &answer["error"]["code"], &answer["error"]["field"]),
+            (status, &json!(code), &field),
+            "{what}: {answer}"
+        );
     }
     let (_, listed) = call(&app, "GET", "/v1/guards/announcement/findings?unaudited=true", k, None).await;
     assert_eq!(listed["findings"][0]["finding"]["id"], json!(id), "a refused audit wrote something: {listed}");
@@ -115,10 +199,13 @@ async fn recent_turns_come_newest_first_and_page_back_with_the_cursor() {
     let app = place.router();
     let k = Some(key.as_str());
     for turn in ["t1", "t2", "t3"] {
-        let (status, decided) = call(&app, "POST", "/v1/turns", k, Some(request("c", turn, json!([]), json!([])))).await;
+        let (status, decided) =
+            call(&app, "POST", "/v1/turns", k, Some(request("c", turn, json!([]), json!([])))).await;
         assert_eq!(status, 200, "{decided}");
     }
-    let turns = |page: &Value| -> Vec<String> { page["turns"].as_array().unwrap().iter().map(|t| t["turn"].as_str().unwrap().to_owned()).collect() };
+    let turns = |page: &Value| -> Vec<String> {
+        page["turns"].as_array().unwrap().iter().map(|t| t["turn"].as_str().unwrap().to_owned()).collect()
+    };
     let (_, first) = call(&app, "GET", "/v1/turns?limit=2", k, None).await;
     assert_eq!(turns(&first), ["t3", "t2"], "{first}");
     let next = first["next"].as_i64().unwrap();

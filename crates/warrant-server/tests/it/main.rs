@@ -59,8 +59,14 @@ pub enum Place {
 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    format!("{prefix}{}_{}_{}", std::process::id(), nanos % 100_000, NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!(
+        "{prefix}{}_{}_{}",
+        std::process::id(),
+        nanos % 100_000,
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    )
 }
 
 impl Place {
@@ -69,7 +75,8 @@ impl Place {
     }
 
     pub fn postgres() -> Place {
-        let url = std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let url = std::env::var("WARRANT_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
         Place::Postgres { url, registry: unique("wsrv_reg_"), tenants: Vec::new() }
     }
 
@@ -123,7 +130,13 @@ impl Drop for Place {
 }
 
 /// One request through the router.
-pub async fn call(router: &axum::Router, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+pub async fn call(
+    router: &axum::Router,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let mut builder = Request::builder().method(method).uri(path);
     if let Some(key) = key {
         builder = builder.header("authorization", format!("Bearer {key}"));
@@ -148,7 +161,8 @@ pub async fn raw(router: &axum::Router, request: Request<Body>) -> (StatusCode, 
 pub fn http(addr: SocketAddr, method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> (u16, Value) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if let Some(key) = key {
         head.push_str(&format!("Authorization: Bearer {key}\r\n"));
     }

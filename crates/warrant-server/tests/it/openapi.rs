@@ -35,7 +35,11 @@ async fn every_route_is_documented_and_every_documented_operation_is_served() {
     assert!(unserved.is_empty(), "documented but not routed: {unserved:?}");
     // The router really has each one: none falls through to the fallback or the wrong method.
     for (method, path) in &documented {
-        let concrete = path.replace("{id}", "eff_x").replace("{guard}", "announcement").replace("{table}", "orders").replace("{key}", "k");
+        let concrete = path
+            .replace("{id}", "eff_x")
+            .replace("{guard}", "announcement")
+            .replace("{table}", "orders")
+            .replace("{key}", "k");
         let request = Request::builder().method(method.as_str()).uri(&concrete).body(Body::empty()).unwrap();
         let (status, body) = raw(&app, request).await;
         let code = body["error"]["code"].as_str().unwrap_or("");

@@ -96,7 +96,10 @@ fn the_review_page_in_chromium_shows_the_clause_readings_a_refusal_rests_on() {
     let dom = rendered(&format!("http://{}/#key={key}", server.addr));
     assert!(dom.contains("[model_reply]: I will pass this to a colleague who can help."), "{dom}");
     assert!(dom.contains("rejected: unregistered_sentence at"), "the rejection reason is not shown:\n{dom}");
-    assert!(dom.contains("who can help.\u{201d} performs escalate (sentence 0)"), "the clause reading is not shown:\n{dom}");
+    assert!(
+        dom.contains("who can help.\u{201d} performs escalate (sentence 0)"),
+        "the clause reading is not shown:\n{dom}"
+    );
     assert!(dom.contains("unknown_operation (op)"), "the refused act's reason is not shown:\n{dom}");
 }
 
@@ -112,7 +115,12 @@ fn browser_dir() -> std::path::PathBuf {
     if !dir.join("node_modules/playwright-core/package.json").exists() {
         let npm = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).output();
         match npm {
-            Ok(out) => assert!(out.status.success(), "`npm ci` in {} failed:\n{}", dir.display(), String::from_utf8_lossy(&out.stderr)),
+            Ok(out) => assert!(
+                out.status.success(),
+                "`npm ci` in {} failed:\n{}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ),
             Err(e) => panic!("`npm` is missing ({e}): install npm (apt-get install -y npm) to fetch playwright-core"),
         }
     }
@@ -131,7 +139,10 @@ fn run_within(mut command: Command, limit: Duration) -> (std::process::ExitStatu
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{command:?} did not finish within {limit:?}; stderr:\n{}", std::fs::read_to_string(err.path()).unwrap_or_default());
+            panic!(
+                "{command:?} did not finish within {limit:?}; stderr:\n{}",
+                std::fs::read_to_string(err.path()).unwrap_or_default()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -140,7 +151,10 @@ fn run_within(mut command: Command, limit: Duration) -> (std::process::ExitStatu
 
 #[test]
 fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_and_in_the_store() {
-    assert!(std::path::Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing: install Debian's `chromium` package, as .ci/run does");
+    assert!(
+        std::path::Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's `chromium` package, as .ci/run does"
+    );
     let dir = browser_dir();
     let mut place = Place::sqlite();
     let (tenant, key) = place.tenant("click");
@@ -154,12 +168,20 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     let finding = listed["findings"][0]["finding"]["id"].as_str().unwrap().to_owned();
 
     let mut node = Command::new("node");
-    node.arg("review.mjs").arg(format!("http://{}/#key={key}", server.addr)).args([finding.as_str(), "true_positive"]).current_dir(&dir);
+    node.arg("review.mjs")
+        .arg(format!("http://{}/#key={key}", server.addr))
+        .args([finding.as_str(), "true_positive"])
+        .current_dir(&dir);
     let (status, out, err) = run_within(node, Duration::from_secs(240));
     assert!(status.success(), "the browser script failed ({status}):\n{err}\n{out}");
-    let seen: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let seen: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert!(
-        seen["refused"].as_array().unwrap().iter().any(|r| r.as_str().is_some_and(|r| r.contains("policies: order_not_pending"))),
+        seen["refused"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().is_some_and(|r| r.contains("policies: order_not_pending"))),
         "the refused act's reason is not on the page: {seen}"
     );
     assert_eq!((seen["before"].as_u64(), seen["after"].as_u64()), (Some(0), Some(1)), "{seen}");
@@ -171,7 +193,11 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     let fallback = seen["fallbackText"][0].as_str().unwrap_or("");
     assert!(fallback.starts_with("reply: \u{201c}") && !fallback.contains("Let me check"), "{seen}");
     let reply = seen["reply"].as_str().unwrap();
-    assert!(reply.contains("reply basis: rewritten") && reply.contains("claim order_cancelled {\"args\":{\"order\":\"#W1\"}}"), "{seen}");
+    assert!(
+        reply.contains("reply basis: rewritten")
+            && reply.contains("claim order_cancelled {\"args\":{\"order\":\"#W1\"}}"),
+        "{seen}"
+    );
     assert!(reply.contains("claim_unbacked"), "{seen}");
     assert!(seen["none"].as_str().unwrap().starts_with("reply basis: none"), "{seen}");
 

@@ -8,8 +8,8 @@ use postgres::error::SqlState;
 use super::{PgStore, violated};
 use crate::error::StoreError;
 use crate::outbox::{
-    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow,
-    OutboxState, RawJob, RawOutbox, RetryPolicy, job_columns, outbox_columns,
+    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RawJob,
+    RawOutbox, RetryPolicy, job_columns, outbox_columns,
 };
 use crate::storable::{check_job, check_outbox_message, check_text, storable};
 
@@ -55,11 +55,7 @@ fn decode_job(row: &Row) -> Result<DueJob, StoreError> {
 }
 
 impl PgStore {
-    pub(super) fn outbox_enqueue(
-        &mut self,
-        message: &OutboxMessage,
-        now: i64,
-    ) -> Result<Enqueued, StoreError> {
+    pub(super) fn outbox_enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         check_outbox_message(message)?;
         // A concurrent insert of the same key makes this wait for it, then do nothing.
         let statement = self.statements.get(
@@ -83,34 +79,19 @@ impl PgStore {
             ],
         );
         if violated(&inserted, &SqlState::UNIQUE_VIOLATION) == Some("outbox_id_key") {
-            return Err(StoreError::IdTaken {
-                kind: "outbox message",
-                id: message.id.clone(),
-            });
+            return Err(StoreError::IdTaken { kind: "outbox message", id: message.id.clone() });
         }
         if !inserted?.is_empty() {
             return Ok(Enqueued::Stored);
         }
-        let row = self.query_opt(
-            "SELECT id FROM outbox WHERE idempotency_key = $1",
-            &[&message.idempotency_key],
-        )?;
+        let row = self.query_opt("SELECT id FROM outbox WHERE idempotency_key = $1", &[&message.idempotency_key])?;
         let row = row.ok_or_else(|| StoreError::Corrupt {
-            what: format!(
-                "the outbox message with key `{}` conflicted but is not stored",
-                message.idempotency_key
-            ),
+            what: format!("the outbox message with key `{}` conflicted but is not stored", message.idempotency_key),
         })?;
-        Ok(Enqueued::Duplicate {
-            id: row.try_get(0)?,
-        })
+        Ok(Enqueued::Duplicate { id: row.try_get(0)? })
     }
 
-    pub(super) fn outbox_take(
-        &mut self,
-        lease: &Lease,
-        n: usize,
-    ) -> Result<Vec<OutboxRow>, StoreError> {
+    pub(super) fn outbox_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
         check_text("the lease holder", &lease.holder)?;
         let rows = self.query(
             concat!(
@@ -125,23 +106,12 @@ impl PgStore {
             ),
             &[&lease.holder, &lease.until, &lease.now, &limit(n)],
         )?;
-        let rows = rows
-            .iter()
-            .map(decode_outbox)
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = rows.iter().map(decode_outbox).collect::<Result<Vec<_>, _>>()?;
         Ok(outbox::in_order(rows, |r| r.seq))
     }
 
-    pub(super) fn outbox_mark_sent(
-        &mut self,
-        ids: &[String],
-        now: i64,
-    ) -> Result<usize, StoreError> {
-        let ids: Vec<&str> = ids
-            .iter()
-            .map(String::as_str)
-            .filter(|id| storable(id))
-            .collect();
+    pub(super) fn outbox_mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).filter(|id| storable(id)).collect();
         let rows = self.query(
             "UPDATE outbox SET state = 'sent', sent_at = $2, lease_holder = NULL, lease_until = NULL
              WHERE id = ANY($1) AND state <> 'sent' RETURNING 1",
@@ -179,18 +149,10 @@ impl PgStore {
         let error = failure.message().replace('\0', "\u{FFFD}");
         tx.execute(&update, &[&id, &state.as_str(), &next, &error])?;
         tx.commit()?;
-        Ok(if state == OutboxState::Dead {
-            FailureRecorded::Dead
-        } else {
-            FailureRecorded::Retry { at: next }
-        })
+        Ok(if state == OutboxState::Dead { FailureRecorded::Dead } else { FailureRecorded::Retry { at: next } })
     }
 
-    pub(super) fn outbox_list(
-        &mut self,
-        state: Option<OutboxState>,
-        n: usize,
-    ) -> Result<Vec<OutboxRow>, StoreError> {
+    pub(super) fn outbox_list(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
         let rows = self.query(
             concat!(
                 "SELECT ",
@@ -232,12 +194,7 @@ impl PgStore {
         Ok(jobs)
     }
 
-    pub(super) fn jobs_complete(
-        &mut self,
-        id: &str,
-        holder: &str,
-        result: &str,
-    ) -> Result<bool, StoreError> {
+    pub(super) fn jobs_complete(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
         if !storable(id) || !storable(holder) {
             return Ok(false);
         }
@@ -254,10 +211,7 @@ impl PgStore {
         if !storable(id) {
             return Ok(None);
         }
-        let row = self.query_opt(
-            concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = $1"),
-            &[&id],
-        )?;
+        let row = self.query_opt(concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = $1"), &[&id])?;
         row.as_ref().map(decode_job).transpose()
     }
 }

@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{SqliteStore, json};
 use crate::error::StoreError;
 use crate::outbox::{
-    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow,
-    OutboxState, RawJob, RawOutbox, RetryPolicy, job_columns, outbox_columns,
+    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RawJob,
+    RawOutbox, RetryPolicy, job_columns, outbox_columns,
 };
 use crate::storable::{check_job, check_outbox_message, check_text, storable};
 
@@ -39,13 +39,9 @@ fn raw_outbox(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RawOutbox, String, S
     Ok((raw, row.get(5)?, row.get(6)?))
 }
 
-fn decode_outbox(
-    (mut raw, body, record): (RawOutbox, String, String),
-) -> Result<OutboxRow, StoreError> {
+fn decode_outbox((mut raw, body, record): (RawOutbox, String, String)) -> Result<OutboxRow, StoreError> {
     raw.body = json(&body, || format!("the body of outbox message `{}`", raw.id))?;
-    raw.record = json(&record, || {
-        format!("the record of outbox message `{}`", raw.id)
-    })?;
+    raw.record = json(&record, || format!("the record of outbox message `{}`", raw.id))?;
     raw.decode()
 }
 
@@ -83,20 +79,13 @@ impl SqliteStore {
         let tx = self.begin()?;
         let raws = tx
             .prepare_cached(sql)?
-            .query_map(
-                params![lease.holder, lease.until, lease.now, limit(n)],
-                read,
-            )?
+            .query_map(params![lease.holder, lease.until, lease.now, limit(n)], read)?
             .collect::<Result<Vec<_>, _>>()?;
         tx.commit()?;
         Ok(raws)
     }
 
-    pub(super) fn outbox_enqueue(
-        &mut self,
-        message: &OutboxMessage,
-        now: i64,
-    ) -> Result<Enqueued, StoreError> {
+    pub(super) fn outbox_enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         check_outbox_message(message)?;
         let tx = self.begin()?;
         let inserted = tx
@@ -125,13 +114,8 @@ impl SqliteStore {
                 Enqueued::Duplicate { id }
             }
             // The key did not conflict, so the id did.
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                return Err(StoreError::IdTaken {
-                    kind: "outbox message",
-                    id: message.id.clone(),
-                });
+            Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
+                return Err(StoreError::IdTaken { kind: "outbox message", id: message.id.clone() });
             }
             Err(e) => return Err(e.into()),
         };
@@ -139,11 +123,7 @@ impl SqliteStore {
         Ok(enqueued)
     }
 
-    pub(super) fn outbox_take(
-        &mut self,
-        lease: &Lease,
-        n: usize,
-    ) -> Result<Vec<OutboxRow>, StoreError> {
+    pub(super) fn outbox_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
         let sql = concat!(
             "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_holder = ?1, lease_until = ?2
              WHERE seq IN (
@@ -153,19 +133,12 @@ impl SqliteStore {
              RETURNING ",
             outbox_columns!()
         );
-        let rows = self
-            .take(sql, lease, n, raw_outbox)?
-            .into_iter()
-            .map(decode_outbox)
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows =
+            self.take(sql, lease, n, raw_outbox)?.into_iter().map(decode_outbox).collect::<Result<Vec<_>, _>>()?;
         Ok(outbox::in_order(rows, |r| r.seq))
     }
 
-    pub(super) fn outbox_mark_sent(
-        &mut self,
-        ids: &[String],
-        now: i64,
-    ) -> Result<usize, StoreError> {
+    pub(super) fn outbox_mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
         // One transaction, so a batch costs one synchronous commit, not one per message.
         let tx = self.begin()?;
         let mut updated = 0;
@@ -208,30 +181,16 @@ impl SqliteStore {
         )?
         .execute(params![id, state.as_str(), next, failure.message().replace('\0', "\u{FFFD}")])?;
         tx.commit()?;
-        Ok(if state == OutboxState::Dead {
-            FailureRecorded::Dead
-        } else {
-            FailureRecorded::Retry { at: next }
-        })
+        Ok(if state == OutboxState::Dead { FailureRecorded::Dead } else { FailureRecorded::Retry { at: next } })
     }
 
-    pub(super) fn outbox_list(
-        &mut self,
-        state: Option<OutboxState>,
-        n: usize,
-    ) -> Result<Vec<OutboxRow>, StoreError> {
-        let sql = concat!(
-            "SELECT ",
-            outbox_columns!(),
-            " FROM outbox WHERE ?1 IS NULL OR state = ?1 ORDER BY seq LIMIT ?2"
-        );
+    pub(super) fn outbox_list(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        let sql =
+            concat!("SELECT ", outbox_columns!(), " FROM outbox WHERE ?1 IS NULL OR state = ?1 ORDER BY seq LIMIT ?2");
         let raws = self
             .conn
             .prepare_cached(sql)?
-            .query_map(
-                params![state.map(OutboxState::as_str), limit(n)],
-                raw_outbox,
-            )?
+            .query_map(params![state.map(OutboxState::as_str), limit(n)], raw_outbox)?
             .collect::<Result<Vec<_>, _>>()?;
         raws.into_iter().map(decode_outbox).collect()
     }
@@ -258,21 +217,12 @@ impl SqliteStore {
              RETURNING ",
             job_columns!()
         );
-        let mut jobs = self
-            .take(sql, lease, n, raw_job)?
-            .into_iter()
-            .map(decode_job)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut jobs = self.take(sql, lease, n, raw_job)?.into_iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
         jobs.sort_by_key(|j| (j.job.due_at, j.seq));
         Ok(jobs)
     }
 
-    pub(super) fn jobs_complete(
-        &mut self,
-        id: &str,
-        holder: &str,
-        result: &str,
-    ) -> Result<bool, StoreError> {
+    pub(super) fn jobs_complete(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
         if !storable(id) || !storable(holder) {
             return Ok(false);
         }
@@ -292,11 +242,7 @@ impl SqliteStore {
             return Ok(None);
         }
         let sql = concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = ?1");
-        let raw = self
-            .conn
-            .prepare_cached(sql)?
-            .query_row([id], raw_job)
-            .optional()?;
+        let raw = self.conn.prepare_cached(sql)?.query_row([id], raw_job).optional()?;
         raw.map(decode_job).transpose()
     }
 }

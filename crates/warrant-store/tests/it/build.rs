@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 use warrant_store::{
-    Answer, AuditRow, Commit, FindingKind, FindingRow, PromotionRow, EffectRow, EventRow, InteractionRow, InteractionState, OutcomeReport,
-    RecordWrite, StoredTurn,
+    Answer, AuditRow, Commit, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
+    OutcomeReport, PromotionRow, RecordWrite, StoredTurn,
 };
 
 /// A commit of the turn `turn` of `conversation` that writes nothing else yet.
@@ -103,7 +103,12 @@ pub fn sample(id: &str, commit: &Commit) -> FindingRow {
 }
 
 pub fn audit(finding: &str, label: &str) -> AuditRow {
-    AuditRow { finding: finding.to_owned(), label: label.to_owned(), who: "ana".to_owned(), at: "2026-11-30T09:00:00Z".to_owned() }
+    AuditRow {
+        finding: finding.to_owned(),
+        label: label.to_owned(),
+        who: "ana".to_owned(),
+        at: "2026-11-30T09:00:00Z".to_owned(),
+    }
 }
 
 pub fn promotion(version: &str) -> PromotionRow {

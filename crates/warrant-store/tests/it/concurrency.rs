@@ -16,10 +16,7 @@ const ROUNDS: i64 = 20;
 
 /// Runs `attempt(store, thread)` on two threads released together, each with its own
 /// connection, and returns both results in thread order.
-pub fn race<T: Send>(
-    stores: &mut [Box<dyn Store>; 2],
-    attempt: impl Fn(&mut dyn Store, usize) -> T + Sync,
-) -> [T; 2] {
+pub fn race<T: Send>(stores: &mut [Box<dyn Store>; 2], attempt: impl Fn(&mut dyn Store, usize) -> T + Sync) -> [T; 2] {
     let barrier = Barrier::new(2);
     let [a, b] = stores;
     std::thread::scope(|s| {
@@ -52,23 +49,9 @@ pub fn two_writers_of_one_record_one_commits_one_is_stale(fx: &Fixture) {
     for round in 1..=ROUNDS {
         let attempt = |thread: usize| {
             let mut c = commit(&format!("c{thread}"), &format!("r{round}"));
-            c.writes.push(write(
-                "orders",
-                "#W0001",
-                round,
-                json!({"round": round, "thread": thread}),
-            ));
-            c.effects.push(effect(
-                &format!("e{round}.{thread}"),
-                &format!("k{round}.{thread}"),
-                &c,
-            ));
-            c.events.push(event(
-                &format!("v{round}.{thread}"),
-                &c.turn.conversation,
-                "written",
-                None,
-            ));
+            c.writes.push(write("orders", "#W0001", round, json!({"round": round, "thread": thread})));
+            c.effects.push(effect(&format!("e{round}.{thread}"), &format!("k{round}.{thread}"), &c));
+            c.events.push(event(&format!("v{round}.{thread}"), &c.turn.conversation, "written", None));
             c
         };
         let results = race(&mut stores, |store, thread| store.commit(&attempt(thread)).unwrap());
@@ -85,10 +68,7 @@ pub fn two_writers_of_one_record_one_commits_one_is_stale(fx: &Fixture) {
             "round {round}"
         );
         let record = setup.record("orders", "#W0001").unwrap().unwrap();
-        assert_eq!(
-            (record.revision, record.value),
-            (round + 1, json!({"round": round, "thread": won}))
-        );
+        assert_eq!((record.revision, record.value), (round + 1, json!({"round": round, "thread": won})));
         let loser = attempt(lost);
         assert_eq!(setup.turn(&loser.turn.conversation, &loser.turn.turn).unwrap(), None);
         assert_eq!(setup.effect(&loser.effects[0].id).unwrap(), None);
@@ -146,10 +126,7 @@ pub fn two_answers_to_one_interaction_one_is_closed(fx: &Fixture) {
         assert_eq!(results[1 - won], CommitOutcome::InteractionClosed { id: id.clone() });
         assert_eq!(
             setup.interaction(&id).unwrap().unwrap().state,
-            InteractionState::Answered {
-                option: options[won].to_owned(),
-                turn: format!("answer{round}.{won}"),
-            }
+            InteractionState::Answered { option: options[won].to_owned(), turn: format!("answer{round}.{won}") }
         );
     }
 }
@@ -172,10 +149,7 @@ pub fn two_reports_of_one_effect_one_is_recorded(fx: &Fixture) {
             store.report_outcome(&r).unwrap()
         });
         let won = winner(&results, |r| *r == OutcomeResult::Recorded);
-        assert_eq!(
-            results[1 - won],
-            OutcomeResult::AlreadyRecorded { outcome: outcomes[won].to_owned() }
-        );
+        assert_eq!(results[1 - won], OutcomeResult::AlreadyRecorded { outcome: outcomes[won].to_owned() });
         assert_eq!(setup.effect(&id).unwrap().unwrap().outcome.as_deref(), Some(outcomes[won]));
         assert_eq!(setup.record("orders", "#W0001").unwrap().unwrap().revision, round + 1);
     }
@@ -236,11 +210,7 @@ pub fn a_reader_tailing_turns_misses_none_while_writers_commit(fx: &Fixture) {
             let mut seen = Vec::new();
             let mut after = 0;
             while seen.len() < total {
-                assert!(
-                    Instant::now() < deadline,
-                    "the reader saw {} of {total} turns",
-                    seen.len()
-                );
+                assert!(Instant::now() < deadline, "the reader saw {} of {total} turns", seen.len());
                 // Read before asking for more: once every writer is done, a poll that finds
                 // nothing new means the missing turns were skipped, not late.
                 let done = finished.load(Ordering::SeqCst) == WRITERS;

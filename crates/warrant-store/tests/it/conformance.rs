@@ -2,9 +2,7 @@
 //! rule, duplicates, interactions, outcome reports, and reading back in commit order.
 
 use serde_json::json;
-use warrant_store::{
-    Commit, CommitOutcome, InteractionState, OutcomeResult, Record, Store, StoreError,
-};
+use warrant_store::{Commit, CommitOutcome, InteractionState, OutcomeResult, Record, Store, StoreError};
 
 use crate::build::{answer, commit, effect, event, interaction, report, rows, write};
 use crate::fixture::Fixture;
@@ -115,20 +113,14 @@ pub fn seeding_twice_inserts_nothing_new(fx: &Fixture) {
     let again = store
         .seed_records(
             "orders",
-            &rows(&[
-                ("#W0001", json!({"status": "cancelled"})),
-                ("#W0002", json!({"status": "cancelled"})),
-            ]),
+            &rows(&[("#W0001", json!({"status": "cancelled"})), ("#W0002", json!({"status": "cancelled"}))]),
         )
         .unwrap();
     assert_eq!(again, 0);
     let partly = store
         .seed_records(
             "orders",
-            &rows(&[
-                ("#W0001", json!({"status": "cancelled"})),
-                ("#W0003", json!({"status": "pending"})),
-            ]),
+            &rows(&[("#W0001", json!({"status": "cancelled"})), ("#W0003", json!({"status": "pending"}))]),
         )
         .unwrap();
     assert_eq!(partly, 1);
@@ -165,10 +157,7 @@ pub fn a_commit_stores_everything_of_the_turn(fx: &Fixture) {
     let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["v1", "v2"]);
     assert!(events[0].seq < events[1].seq);
-    assert_eq!(
-        (events[0].effect.as_deref(), &events[0].payload),
-        (Some("e1"), &c.events[0].payload)
-    );
+    assert_eq!((events[0].effect.as_deref(), &events[0].payload), (Some("e1"), &c.events[0].payload));
     assert_eq!(events[1].kind, "reply_sent");
 }
 
@@ -322,19 +311,12 @@ pub fn an_interaction_is_answered_once(fx: &Fixture) {
     let answered = InteractionState::Answered { option: "yes".to_owned(), turn: "t2".to_owned() };
     let stored = store.interaction("i1").unwrap().unwrap();
     assert_eq!(stored.state, answered);
-    assert_eq!(
-        (stored.turn.as_str(), stored.options.len()),
-        ("t1", 2),
-        "the answer changed the rest"
-    );
+    assert_eq!((stored.turn.as_str(), stored.options.len()), ("t1", 2), "the answer changed the rest");
 
     let mut no = commit("c1", "t3");
     no.answered.push(answer("i1", "no"));
     no.events.push(event("v2", "c1", "declined", None));
-    assert_eq!(
-        store.commit(&no).unwrap(),
-        CommitOutcome::InteractionClosed { id: "i1".to_owned() }
-    );
+    assert_eq!(store.commit(&no).unwrap(), CommitOutcome::InteractionClosed { id: "i1".to_owned() });
     nothing_stored(&mut *store, &no);
     assert_eq!(store.interaction("i1").unwrap().unwrap().state, answered);
 }
@@ -355,10 +337,7 @@ pub fn an_interaction_opened_and_answered_in_one_commit(fx: &Fixture) {
     twice.opened.push(interaction("i2", &twice));
     twice.answered.push(answer("i2", "yes"));
     twice.answered.push(answer("i2", "no"));
-    assert_eq!(
-        store.commit(&twice).unwrap(),
-        CommitOutcome::InteractionClosed { id: "i2".to_owned() }
-    );
+    assert_eq!(store.commit(&twice).unwrap(), CommitOutcome::InteractionClosed { id: "i2".to_owned() });
     nothing_stored(&mut *store, &twice);
 }
 
@@ -366,10 +345,7 @@ pub fn answering_an_unknown_interaction_is_closed(fx: &Fixture) {
     let mut store = fx.open();
     let mut c = commit("c1", "t1");
     c.answered.push(answer("nope", "yes"));
-    assert_eq!(
-        store.commit(&c).unwrap(),
-        CommitOutcome::InteractionClosed { id: "nope".to_owned() }
-    );
+    assert_eq!(store.commit(&c).unwrap(), CommitOutcome::InteractionClosed { id: "nope".to_owned() });
     nothing_stored(&mut *store, &c);
 }
 
@@ -431,10 +407,7 @@ pub fn a_stale_outcome_report_records_nothing(fx: &Fixture) {
 
 pub fn an_outcome_for_an_unknown_effect_records_nothing(fx: &Fixture) {
     let mut store = fx.open();
-    assert_eq!(
-        store.report_outcome(&report("e404", "done", "v1", "c1")).unwrap(),
-        OutcomeResult::UnknownEffect
-    );
+    assert_eq!(store.report_outcome(&report("e404", "done", "v1", "c1")).unwrap(), OutcomeResult::UnknownEffect);
     assert_eq!(store.events(None).unwrap(), vec![]);
 }
 
@@ -478,10 +451,7 @@ pub fn events_come_in_commit_order_of_every_or_one_conversation(fx: &Fixture) {
     let mut b1 = commit("b", "t1");
     b1.events.push(event("b1-1", "b", "one", None));
     committed(store.commit(&b1).unwrap());
-    assert_eq!(
-        store.report_outcome(&report("e1", "failed", "a-r", "a")).unwrap(),
-        OutcomeResult::Recorded
-    );
+    assert_eq!(store.report_outcome(&report("e1", "failed", "a-r", "a")).unwrap(), OutcomeResult::Recorded);
     let mut a2 = commit("a", "t2");
     a2.events.push(event("a2-1", "a", "three", None));
     committed(store.commit(&a2).unwrap());
@@ -531,10 +501,7 @@ pub fn a_taken_id_is_an_error_and_writes_nothing(fx: &Fixture) {
     let mut effect_taken = commit("c1", "t2");
     effect_taken.effects.push(effect("e1", "k2", &effect_taken));
     let result = store.commit(&effect_taken);
-    assert!(
-        matches!(&result, Err(StoreError::IdTaken { kind: "effect", id }) if id == "e1"),
-        "{result:?}"
-    );
+    assert!(matches!(&result, Err(StoreError::IdTaken { kind: "effect", id }) if id == "e1"), "{result:?}");
 
     let mut interaction_taken = commit("c1", "t3");
     interaction_taken.opened.push(interaction("i1", &interaction_taken));
@@ -586,7 +553,10 @@ pub fn prompt_versions_are_kept_and_every_promotion_decision_is_logged(fx: &Fixt
     store.record_promotion(&promote("bbb", false)).unwrap();
     store.record_promotion(&promote("bbb", true)).unwrap();
     let all = store.promotions("value_stated").unwrap();
-    assert_eq!(all.iter().map(|p| (p.version.as_str(), p.accepted)).collect::<Vec<_>>(), [("aaa", true), ("bbb", false), ("bbb", true)]);
+    assert_eq!(
+        all.iter().map(|p| (p.version.as_str(), p.accepted)).collect::<Vec<_>>(),
+        [("aaa", true), ("bbb", false), ("bbb", true)]
+    );
     assert_eq!(all[0].report, json!({"cases": 2, "regressions": []}));
     // A promotion of a version that is not kept is refused by the store.
     assert!(store.record_promotion(&promote("never_kept", true)).is_err());

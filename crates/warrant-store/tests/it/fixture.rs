@@ -62,11 +62,7 @@ impl Fixture {
     fn bare_postgres() -> Fixture {
         let conninfo = postgres_conninfo();
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let schema = format!(
-            "warrant_test_{}_{}_{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let schema = format!("warrant_test_{}_{}_{nanos}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         // A schema left by an earlier run that died with the same name would not be fresh.
         admin(&conninfo).batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
         Fixture { backend: Backend::Postgres { conninfo, schema } }

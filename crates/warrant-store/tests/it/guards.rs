@@ -49,7 +49,10 @@ pub fn a_finding_is_audited_once_with_a_label_that_fits_its_kind(fx: &Fixture) {
     store.add_samples(&[sample("s1", &c)]).unwrap();
     assert_eq!(store.audit(&audit("nope", "true_positive")).unwrap(), AuditResult::UnknownFinding);
     assert_eq!(store.audit(&audit("f1", "miss")).unwrap(), AuditResult::LabelDoesNotFit { kind: FindingKind::Flag });
-    assert_eq!(store.audit(&audit("s1", "false_positive")).unwrap(), AuditResult::LabelDoesNotFit { kind: FindingKind::Sample });
+    assert_eq!(
+        store.audit(&audit("s1", "false_positive")).unwrap(),
+        AuditResult::LabelDoesNotFit { kind: FindingKind::Sample }
+    );
     assert_eq!(store.audit(&audit("f1", "false_positive")).unwrap(), AuditResult::Recorded);
     assert_eq!(
         store.audit(&audit("f1", "true_positive")).unwrap(),

@@ -18,9 +18,7 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON has no NaN or infinity", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("JSON has no NaN or infinity", |f| f.is_finite()).prop_map(Value::from),
         "[^\\x00]{0,12}".prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 32, 6, |inner| {
@@ -36,8 +34,7 @@ pub fn json_reads_back_as_written(fx: &Fixture) {
     // The runner takes a `Fn`; the connection is borrowed for one case at a time.
     let store = RefCell::new(fx.open());
     let case = Cell::new(0u32);
-    let mut runner =
-        TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
     runner
         .run(&any_json(), |value| {
             let n = case.get();
@@ -83,8 +80,6 @@ pub fn nul_is_refused_and_never_found(fx: &Fixture) {
     assert_eq!(store.events(Some("\u{0}")).unwrap(), vec![]);
 
     let refused = store.commit(&commit("c\u{0}", "t"));
-    assert!(
-        matches!(&refused, Err(StoreError::NulCharacter { field }) if field == "`turn.conversation`")
-    );
+    assert!(matches!(&refused, Err(StoreError::NulCharacter { field }) if field == "`turn.conversation`"));
     assert_eq!(store.turns(0, 10).unwrap(), vec![]);
 }

@@ -16,19 +16,12 @@ fn shape(fx: &Fixture) -> Shape {
                      AND name NOT LIKE 'sqlite_%' ORDER BY name",
                 )
                 .unwrap();
-            let names: Vec<String> =
-                tables.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
+            let names: Vec<String> = tables.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
             names
                 .into_iter()
                 .map(|table| {
-                    let mut columns = conn
-                        .prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")
-                        .unwrap();
-                    let columns = columns
-                        .query_map([&table], |row| row.get(0))
-                        .unwrap()
-                        .map(Result::unwrap)
-                        .collect();
+                    let mut columns = conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").unwrap();
+                    let columns = columns.query_map([&table], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
                     (table, columns)
                 })
                 .collect()
@@ -63,8 +56,19 @@ fn both_backends_keep_the_same_tables_and_columns() {
     assert_eq!(
         tables,
         [
-            "audits", "due_jobs", "effects", "events", "findings", "interactions", "outbox", "promotions",
-            "prompt_promotions", "prompt_versions", "records", "schema_version", "turns"
+            "audits",
+            "due_jobs",
+            "effects",
+            "events",
+            "findings",
+            "interactions",
+            "outbox",
+            "promotions",
+            "prompt_promotions",
+            "prompt_versions",
+            "records",
+            "schema_version",
+            "turns"
         ]
     );
     assert_eq!(sqlite, postgres);
