@@ -63,11 +63,16 @@ enum Command {
         #[command(subcommand)]
         command: prompt::PromptCommand,
     },
-    /// Checks that a contract loads.
+    /// Checks that a contract loads (its policies validated against the Cedar schema generated
+    /// from it).
     Check {
         /// The contract file.
         #[arg(long)]
         contract: PathBuf,
+        /// Prints the Cedar schema generated from the contract (Cedar's JSON schema format),
+        /// which every policy was validated against, instead of the summary.
+        #[arg(long)]
+        cedar_schema: bool,
     },
     /// Lists every reason code with what it means.
     Reasons,
@@ -116,7 +121,13 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run_serve(&args),
         Command::Tenant { command } => serve::run_tenant(&command),
         Command::Prompt { command } => prompt::run(&command),
-        Command::Check { contract } => load_contract(&contract).map(|c| {
+        Command::Check { contract, cedar_schema: true } => load_contract(&contract).and_then(|c| {
+            let schema = serde_json::to_string_pretty(c.cedar_schema())
+                .map_err(|e| Exit::Input(format!("the schema cannot be written: {e}")))?;
+            println!("{schema}");
+            Ok(())
+        }),
+        Command::Check { contract, cedar_schema: false } => load_contract(&contract).map(|c| {
             println!(
                 "{}: {} source kinds, {} scored clauses, {} passive clauses",
                 c.origin(),
@@ -124,6 +135,18 @@ fn main() -> ExitCode {
                 c.score().clauses().len(),
                 c.score().passive().count()
             );
+            if !c.policies().is_empty() {
+                let actions = c
+                    .cedar_schema()
+                    .get("")
+                    .and_then(|namespace| namespace.get("actions"))
+                    .and_then(serde_json::Value::as_object)
+                    .map_or(0, serde_json::Map::len);
+                println!(
+                    "{} policies, each valid against the Cedar schema of {actions} actions (--cedar-schema prints it)",
+                    c.policies().len()
+                );
+            }
             if let Some(guard) = c.guards().announcement() {
                 println!(
                     "announcement guard {}: {} sentences over {} tools, declared {:?}",

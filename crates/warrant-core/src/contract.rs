@@ -12,7 +12,8 @@ use toml::Spanned;
 use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::operation::{self, Operation, RawOperation};
-use crate::policy::Policies;
+use crate::policy::{Policies, PolicyFile, PolicyLoadError};
+use crate::policy_schema;
 use crate::records::{Table, TableSource};
 use crate::score::{self, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
@@ -51,6 +52,7 @@ pub struct Contract {
     hash: String,
     model: ModelConfig,
     outbound: Outbound,
+    cedar_schema: serde_json::Value,
 }
 
 /// The currency of a contract's money: its ISO 4217 code and minor units.
@@ -111,16 +113,36 @@ impl Contract {
         let scope = operation::Scope { at: &at, kinds: &kinds, tables: &tables, has_actor: actor.is_some() };
         let operations = operation::compile(&scope, &raw.operation)?;
         let mut policy_texts = Vec::new();
+        let mut policy_files = Vec::new();
         if let Some(policies) = &raw.policies {
             for file in policies.files.get_ref() {
                 let content = files.read(file.get_ref()).map_err(|message| {
                     at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
                 })?;
+                policy_files.push(PolicyFile { name: file.get_ref().clone(), text: content.clone() });
                 policy_texts.push((file.get_ref().clone(), content, file.span().start));
             }
         }
-        let policies = Policies::compile(&policy_texts)
-            .map_err(|(offset, file, message)| at.error(offset, ContractErrorKind::BadPolicy { file, message }))?;
+        let cedar_schema = policy_schema::generate(&tables, actor.as_deref(), &operations);
+        let policies = Policies::compile(&policy_files, &cedar_schema).map_err(|e| match e {
+            PolicyLoadError::At { file, offset, message } => {
+                let (name, text) = policy_files.get(file).map_or(("", ""), |f| (f.name.as_str(), f.text.as_str()));
+                // The error is in the policy file: it names that file, at its own line and column.
+                let origin = companion_path(origin, name);
+                Locator { origin: &origin, text }
+                    .error(offset, ContractErrorKind::BadPolicy { file: name.to_owned(), message })
+            }
+            PolicyLoadError::Schema(message) => {
+                let offset = policy_texts.first().map_or(0, |p| p.2);
+                at.error(
+                    offset,
+                    ContractErrorKind::BadPolicy {
+                        file: String::new(),
+                        message: format!("the Cedar schema generated from the contract is refused: {message}"),
+                    },
+                )
+            }
+        })?;
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
@@ -141,6 +163,7 @@ impl Contract {
             hash,
             model,
             outbound,
+            cedar_schema,
         })
     }
 
@@ -182,6 +205,12 @@ impl Contract {
     /// The Cedar policies.
     pub fn policies(&self) -> &Policies {
         &self.policies
+    }
+
+    /// The Cedar schema generated from the contract, in Cedar's JSON schema format, that every
+    /// policy was validated against (`warrant check --cedar-schema`; `docs/policy.md`).
+    pub fn cedar_schema(&self) -> &serde_json::Value {
+        &self.cedar_schema
     }
 
     /// A hash of the contract text and its policy files, recorded with every turn.
@@ -241,6 +270,15 @@ fn compile_kinds(at: &Locator<'_>, kinds: &Spanned<Vec<Spanned<String>>>) -> Res
     Ok(SourceKinds::new(names))
 }
 
+/// The path of a companion file as the loader was given the contract: `policies.cedar` of
+/// `examples/retail/contract.toml` is `examples/retail/policies.cedar`.
+fn companion_path(contract: &str, file: &str) -> String {
+    match std::path::Path::new(contract).parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder.join(file).display().to_string(),
+        _ => file.to_owned(),
+    }
+}
+
 fn contract_hash(text: &str, policies: &[(String, String, usize)]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
@@ -272,9 +310,10 @@ fn compile_records(
     let mut tables: Vec<Table> = Vec::new();
     for raw_table in &raw.table {
         let name = raw_table.name.get_ref();
-        let err = |message: String| {
-            at.error(raw_table.name.span().start, ContractErrorKind::BadTable { table: text::visible(name), message })
+        let bad = |offset: usize, message: String| {
+            at.error(offset, ContractErrorKind::BadTable { table: text::visible(name), message })
         };
+        let err = |message: String| bad(raw_table.name.span().start, message);
         if !source::is_identifier(name) {
             return Err(at.error(raw_table.name.span().start, ContractErrorKind::BadName(text::visible(name))));
         }
@@ -294,9 +333,15 @@ fn compile_records(
         if !raw_table.money.is_empty() && currency.is_none() {
             return Err(err("money fields need `records.currency`".into()));
         }
-        let entity = raw_table.entity.clone();
-        if entity.is_empty() || !entity.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(err(format!("`entity` `{}` is not a Cedar type name", text::visible(&entity))));
+        let entity = raw_table.entity.get_ref().clone();
+        if !crate::policy_schema::is_entity_type_name(&entity) {
+            return Err(bad(
+                raw_table.entity.span().start,
+                format!(
+                    "`entity` `{}` is not a Cedar type name (ASCII letters, digits and `_`, not starting with a digit, not `Action` or a Cedar keyword)",
+                    text::visible(&entity)
+                ),
+            ));
         }
         tables.push(Table { name: name.clone(), source, entity, money: raw_table.money.clone() });
     }
@@ -343,7 +388,7 @@ struct RawTable {
     from: Option<String>,
     path: Option<String>,
     parent_field: Option<String>,
-    entity: String,
+    entity: Spanned<String>,
     #[serde(default)]
     money: Vec<String>,
 }

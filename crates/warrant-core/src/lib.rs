@@ -19,6 +19,7 @@ pub mod outbound;
 pub mod outbound_corpus;
 pub mod pointer;
 pub mod policy;
+pub mod policy_schema;
 pub mod reason;
 pub mod records;
 pub mod report;

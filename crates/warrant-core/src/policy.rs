@@ -1,14 +1,21 @@
-//! Policy (DESIGN.md §3 step 5): Cedar decides permit or forbid for (actor, operation, record,
-//! context). Policies that forbid carry an `@id("…")` annotation, which becomes the name of the
-//! broken rule in the act's reasons. Evaluation that errs fails closed: an erroring policy might
-//! have forbidden, so the act is refused.
+//! Policy (a turn's step after structure and checks; `docs/policy.md`): Cedar decides permit or
+//! forbid for (actor, operation, record, context). Policies that forbid carry an `@id("…")`
+//! annotation, which becomes the name of the broken rule in the act's reasons. Evaluation that
+//! errs fails closed: an erroring policy might have forbidden, so the act is refused, and the
+//! refusal names the policy by its `@id`, file and line.
+//!
+//! Every policy is validated when the contract loads against the schema `policy_schema`
+//! generates from it, so a misspelt action or context field stops the load at its place in the
+//! `.cedar` file instead of loading a rule that never fires.
 
+use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use cedar_policy::{
     Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet, Request,
-    RestrictedExpression,
+    RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
 };
+use miette::Diagnostic;
 use serde_json::Value;
 #[cfg(test)]
 use serde_json::json;
@@ -18,6 +25,54 @@ use serde_json::json;
 pub struct Policies {
     set: PolicySet,
     count: usize,
+    /// Where each policy was written, by its id in `set` (`{file index}:{Cedar's id}`), so that
+    /// nothing a user reads names a policy by that internal id.
+    origins: BTreeMap<String, PolicyOrigin>,
+}
+
+/// Where a policy was written: its `@id`, its file as the contract names it, and its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyOrigin {
+    /// Its `@id("…")` annotation, if it has one.
+    pub id: Option<String>,
+    /// The policy file, as the contract's `policies.files` names it.
+    pub file: String,
+    /// The 1-based line its text starts on.
+    pub line: u32,
+}
+
+impl PolicyOrigin {
+    /// How a refusal names it: its `@id`, or `file:line` when it has none.
+    pub fn name(&self) -> String {
+        match &self.id {
+            Some(id) => id.clone(),
+            None => format!("{}:{}", self.file, self.line),
+        }
+    }
+
+    /// How a message names it: its `@id` and where it is written.
+    pub fn describe(&self) -> String {
+        match &self.id {
+            Some(id) => format!("policy `{id}` ({}:{})", self.file, self.line),
+            None => format!("the policy at {}:{}", self.file, self.line),
+        }
+    }
+}
+
+/// A policy file to compile: its name as the contract gives it, and its text.
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyFile {
+    pub(crate) name: String,
+    pub(crate) text: String,
+}
+
+/// Why policy files do not compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PolicyLoadError {
+    /// A policy file is at fault: which one, the byte offset in its text, and what is wrong.
+    At { file: usize, offset: usize, message: String },
+    /// Cedar refuses the schema generated from the contract.
+    Schema(String),
 }
 
 /// An entity in a policy request: its Cedar type, id and attributes.
@@ -36,34 +91,163 @@ pub struct PolicyEntity {
 pub enum PolicyDecision {
     /// A policy permits and none forbids.
     Permit,
-    /// Policies forbid: their `@id` annotations (or Cedar ids), sorted.
+    /// Policies forbid: their `@id` annotations (`file:line` for one without), sorted.
     Forbid(Vec<String>),
     /// No policy permits.
     NoPermit,
-    /// Evaluation could not be completed; treated as a refusal.
+    /// Evaluation could not be completed; treated as a refusal. The message names each
+    /// erring policy by its `@id`, file and line.
     Error(String),
 }
 
+/// Cedar's message on one line.
+fn one_line(text: &str) -> String {
+    text.replace('\n', " ")
+}
+
+/// The byte offset of the first span Cedar labels in `error`, if it labels one.
+fn first_offset(error: &dyn Diagnostic) -> Option<usize> {
+    error.labels().and_then(|mut labels| labels.next()).map(|label| label.offset())
+}
+
+fn with_help(message: String, error: &dyn Diagnostic) -> String {
+    match error.help() {
+        Some(help) => format!("{message}; {help}"),
+        None => message,
+    }
+}
+
+/// The offset of each policy's text in its file, in Cedar's order (`policy0`, `policy1`, …):
+/// the texts occur in the file in that order, so each is looked for after the one before.
+fn policy_offsets(text: &str, parsed: &PolicySet) -> BTreeMap<String, usize> {
+    let mut ordered: Vec<(usize, String, String)> = parsed
+        .policies()
+        .map(|p| (p.id().to_string(), p.to_string()))
+        .chain(parsed.templates().map(|t| (t.id().to_string(), t.to_string())))
+        .map(|(id, body)| (id.strip_prefix("policy").and_then(|n| n.parse().ok()).unwrap_or(usize::MAX), id, body))
+        .collect();
+    ordered.sort();
+    let mut offsets = BTreeMap::new();
+    let mut cursor = 0;
+    for (_, id, body) in ordered {
+        let found = text.get(cursor..).and_then(|rest| rest.find(&body)).map(|i| cursor + i);
+        if let Some(at) = found {
+            cursor = at + body.len();
+        }
+        offsets.insert(id, found.unwrap_or(cursor));
+    }
+    offsets
+}
+
+fn line_of(text: &str, offset: usize) -> u32 {
+    let before = text.get(..offset.min(text.len())).unwrap_or_default();
+    u32::try_from(before.matches('\n').count() + 1).unwrap_or(u32::MAX)
+}
+
 impl Policies {
-    /// Parses policy files (name, text, offset of the name in the contract for errors).
-    pub(crate) fn compile(files: &[(String, String, usize)]) -> Result<Policies, (usize, String, String)> {
+    /// Parses policy files and validates every policy against `schema` (Cedar's JSON schema
+    /// format, as `policy_schema` generates it). Errors name the file and the byte offset at
+    /// fault in it.
+    pub(crate) fn compile(files: &[PolicyFile], schema: &Value) -> Result<Policies, PolicyLoadError> {
         let mut set = PolicySet::new();
         let mut count = 0;
-        for (file_index, (name, text, offset)) in files.iter().enumerate() {
-            let parsed =
-                PolicySet::from_str(text).map_err(|e| (*offset, name.clone(), format!("{e}").replace('\n', " ")))?;
-            if parsed.templates().next().is_some() {
-                return Err((*offset, name.clone(), "templates are not supported".into()));
+        let mut origins = BTreeMap::new();
+        // For each merged id: the file it comes from and its offset there.
+        let mut starts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (file_index, file) in files.iter().enumerate() {
+            let at = |offset: usize, message: String| PolicyLoadError::At { file: file_index, offset, message };
+            let parsed = PolicySet::from_str(&file.text)
+                .map_err(|e| at(first_offset(&e).unwrap_or(0), with_help(one_line(&e.to_string()), &e)))?;
+            let offsets = policy_offsets(&file.text, &parsed);
+            if let Some(template) = parsed.templates().next() {
+                let offset = offsets.get(&template.id().to_string()).copied().unwrap_or(0);
+                return Err(at(offset, "templates are not supported".into()));
             }
             let mut policies: Vec<_> = parsed.policies().collect();
             policies.sort_by_key(|a| a.id().to_string());
             for policy in policies {
-                let id = PolicyId::new(format!("{file_index}:{}", policy.id()));
-                set.add(policy.new_id(id)).map_err(|e| (*offset, name.clone(), e.to_string()))?;
+                let offset = offsets.get(&policy.id().to_string()).copied().unwrap_or(0);
+                let id = format!("{file_index}:{}", policy.id());
+                origins.insert(
+                    id.clone(),
+                    PolicyOrigin {
+                        id: policy.annotation("id").map(str::to_owned),
+                        file: file.name.clone(),
+                        line: line_of(&file.text, offset),
+                    },
+                );
+                starts.insert(id.clone(), (file_index, offset));
+                set.add(policy.new_id(PolicyId::new(&id))).map_err(|e| at(offset, one_line(&e.to_string())))?;
                 count += 1;
             }
         }
-        Ok(Policies { set, count })
+        let policies = Policies { set, count, origins };
+        policies.validate(schema, &starts)?;
+        Ok(policies)
+    }
+
+    /// Validates every policy against the schema, reporting the first error in file order.
+    ///
+    /// Rows are untyped (their entity types are open records), which Cedar's strict mode does
+    /// not admit, so two passes run: the partial mode typechecks every expression against the
+    /// closed context and the declared actions (a context field no operation has is an error,
+    /// a row attribute is not), and the strict mode's checks of names (every action, entity
+    /// type and policy scope must exist and apply), which the partial mode skips.
+    fn validate(&self, schema: &Value, starts: &BTreeMap<String, (usize, usize)>) -> Result<(), PolicyLoadError> {
+        let schema = Schema::from_json_value(schema.clone())
+            .map_err(|e| PolicyLoadError::Schema(with_help(one_line(&e.to_string()), &e)))?;
+        let validator = Validator::new(schema);
+        let strict = validator.validate(&self.set, ValidationMode::Strict);
+        let partial = validator.validate(&self.set, ValidationMode::Partial);
+        let mut found: Vec<(usize, usize, String, String)> = Vec::new();
+        let report = |found: &mut Vec<(usize, usize, String, String)>, id: &PolicyId, error: &dyn Diagnostic| {
+            let (file, start) = starts.get(AsRef::<str>::as_ref(id)).copied().unwrap_or((0, 0));
+            let offset = first_offset(error).unwrap_or(start);
+            let message = with_help(self.rename(&one_line(&error.to_string())), error);
+            found.push((file, offset, message, id.to_string()));
+        };
+        for error in strict.validation_errors() {
+            if matches!(
+                error,
+                ValidationError::UnrecognizedEntityType(_)
+                    | ValidationError::UnrecognizedActionId(_)
+                    | ValidationError::InvalidEnumEntity(_)
+                    | ValidationError::InvalidActionApplication(_)
+            ) {
+                report(&mut found, error.policy_id(), error);
+            }
+        }
+        for error in partial.validation_errors() {
+            report(&mut found, error.policy_id(), error);
+        }
+        // A policy whose scope matches no operation's principal and resource never applies;
+        // said only of a policy with no more precise error (a misspelt action is one).
+        for warning in strict.validation_warnings() {
+            let id = warning.policy_id().to_string();
+            if matches!(warning, ValidationWarning::InvalidActionApplication(_)) && !found.iter().any(|f| f.3 == id) {
+                report(&mut found, warning.policy_id(), warning);
+            }
+        }
+        found.sort();
+        match found.into_iter().next() {
+            Some((file, offset, message, _)) => Err(PolicyLoadError::At { file, offset, message }),
+            None => Ok(()),
+        }
+    }
+
+    /// `text` with every internal policy id (`0:policy3`) replaced by the policy's `@id`, file
+    /// and line.
+    fn rename(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (id, origin) in &self.origins {
+            out = out.replace(&format!("policy `{id}`"), &origin.describe());
+        }
+        out
+    }
+
+    /// Where the policy with internal id `id` was written.
+    fn origin(&self, id: &PolicyId) -> Option<&PolicyOrigin> {
+        self.origins.get(AsRef::<str>::as_ref(id))
     }
 
     /// Whether there is no policy at all.
@@ -111,7 +295,16 @@ impl Policies {
         let request =
             Request::new(principal_uid, action_uid, resource_uid, context, None).map_err(|e| e.to_string())?;
         let response = Authorizer::new().is_authorized(&request, &self.set, &entities);
-        let errors: Vec<String> = response.diagnostics().errors().map(|e| e.to_string()).collect();
+        let errors: Vec<String> = response
+            .diagnostics()
+            .errors()
+            .map(|e| match e {
+                cedar_policy::AuthorizationError::PolicyEvaluationError(e) => match self.origin(e.policy_id()) {
+                    Some(origin) => format!("{}: {}", origin.describe(), one_line(&e.inner().to_string())),
+                    None => self.rename(&one_line(&e.to_string())),
+                },
+            })
+            .collect();
         if !errors.is_empty() {
             return Ok(PolicyDecision::Error(errors.join("; ")));
         }
@@ -121,7 +314,7 @@ impl Policies {
                 let mut names: Vec<String> = response
                     .diagnostics()
                     .reason()
-                    .map(|id| self.set.annotation(id, "id").map_or_else(|| id.to_string(), str::to_owned))
+                    .map(|id| self.origin(id).map_or_else(|| id.to_string(), PolicyOrigin::name))
                     .collect();
                 names.sort();
                 names.dedup();
@@ -178,13 +371,31 @@ forbid(principal, action, resource) unless { resource.user_id == principal.key }
 forbid(principal, action == Action::"cancel", resource) unless { resource.status == "pending" };
 "#;
 
+    fn schema() -> Value {
+        let row = json!({"type": "Record", "attributes": {"key": {"type": "String"}}, "additionalAttributes": true});
+        let context = json!({"type": "Record", "attributes": {
+            "args": {"type": "Record", "attributes": {"order_id": {"type": "String"}}},
+            "derived": {"type": "Record", "attributes": {}},
+            "members": {"type": "Record", "attributes": {}},
+        }});
+        let applies = json!({"principalTypes": ["User"], "resourceTypes": ["Order"], "context": context});
+        json!({"": {
+            "entityTypes": {"User": {"shape": row}, "Order": {"shape": row}},
+            "actions": {"cancel": {"appliesTo": applies}, "other": {"appliesTo": applies}},
+        }})
+    }
+
+    fn compile(text: &str) -> Result<Policies, PolicyLoadError> {
+        Policies::compile(&[PolicyFile { name: "p.cedar".into(), text: text.into() }], &schema())
+    }
+
     fn entity(t: &str, id: &str, attrs: Value) -> PolicyEntity {
         PolicyEntity { entity_type: t.into(), id: id.into(), attrs }
     }
 
     #[test]
     fn forbid_policies_name_the_broken_rule() {
-        let policies = Policies::compile(&[("p.cedar".into(), POLICIES.into(), 0)]).unwrap();
+        let policies = compile(POLICIES).unwrap();
         let alice = entity("User", "alice", json!({"key": "alice"}));
         let own = entity("Order", "#1", json!({"key": "#1", "user_id": "alice", "status": "pending"}));
         assert_eq!(policies.decide(&alice, "cancel", &own, json!({})), PolicyDecision::Permit);
@@ -197,17 +408,61 @@ forbid(principal, action == Action::"cancel", resource) unless { resource.status
     }
 
     #[test]
-    fn a_policy_that_errs_fails_closed() {
-        let policies = Policies::compile(&[("p.cedar".into(), POLICIES.into(), 0)]).unwrap();
+    fn a_forbid_without_an_id_is_named_by_its_file_and_line() {
+        let policies = compile("permit(principal, action, resource);\n\nforbid(principal, action, resource);").unwrap();
         let alice = entity("User", "alice", json!({"key": "alice"}));
-        let no_status = entity("Order", "#1", json!({"key": "#1", "user_id": "alice"}));
-        assert!(matches!(policies.decide(&alice, "cancel", &no_status, json!({})), PolicyDecision::Error(_)));
+        let own = entity("Order", "#1", json!({"key": "#1"}));
+        assert_eq!(
+            policies.decide(&alice, "cancel", &own, json!({})),
+            PolicyDecision::Forbid(vec!["p.cedar:3".into()])
+        );
     }
 
     #[test]
-    fn a_policy_file_that_does_not_parse_is_refused() {
-        let err = Policies::compile(&[("bad.cedar".into(), "permit(principal".into(), 7)]).unwrap_err();
-        assert_eq!(err.0, 7);
-        assert_eq!(err.1, "bad.cedar");
+    fn a_policy_that_errs_at_runtime_is_named_by_its_id_file_and_line() {
+        let policies = compile(POLICIES).unwrap();
+        let alice = entity("User", "alice", json!({"key": "alice"}));
+        let no_status = entity("Order", "#1", json!({"key": "#1", "user_id": "alice"}));
+        let PolicyDecision::Error(message) = policies.decide(&alice, "cancel", &no_status, json!({})) else {
+            panic!("a policy reading a missing attribute must err");
+        };
+        assert!(message.starts_with("policy `order_not_pending` (p.cedar:7): "), "{message}");
+        assert!(message.contains("status"), "{message}");
+        assert!(!message.contains("0:policy"), "{message}");
+    }
+
+    #[test]
+    fn a_policy_file_that_does_not_parse_names_the_place_in_it() {
+        let err = compile("permit(principal, action, resource);\nforbid(principal, action resource);").unwrap_err();
+        let PolicyLoadError::At { file, offset, .. } = err else { panic!("{err:?}") };
+        assert_eq!(file, 0);
+        assert!(offset > "permit(principal, action, resource);\n".len(), "{offset}");
+    }
+
+    #[test]
+    fn a_misspelt_action_an_unknown_type_and_an_unknown_context_field_are_refused() {
+        for (text, needle, says) in [
+            (r#"forbid(principal, action == Action::"cancle", resource);"#, "Action::\"cancle\"", "cancle"),
+            (r#"forbid(principal, action, resource is Ordr);"#, "Ordr", "Ordr"),
+            (
+                r#"forbid(principal, action == Action::"cancel", resource) when { context.args.order == "x" };"#,
+                "context.args.order",
+                "order",
+            ),
+        ] {
+            let Err(PolicyLoadError::At { offset, message, .. }) = compile(text) else {
+                panic!("`{text}` must not validate")
+            };
+            assert_eq!(Some(offset), text.find(needle), "{text}: {message}");
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(!message.contains("0:policy"), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn row_attributes_stay_open_until_tables_are_typed() {
+        assert!(
+            compile(r#"forbid(principal, action, resource) when { resource.anything == principal.other };"#).is_ok()
+        );
     }
 }

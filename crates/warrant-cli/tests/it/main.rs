@@ -1,6 +1,7 @@
 //! The `warrant` binary as users' tools see it: its JSON, its exit statuses, its corpus runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod check;
 mod corpus;
 mod delivery;
 mod guards;

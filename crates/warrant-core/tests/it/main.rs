@@ -6,6 +6,7 @@ mod contracts;
 mod fuzz_findings;
 mod guards;
 mod outbound;
+mod policies;
 mod properties;
 mod turns;
 
