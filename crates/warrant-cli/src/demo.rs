@@ -140,7 +140,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), Exit> {
         &request("t4", "Cancel it again.", cancel, json!([])),
     )?;
     p.play(
-        "5. the model proposes to cancel another customer's order",
+        "5. the model proposes to cancel another customer's order: to this customer it does not exist",
         &request(
             "t5",
             "Cancel #W2611340.",

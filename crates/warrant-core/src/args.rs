@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
 use crate::money::Money;
 use crate::operation::{Arg, ArgKind, Operation};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::reason::ReasonCode;
 use crate::turn::{Finding, RowRef, Workspace};
+use crate::visibility;
 
 /// An argument's value after its checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +74,8 @@ impl Checked {
 
 /// What checking needs from the turn.
 pub(crate) struct ArgContext<'a> {
+    /// The contract, for which rows the actor may see.
+    pub(crate) contract: &'a Contract,
     pub(crate) clock: &'a TurnClock,
     pub(crate) actor_row: Option<RowRef>,
     /// The user entry text pointers point into, if the turn has one. It is numbered only when
@@ -155,6 +159,7 @@ fn check_one(
             };
             let row = RowRef { table: table.clone(), key };
             let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+            require_visible(ctx, work, &row, &record.value)?;
             if let Some(seen) = seen_revision
                 && seen != record.revision
             {
@@ -169,6 +174,7 @@ fn check_one(
             for key in keys {
                 let row = RowRef { table: table.clone(), key };
                 let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+                require_visible(ctx, work, &row, &record.value)?;
                 for (field, expected) in require {
                     if record.value.get(field) != Some(expected) {
                         return Err(Finding::refuse(ReasonCode::RequirementUnmet).detail(format!(
@@ -236,6 +242,20 @@ fn check_one(
             Ok(Checked::Integer(n))
         }
         ArgKind::Bool => value.as_bool().map(Checked::Bool).ok_or_else(|| wrong_type("a boolean")),
+    }
+}
+
+/// A row the actor may not see is refused exactly as a row that does not exist: the same code,
+/// field and detail, before anything else about it (its revision, its fields) is looked at.
+fn require_visible(ctx: &ArgContext<'_>, work: &mut Workspace<'_>, row: &RowRef, value: &Value) -> Result<(), Finding> {
+    let actor = ctx.actor_row.as_ref().map_or("", |a| a.key.as_str());
+    let mut parent = |table: &str, key: &str| {
+        work.row(&RowRef { table: table.to_owned(), key: key.to_owned() }).map(|r| r.map(|r| (*r.value).clone()))
+    };
+    if visibility::visible(ctx.contract, actor, (&row.table, &row.key, value), &mut parent)? {
+        Ok(())
+    } else {
+        Err(unknown_record(row))
     }
 }
 

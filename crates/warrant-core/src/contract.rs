@@ -14,7 +14,7 @@ use crate::guard::{self, Guards, RawGuards};
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
-use crate::records::{Table, TableSource};
+use crate::records::{Table, TableSource, Visibility};
 use crate::score::{self, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
@@ -93,7 +93,8 @@ impl Contract {
         };
         let score = score::compile(&at, &kinds, &raw.score)?;
         let guards = guard::compile(&at, &raw.guards)?;
-        let (currency, tables) = compile_records(&at, raw.records.as_ref())?;
+        let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
+        let (currency, tables) = compile_records(&at, raw.records.as_ref(), actor_table)?;
         let actor = match &raw.actor {
             None => None,
             Some(actor) => {
@@ -296,6 +297,7 @@ fn contract_hash(text: &str, policies: &[(String, String, usize)]) -> String {
 fn compile_records(
     at: &Locator<'_>,
     raw: Option<&RawRecords>,
+    actor: Option<&str>,
 ) -> Result<(Option<Currency>, Vec<Table>), ContractError> {
     let Some(raw) = raw else { return Ok((None, Vec::new())) };
     let currency = match &raw.currency {
@@ -343,9 +345,62 @@ fn compile_records(
                 ),
             ));
         }
-        tables.push(Table { name: name.clone(), source, entity, money: raw_table.money.clone() });
+        let visibility = table_visibility(raw_table, &source, actor, &bad)?;
+        tables.push(Table { name: name.clone(), source, entity, money: raw_table.money.clone(), visibility });
     }
     Ok((currency, tables))
+}
+
+/// Which actors may see a table's rows: the actor table's rows only their own actor, a nested
+/// table's as its parent's, a table with `owner` the actor whose key that field holds, any
+/// other table everyone. An `owner` that could never hold an actor's key is refused.
+fn table_visibility(
+    raw: &RawTable,
+    source: &TableSource,
+    actor: Option<&str>,
+    bad: &dyn Fn(usize, String) -> ContractError,
+) -> Result<Visibility, ContractError> {
+    let is_actor = actor == Some(raw.name.get_ref().as_str());
+    let Some(owner) = &raw.owner else {
+        return Ok(match source {
+            _ if is_actor => Visibility::Actor,
+            TableSource::Nested { table, parent_field, .. } => {
+                Visibility::Parent { table: table.clone(), field: parent_field.clone() }
+            }
+            TableSource::File(_) => Visibility::Everyone,
+        });
+    };
+    let at = owner.span().start;
+    let field = owner.get_ref();
+    if is_actor {
+        return if field == "key" {
+            Ok(Visibility::Actor)
+        } else {
+            Err(bad(
+                at,
+                "the actor's table is visible only to each actor's own row: its `owner` can only be `key`".into(),
+            ))
+        };
+    }
+    if let TableSource::Nested { table, .. } = source {
+        return Err(bad(at, format!("a nested table is visible as its parent rows are: declare `owner` on `{table}`")));
+    }
+    if actor.is_none() {
+        return Err(bad(at, "`owner` names the field holding the actor's key, but there is no `[actor]` table".into()));
+    }
+    if field == "key" {
+        return Err(bad(
+            at,
+            "`key` is the row's own key; `owner` names the field of the row that holds the actor's key".into(),
+        ));
+    }
+    if field.is_empty() || field.chars().any(crate::text::is_invisible) {
+        return Err(bad(at, format!("`owner` `{}` is not a field name", text::visible(field))));
+    }
+    if raw.money.iter().any(|m| m == field) {
+        return Err(bad(at, format!("`owner` `{field}` is a money field, which can never hold an actor's key")));
+    }
+    Ok(Visibility::Owner(field.clone()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -391,6 +446,8 @@ struct RawTable {
     entity: Spanned<String>,
     #[serde(default)]
     money: Vec<String>,
+    /// The field whose value is the key of the actor who may see the row.
+    owner: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

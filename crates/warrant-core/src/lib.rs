@@ -28,6 +28,7 @@ pub mod score;
 pub mod source;
 pub mod text;
 pub mod turn;
+pub mod visibility;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;

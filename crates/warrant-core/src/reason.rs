@@ -63,7 +63,9 @@ reason_codes! {
     WrongArgumentType => "wrong_argument_type",
     /// An option or enum id outside its declared closed set.
     NotInClosedSet => "not_in_closed_set",
-    /// A record handle names no existing row.
+    /// A record handle names no existing row, or a row the actor may not see (the contract's
+    /// `owner`): the two are refused alike, so a refusal never tells whether another actor's
+    /// row exists.
     UnknownRecord => "unknown_record",
     /// A row changed after it was read: the revision the act (or the confirmation) saw is not
     /// current, or another commit won the race.
@@ -102,9 +104,12 @@ reason_codes! {
     ConfirmationRequired => "confirmation_required",
     /// An effect's record changes cannot be applied to the rows as they are.
     EffectInapplicable => "effect_inapplicable",
-    /// An answer names no interaction of this conversation.
+    /// An answer names no interaction of this conversation issued to this actor: none with
+    /// that id, one of another conversation, or one issued to another actor are refused alike.
     UnknownInteraction => "unknown_interaction",
-    /// An answer comes from another actor than the one the interaction was issued to.
+    /// No longer emitted: an answer from another actor than the one the interaction was issued
+    /// to is refused as `unknown_interaction`, so that it cannot learn the interaction exists.
+    /// Kept because codes are never removed.
     InteractionOfAnotherActor => "interaction_of_another_actor",
     /// The interaction was already answered.
     InteractionClosed => "interaction_closed",

@@ -34,6 +34,28 @@ pub struct Table {
     pub entity: String,
     /// Field names whose numbers are money (read exactly into minor units).
     pub money: Vec<String>,
+    /// Which actors may see its rows.
+    pub visibility: Visibility,
+}
+
+/// Which actors may see the rows of a table, as the contract declares it (`owner`). A row an
+/// actor may not see is, for that actor, a row that does not exist: an act naming it is
+/// refused as `unknown_record`, and a claim about it is not backed (see `crate::visibility`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Visibility {
+    /// Every actor (a catalogue): the table declares no `owner`.
+    Everyone,
+    /// Only the actor the row is: the actor table's rows.
+    Actor,
+    /// Only the actor whose key the row's field holds (`owner = "user_id"`).
+    Owner(String),
+    /// As the parent row its `parent_field` names: a nested table.
+    Parent {
+        /// The parent table.
+        table: String,
+        /// The field holding the parent row's key.
+        field: String,
+    },
 }
 
 /// Where a table's rows come from.
@@ -269,6 +291,7 @@ mod tests {
             source: TableSource::File("orders.json".into()),
             entity: "Order".into(),
             money: vec!["price".into()],
+            visibility: Visibility::Everyone,
         };
         let ok = serde_json::json!({"a": {"items": [{"price": 1.25}], "n": 3}});
         assert!(rows_from_file(&table, ok, 2).is_ok());

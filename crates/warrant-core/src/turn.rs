@@ -606,14 +606,11 @@ pub fn decide_answered(
             }
         };
         let field = format!("answers[{i}]");
+        // An interaction of another conversation or another actor is, to this answer, one that
+        // does not exist: the same refusal, and nothing of it (not its operation) in the act.
+        let found = found.filter(|it| it.conversation == request.conversation && it.actor == request.actor);
         let refusal = match &found {
             None => Some(Finding::refuse(ReasonCode::UnknownInteraction).field(field.clone())),
-            Some(it) if it.conversation != request.conversation => {
-                Some(Finding::refuse(ReasonCode::UnknownInteraction).field(field.clone()))
-            }
-            Some(it) if it.actor != request.actor => {
-                Some(Finding::refuse(ReasonCode::InteractionOfAnotherActor).field(field.clone()))
-            }
             Some(it) if !it.open => Some(Finding::refuse(ReasonCode::InteractionClosed).field(field.clone())),
             Some(it) if !it.options.contains(&answer.option) => {
                 Some(Finding::refuse(ReasonCode::UnknownOption).field(format!("{field}.option")))
@@ -724,8 +721,12 @@ pub fn decide_answered(
         };
         let before = work.snapshot();
         work.touched.clear();
-        let ctx =
-            ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
+        let ctx = ArgContext {
+            contract,
+            clock: &valid.clock,
+            actor_row: actor_row.clone(),
+            user_text: proposal.user_text.as_deref(),
+        };
         match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
             Err(finding) => {
                 work.restore(before);

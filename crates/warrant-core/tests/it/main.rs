@@ -9,6 +9,7 @@ mod outbound;
 mod policies;
 mod properties;
 mod turns;
+mod visibility;
 
 use std::path::PathBuf;
 

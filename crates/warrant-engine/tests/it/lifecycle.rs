@@ -217,7 +217,7 @@ fn a_declined_or_foreign_answer_commits_nothing() {
     let mut foreign = request("t2", json!([]), confirm(&id));
     foreign["actor"] = json!("james_li_5688");
     let (response, _) = decide(&mut engine, &foreign);
-    assert_eq!(response.acts[0].reasons[0].code.as_str(), "interaction_of_another_actor");
+    assert_eq!(response.acts[0].reasons[0].code.as_str(), "unknown_interaction");
     let mut other_conversation = request("t3", json!([]), confirm(&id));
     other_conversation["conversation"] = json!("elsewhere");
     let (response, _) = decide(&mut engine, &other_conversation);
@@ -230,6 +230,40 @@ fn a_declined_or_foreign_answer_commits_nothing() {
     assert!(response.effects.is_empty());
     let (response, _) = decide(&mut engine, &request("t6", json!([]), confirm(&id)));
     assert_eq!(response.acts[0].reasons[0].code.as_str(), "interaction_closed");
+    assert_eq!(status(&mut engine, PENDING), ("pending".to_owned(), 1));
+}
+
+/// Before: an answer to another actor's interaction was refused as
+/// `interaction_of_another_actor`, and every refused answer named the held operation, so anyone
+/// could learn that an interaction id exists and what it holds.
+#[test]
+fn an_answer_to_another_actors_or_conversations_interaction_is_refused_as_one_that_does_not_exist() {
+    let (mut engine, _dir) = retail_engine();
+    let (held, _) = decide(&mut engine, &request("t1", cancel(), json!([])));
+    let id = held.interactions[0].id.clone();
+    // The refused act with the id it echoes taken out, as JSON text.
+    let refusal = |response: &TurnResponse| {
+        let mut act = serde_json::to_value(&response.acts[0]).unwrap();
+        act.as_object_mut().unwrap().remove("interaction");
+        act.to_string()
+    };
+    let mut nobody = request("t2", json!([]), confirm("int_0000000000000000"));
+    nobody["actor"] = json!("james_li_5688");
+    let (unknown, _) = decide(&mut engine, &nobody);
+    let mut foreign_actor = request("t3", json!([]), confirm(&id));
+    foreign_actor["actor"] = json!("james_li_5688");
+    let (another_actor, _) = decide(&mut engine, &foreign_actor);
+    let mut foreign_conversation = request("t4", json!([]), confirm(&id));
+    foreign_conversation["conversation"] = json!("elsewhere");
+    let (another_conversation, _) = decide(&mut engine, &foreign_conversation);
+    assert_eq!(
+        serde_json::from_str::<Value>(&refusal(&unknown)).unwrap(),
+        json!({"source": "answer", "index": 0, "op": "", "verdict": "refuse",
+            "reasons": [{"code": "unknown_interaction", "field": "answers[0]"}]})
+    );
+    assert_eq!(refusal(&another_actor), refusal(&unknown));
+    assert_eq!(refusal(&another_conversation), refusal(&unknown));
+    assert!(another_actor.effects.is_empty() && another_conversation.effects.is_empty());
     assert_eq!(status(&mut engine, PENDING), ("pending".to_owned(), 1));
 }
 
@@ -264,7 +298,7 @@ fn replay_is_identical_with_the_same_contract_and_names_changes_with_another() {
         &mut engine,
         &request(
             "t3",
-            json!([{"op": "cancel_pending_order", "args": {"order_id": "#W2611340", "reason": "no longer needed"}}]),
+            json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6679257", "reason": "no longer needed"}}]),
             json!([]),
         ),
     );

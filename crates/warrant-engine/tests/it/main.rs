@@ -9,6 +9,7 @@ mod lifecycle;
 mod outbound;
 mod retail;
 mod turn_checks;
+mod visibility;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
