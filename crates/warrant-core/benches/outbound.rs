@@ -44,18 +44,24 @@ impl LedgerFacts for Memory {
 
 fn setup() -> (Contract, Memory, String) {
     let contract = Contract::load("retail", include_str!("../../../examples/retail/contract.toml"), &Policies).unwrap();
-    let row = Record { table: "order".into(), key: "#W1".into(), revision: 3, value: json!({"status": "cancelled"}) };
+    let order = |key: &str, status: &str| Record {
+        table: "order".into(),
+        key: key.into(),
+        revision: 3,
+        value: json!({"status": status, "user_id": "u"}),
+    };
     let event = EventRecord {
         id: "evt_1".into(),
         kind: "modify_pending_order_address".into(),
         payload: json!({"actor": "u", "args": {"order_id": "#W2"}}),
         effect: Some("eff_1".into()),
     };
-    let request = json!({"conversation": "c", "path": "scheduled", "at": "2026-11-20T09:00:00Z", "locale": "en-US",
+    let request =
+        json!({"conversation": "c", "actor": "u", "path": "scheduled", "at": "2026-11-20T09:00:00Z", "locale": "en-US",
         "draft": {"text": "Your order #W1 is cancelled and the address of #W2 is updated.",
             "claims": [{"claim": "order_cancelled", "order": "#W1"}, {"claim": "address_changed", "order": "#W2"}]}})
-    .to_string();
-    (contract, Memory(vec![row], vec![event]), request)
+        .to_string();
+    (contract, Memory(vec![order("#W1", "cancelled"), order("#W2", "pending")], vec![event]), request)
 }
 
 #[divan::bench]

@@ -76,7 +76,7 @@
 //!     fn record(&self, _: &str, _: &str) -> Result<Option<Record>, FactError> { Ok(None) }
 //!     fn events(&self, _: &str) -> Result<Vec<EventRecord>, FactError> { Ok(Vec::new()) }
 //! }
-//! let request = r#"{"conversation":"c1","path":"scheduled","at":"2026-01-01T00:00:00Z",
+//! let request = r#"{"conversation":"c1","actor":"u1","path":"scheduled","at":"2026-01-01T00:00:00Z",
 //!   "locale":"en-US","draft":{"text":"Hello.","claims":[]}}"#;
 //! let valid = outbound::parse_request(&contract, request).unwrap();
 //! let gate = outbound::clear(&contract, &valid.outgoing(), &Empty, &GateAnswers::new()).unwrap();
@@ -108,6 +108,7 @@ use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::request::{Draft, RequestError};
 use crate::turn::{EventRecord, FactError, Reason, derive_id};
+use crate::visibility;
 
 /// The task names of the gate's model questions.
 pub const REWRITE: &str = "rewrite";
@@ -195,6 +196,9 @@ impl LedgerFacts for RecordedLedger {
 pub struct OutboundRequest {
     /// The conversation the message belongs to.
     pub conversation: String,
+    /// The recipient: the actor the message is for. A claim about a row they may not see is
+    /// not backed, and such a row is never given to a model.
+    pub actor: String,
     /// The outbound path (`live`, `retry`, `scheduled`, `digest`, `queue`).
     pub path: String,
     /// The instant the message is cleared, RFC 3339.
@@ -227,6 +231,7 @@ impl ValidOutbound {
     pub fn outgoing(&self) -> Outgoing<'_> {
         Outgoing {
             conversation: &self.request.conversation,
+            actor: &self.request.actor,
             path: self.path,
             channel: self.request.channel.as_deref(),
             locale: &self.request.locale,
@@ -241,6 +246,8 @@ impl ValidOutbound {
 pub struct Outgoing<'a> {
     /// The conversation.
     pub conversation: &'a str,
+    /// The recipient (the turn's actor on the live path).
+    pub actor: &'a str,
     /// The path.
     pub path: PathName,
     /// The channel, if not the path's.
@@ -274,6 +281,9 @@ pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result
         || request.conversation.len() > 256
     {
         return Err(invalid("conversation", "`conversation` must be 1 to 256 visible characters".into()));
+    }
+    if request.actor.is_empty() || request.actor.chars().any(crate::text::is_invisible) || request.actor.len() > 256 {
+        return Err(invalid("actor", "`actor` must be 1 to 256 visible characters".into()));
     }
     if request.at.parse::<jiff::Timestamp>().is_err() {
         return Err(invalid("at", format!("`{}` is not an RFC 3339 instant", crate::text::visible(&request.at))));
@@ -408,6 +418,7 @@ pub enum Basis {
 pub struct ClearedMessage {
     id: String,
     conversation: String,
+    actor: String,
     path: PathName,
     channel: String,
     locale: String,
@@ -419,14 +430,18 @@ pub struct ClearedMessage {
 }
 
 impl ClearedMessage {
-    /// A hash of the message's content, its conversation, path, channel, locale and instant:
-    /// the outbox's idempotency key.
+    /// A hash of the message's content, its conversation, recipient, path, channel, locale and
+    /// instant: the outbox's idempotency key.
     pub fn id(&self) -> &str {
         &self.id
     }
     /// The conversation.
     pub fn conversation(&self) -> &str {
         &self.conversation
+    }
+    /// The recipient.
+    pub fn actor(&self) -> &str {
+        &self.actor
     }
     /// The path.
     pub fn path(&self) -> PathName {
@@ -526,6 +541,7 @@ struct Stage {
 #[expect(clippy::too_many_arguments, reason = "one private step of `clear`; its state is the gate's own")]
 fn check_stage(
     contract: &Contract,
+    recipient: &str,
     stage: &str,
     text: &str,
     claims: &[Value],
@@ -558,14 +574,28 @@ fn check_stage(
     let mut all_backed = all_parse;
     for (i, claim) in parsed {
         let field = format!("{stage}.claims[{i}]");
-        let (by, code) = match backing(contract, &claim, facts) {
-            Ok(Some(by)) => (Some(by), None),
-            Ok(None) => (None, Some(ReasonCode::ClaimUnbacked)),
+        // Visibility first: a claim about a row the recipient may not see is not backed, however
+        // the ledger stands, and is refused alike whether the row exists or not.
+        let backed_by = match claim_visible(contract, recipient, &claim, facts) {
+            Ok(true) => backing(contract, &claim, facts).map(|by| by.ok_or(ReasonCode::ClaimUnbacked)),
+            Ok(false) => Ok(Err(ReasonCode::ClaimNotVisible)),
+            Err(e) => Err(e),
+        };
+        let (by, code) = match backed_by {
+            Ok(Ok(by)) => (Some(by), None),
+            Ok(Err(code)) => (None, Some(code)),
             Err(e) => {
                 reasons.push(reason(ReasonCode::ClaimUnverifiable, Some(field.clone()), Some(e.0)));
                 (None, Some(ReasonCode::ClaimUnverifiable))
             }
         };
+        if code == Some(ReasonCode::ClaimNotVisible) {
+            reasons.push(reason(
+                ReasonCode::ClaimNotVisible,
+                Some(field.clone()),
+                Some(format!("`{}` names a row that is not the recipient's to see", claim.claim)),
+            ));
+        }
         if code == Some(ReasonCode::ClaimUnbacked) {
             reasons.push(reason(
                 ReasonCode::ClaimUnbacked,
@@ -622,6 +652,42 @@ fn check_stage(
     Stage { backed, passed: false }
 }
 
+/// Whether every row `claim` names is one `recipient` may see; a row that does not exist is
+/// seen by nobody.
+fn claim_visible(
+    contract: &Contract,
+    recipient: &str,
+    claim: &Claim,
+    facts: &dyn LedgerFacts,
+) -> Result<bool, FactError> {
+    let Some(kind) = contract.outbound().claim(&claim.claim) else {
+        return Ok(false);
+    };
+    for arg in &kind.args {
+        if let (ClaimArgKind::Record { table }, Some(Value::String(key))) = (&arg.kind, claim.args.get(&arg.name))
+            && !row_visible(contract, recipient, table, key, facts)?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether the row exists and `recipient` may see it.
+fn row_visible(
+    contract: &Contract,
+    recipient: &str,
+    table: &str,
+    key: &str,
+    facts: &dyn LedgerFacts,
+) -> Result<bool, FactError> {
+    let Some(row) = facts.record(table, key)? else {
+        return Ok(false);
+    };
+    let mut parent = |t: &str, k: &str| facts.record(t, k).map(|r| r.map(|r| r.value));
+    visibility::visible(contract, recipient, (table, key, &row.value), &mut parent)
+}
+
 /// What backs `claim`: an event id or a row, `None` when nothing does.
 fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Result<Option<String>, FactError> {
     let Some(kind) = contract.outbound().claim(&claim.claim) else {
@@ -661,7 +727,9 @@ fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Resul
 }
 
 /// The verified facts for the rewrite: the backed claims and the rows they name, as read now.
-fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
+/// Only rows the recipient may see reach the model (a backed claim names no other; the check is
+/// made again here, where the rows are read).
+fn verified_facts(contract: &Contract, recipient: &str, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
     let mut lines: Vec<String> = backed.iter().map(|c| format!("claim {}", c.to_json())).collect();
     let mut rows: Vec<(String, String)> = Vec::new();
     for claim in backed {
@@ -678,6 +746,9 @@ fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts
     }
     for (table, key) in rows {
         // A row that cannot be read now is not a verified fact; it is left out.
+        if row_visible(contract, recipient, &table, &key, facts) != Ok(true) {
+            continue;
+        }
         if let Ok(Some(row)) = facts.record(&table, &key) {
             lines.push(format!("record {table} {key}: {}", row.value));
         }
@@ -701,6 +772,7 @@ pub fn clear(
     let draft = outgoing.draft;
     let first = check_stage(
         contract,
+        outgoing.actor,
         "draft",
         &draft.text,
         &draft.claims,
@@ -712,7 +784,7 @@ pub fn clear(
     let (basis, text, claims) = if first.passed {
         (Basis::Cleared, draft.text.clone(), first.backed)
     } else {
-        let question = Question::rewrite(verified_facts(contract, &first.backed, &reading));
+        let question = Question::rewrite(verified_facts(contract, outgoing.actor, &first.backed, &reading));
         let answer = answers.get(&question.id).cloned();
         questions.push(question);
         match answer {
@@ -722,6 +794,7 @@ pub fn clear(
                 // runs on every path, so that nothing unchecked reaches a customer.
                 let second = check_stage(
                     contract,
+                    outgoing.actor,
                     "rewrite",
                     &text,
                     &claims,
@@ -761,6 +834,7 @@ pub fn clear(
         "msg",
         &[
             outgoing.conversation,
+            outgoing.actor,
             outgoing.path.as_str(),
             &channel,
             outgoing.locale,
@@ -773,6 +847,7 @@ pub fn clear(
     let message = ClearedMessage {
         id,
         conversation: outgoing.conversation.to_owned(),
+        actor: outgoing.actor.to_owned(),
         path: outgoing.path,
         channel,
         locale: outgoing.locale.to_owned(),

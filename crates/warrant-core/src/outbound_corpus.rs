@@ -67,6 +67,8 @@ pub struct Case {
     pub locale: String,
     /// The conversation.
     pub conversation: String,
+    /// The recipient.
+    pub actor: String,
     /// The instant.
     pub at: String,
     /// The rows of the authoritative record at send time.
@@ -182,6 +184,7 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
     for path in &case.paths {
         let outgoing = Outgoing {
             conversation: &case.conversation,
+            actor: &case.actor,
             path: *path,
             channel: None,
             locale: &case.locale,

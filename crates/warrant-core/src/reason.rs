@@ -177,6 +177,10 @@ reason_codes! {
     ClaimUnbacked => "claim_unbacked",
     /// The facts that would back a claim could not be read; the claim counts as unbacked.
     ClaimUnverifiable => "claim_unverifiable",
+    /// A claim names a row that the message's recipient (its `actor`) may not see, or that
+    /// does not exist; the two are not told apart. The claim is unbacked, and the row is never
+    /// given to a model.
+    ClaimNotVisible => "claim_not_visible",
     /// The claims-coverage check found the text stating more than its claims list; the draft
     /// goes to the rewrite.
     CoverageBlocked => "coverage_blocked",

@@ -811,6 +811,8 @@ pub fn decide_answered(
         };
         let outgoing = outbound::Outgoing {
             conversation: &request.conversation,
+            // The live reply goes to the turn's actor: it may state only what they may see.
+            actor: &request.actor,
             path: PathName::Live,
             channel: None,
             locale: &request.locale,

@@ -18,7 +18,7 @@ fn store() -> (tempfile::TempDir, String) {
 fn the_payment_link_draft_goes_out_as_fallback_copy_with_its_record() {
     let (dir, store) = store();
     let record = dir.path().join("record.json");
-    let request = json!({"conversation": "seed003", "path": "scheduled", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+    let request = json!({"conversation": "seed003", "actor": "yusuf_rossi_9620", "path": "scheduled", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": "Your payment link is attached.", "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}});
     let out = warrant(
         &["outbound", "--contract", CONTRACT, "--store", &store, "--record", record.to_str().unwrap(), "-"],
@@ -31,7 +31,7 @@ fn the_payment_link_draft_goes_out_as_fallback_copy_with_its_record() {
     assert_eq!(message["channel"], "support_webhook");
     assert_eq!(message["claims"], json!([]));
     assert!(message["text"].as_str().unwrap().starts_with("We're following up"));
-    assert_eq!(message["reasons"][0]["code"], "claim_unbacked");
+    assert_eq!(message["reasons"][0]["code"], "claim_not_visible", "no order `#W0000000` exists");
     assert_eq!(message["reasons"][0]["field"], "draft.claims[0]");
     assert!(message["id"].as_str().unwrap().starts_with("msg_"));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
@@ -44,7 +44,7 @@ fn the_payment_link_draft_goes_out_as_fallback_copy_with_its_record() {
 #[test]
 fn a_malformed_outbound_request_names_its_field_and_exits_2() {
     let (_dir, store) = store();
-    let request = json!({"conversation": "c", "path": "cron", "at": "2026-11-29T16:00:00Z", "locale": "en-US", "draft": {"text": "x"}});
+    let request = json!({"conversation": "c", "actor": "yusuf_rossi_9620", "path": "cron", "at": "2026-11-29T16:00:00Z", "locale": "en-US", "draft": {"text": "x"}});
     let out = warrant(&["outbound", "--contract", CONTRACT, "--store", &store], &request.to_string());
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -65,8 +65,8 @@ fn the_outbound_corpus_runs_under_corpus_run_and_a_leak_fails_it() {
     let file = dir.path().join("leak.jsonl");
     let original = std::fs::read_to_string(crate::root().join("corpus/outbound/cases.jsonl")).unwrap();
     let mut case: Value = serde_json::from_str(original.lines().next().unwrap()).unwrap();
-    case["records"] =
-        json!([{"table": "order", "key": "#W0000000", "revision": 1, "value": {"payment_link_status": "sent"}}]);
+    case["records"] = json!([{"table": "order", "key": "#W0000000", "revision": 1,
+            "value": {"user_id": case["actor"], "payment_link_status": "sent"}}]);
     std::fs::write(&file, format!("{case}\n")).unwrap();
     let out = warrant(&["corpus", "run", "--contract", CONTRACT, file.to_str().unwrap()], "");
     let text = stdout(&out);
@@ -90,7 +90,7 @@ fn seed_003_as_a_scheduled_follow_up_reaches_the_webhook_as_fallback_copy_once()
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         serde_json::from_str::<Value>(&stdout(&out)).unwrap()
     };
-    let follow_up = json!({"conversation": "seed003", "path": "scheduled", "at": "2026-11-29T16:00:00Z",
+    let follow_up = json!({"conversation": "seed003", "actor": "yusuf_rossi_9620", "path": "scheduled", "at": "2026-11-29T16:00:00Z",
         "due": "2026-11-29T16:30:00Z", "locale": "en-US",
         "draft": {"text": "Great news! Your payment link is attached below.",
                   "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}});

@@ -41,13 +41,18 @@ impl outbound::LedgerFacts for Ledger {
 }
 
 fn request(path: &str, claims: Value) -> String {
-    json!({"conversation": "c1", "path": path, "at": "2026-11-20T09:00:00Z", "locale": "en-US",
+    json!({"conversation": "c1", "actor": "u1", "path": path, "at": "2026-11-20T09:00:00Z", "locale": "en-US",
         "draft": {"text": "Your order #W1 has been cancelled.", "claims": claims}})
     .to_string()
 }
 
 fn cancelled() -> Ledger {
-    let row = Record { table: "order".into(), key: "#W1".into(), revision: 2, value: json!({"status": "cancelled"}) };
+    let row = Record {
+        table: "order".into(),
+        key: "#W1".into(),
+        revision: 2,
+        value: json!({"status": "cancelled", "user_id": "u1"}),
+    };
     Ledger(vec![row], Vec::new())
 }
 
@@ -77,7 +82,7 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
         table: "order".into(),
         key: "#W0000000".into(),
         revision: 1,
-        value: json!({"status": "pending", "payment_link_status": "sent"}),
+        value: json!({"user_id": "user_a", "status": "pending", "payment_link_status": "sent"}),
     });
     match outbound_corpus::run_case(&contract, &case) {
         Err(Failure::Leak { basis: Basis::Cleared, .. }) => {}
@@ -108,27 +113,31 @@ fn a_request_error_names_the_field() {
     let contract = retail();
     let cases = [
         (
-            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "extra": 1}),
+            json!({"conversation": "c", "actor": "u1", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "extra": 1}),
             "extra",
         ),
         (
-            json!({"conversation": "c", "path": "sms", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}),
+            json!({"conversation": "c", "actor": "", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}),
+            "actor",
+        ),
+        (
+            json!({"conversation": "c", "actor": "u1", "path": "sms", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}}),
             "path",
         ),
         (
-            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-GB", "draft": {"text": "x"}}),
+            json!({"conversation": "c", "actor": "u1", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-GB", "draft": {"text": "x"}}),
             "locale",
         ),
         (
-            json!({"conversation": "c", "path": "live", "at": "tomorrow", "locale": "en-US", "draft": {"text": "x"}}),
+            json!({"conversation": "c", "actor": "u1", "path": "live", "at": "tomorrow", "locale": "en-US", "draft": {"text": "x"}}),
             "at",
         ),
         (
-            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x", "claim": []}}),
+            json!({"conversation": "c", "actor": "u1", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x", "claim": []}}),
             "draft.claim",
         ),
         (
-            json!({"conversation": "c", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "channel": "sms"}),
+            json!({"conversation": "c", "actor": "u1", "path": "live", "at": "2026-11-20T09:00:00Z", "locale": "en-US", "draft": {"text": "x"}, "channel": "sms"}),
             "channel",
         ),
     ];
@@ -252,7 +261,7 @@ mod properties {
             static RETAIL: std::sync::OnceLock<warrant_core::Contract> = std::sync::OnceLock::new();
             let contract = RETAIL.get_or_init(super::retail);
             let draft = Draft { text, claims };
-            let outgoing = Outgoing { conversation: "c", path, channel: None, locale: "en-US", at: "2026-11-20T09:00:00Z", draft: &draft };
+            let outgoing = Outgoing { conversation: "c", actor: "u1", path, channel: None, locale: "en-US", at: "2026-11-20T09:00:00Z", draft: &draft };
             let gate = outbound::clear(contract, &outgoing, &super::Ledger(Vec::new(), Vec::new()), &GateAnswers::new()).unwrap();
             prop_assert_eq!(gate.message.basis(), Basis::Fallback);
             prop_assert!(gate.message.claims().is_empty());

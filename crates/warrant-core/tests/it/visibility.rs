@@ -1,6 +1,7 @@
 //! Which rows an actor may see, decided in core against facts in memory: a table's `owner`, the
 //! actor table's own rows, a nested table through its parent, a catalogue for everyone; a row
-//! the actor may not see refused exactly as a row that does not exist.
+//! the actor may not see refused exactly as a row that does not exist, and a claim about it
+//! never backed, not even in the turn's own reply.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -125,14 +126,17 @@ fn facts() -> Memory {
     Memory(rows)
 }
 
-fn decide(op: &str, args: Value) -> Decision {
+fn decide(op: &str, args: Value, draft: Option<Value>) -> Decision {
     let contract = Contract::load("visibility.toml", CONTRACT, &Files).unwrap();
-    let body = json!({
+    let mut body = json!({
         "conversation": "c", "turn": "t", "actor": "kim",
         "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
         "entries": [{"kind": "user", "text": "Where is it?"}],
         "acts": [{"op": op, "args": args}],
     });
+    if let Some(draft) = draft {
+        body["draft"] = draft;
+    }
     let valid = request::parse(&contract, &body.to_string()).unwrap();
     turn::decide(&contract, &valid, &facts(), &BTreeSet::new())
 }
@@ -150,7 +154,7 @@ fn each_table_shows_its_rows_to_the_actors_the_contract_names() {
         ("visit", json!({"store_id": "s-1"})),
         ("greet", json!({"customer_id": "kim"})),
     ] {
-        let decision = decide(op, args);
+        let decision = decide(op, args, None);
         assert_eq!(decision.response.acts[0].verdict, Verdict::Commit, "{op}: {:?}", decision.response.acts[0]);
     }
 }
@@ -164,13 +168,30 @@ fn a_row_the_actor_may_not_see_is_refused_exactly_as_a_row_that_does_not_exist()
         // The actor table's rows are each their own actor's.
         ("greet", "customer_id", json!("lee"), json!("nobody")),
     ] {
-        let seen = decide(op, json!({ field: theirs }));
-        let none = decide(op, json!({ field: missing }));
+        let seen = decide(op, json!({ field: theirs }), None);
+        let none = decide(op, json!({ field: missing }), None);
         let (their_key, missing_key) = match (&theirs, &missing) {
             (Value::Array(a), Value::Array(b)) => (a[1].as_str().unwrap(), b[1].as_str().unwrap()),
             _ => (theirs.as_str().unwrap(), missing.as_str().unwrap()),
         };
         assert_eq!(seen.response.acts[0].reasons[0].code.as_str(), "unknown_record", "{op}");
         assert_eq!(refusal(&seen, their_key), refusal(&none, missing_key), "{op}");
+    }
+}
+
+#[test]
+fn the_turns_reply_cannot_claim_a_row_its_actor_may_not_see() {
+    let draft = |order: &str| json!({"text": "Your order has shipped.", "claims": [{"claim": "order_shipped", "order": order}]});
+    let own = decide("track", json!({"order_id": "o-kim"}), Some(draft("o-kim")));
+    assert_eq!(own.response.reply.as_ref().unwrap()["basis"], "cleared", "{:?}", own.response.reply);
+    for order in ["o-lee", "o-none"] {
+        let other = decide("track", json!({"order_id": "o-kim"}), Some(draft(order)));
+        let reply = other.response.reply.unwrap();
+        assert_eq!(reply["basis"], "fallback", "{order}: {reply}");
+        assert_eq!(reply["reasons"][0]["code"], "claim_not_visible", "{order}: {reply}");
+        assert!(!other.outbound.verdicts[0].backed);
+        // The rewrite, were a model asked, is given nothing about the order.
+        let rewrite = other.outbound.questions.iter().find(|q| q.task == "rewrite").unwrap();
+        assert!(rewrite.facts.is_empty(), "{:?}", rewrite.facts);
     }
 }

@@ -33,14 +33,16 @@ fn with_model(
     (engine.with_model(ModelSetup::new(Box::new(live(base)), "m")).unwrap(), seen)
 }
 
+const YUSUF: &str = "yusuf_rossi_9620";
+
 fn outbound(
     engine: &mut Engine<SqliteStore>,
-    conversation: &str,
+    (conversation, actor): (&str, &str),
     path: &str,
     text: &str,
     claims: Value,
 ) -> OutboundRun {
-    let request = json!({"conversation": conversation, "path": path, "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+    let request = json!({"conversation": conversation, "actor": actor, "path": path, "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": text, "claims": claims}});
     match engine.outbound(&request.to_string()).unwrap() {
         OutboundResult::Cleared(run) => run,
@@ -70,21 +72,23 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
     let mut engine = engine;
     for path in PATHS {
         for (engine, label) in [(&mut engine, "no model"), (&mut modelled, "model")] {
-            let run = outbound(engine, "seed003", path, LINK, claims.clone());
+            let run = outbound(engine, ("seed003", YUSUF), path, LINK, claims.clone());
             assert_eq!(run.message.basis(), Basis::Fallback, "{path} ({label})");
             assert_eq!(
                 run.message.text(),
                 engine.contract().outbound().path(run.message.path()).unwrap().fallback("en-US").unwrap()
             );
             assert!(run.message.claims().is_empty());
-            assert_eq!(codes(&run)[0], "claim_unbacked", "{path} ({label})");
+            // No order `#W0000000` exists: no recipient may see it, so nothing can back a claim
+            // about it.
+            assert_eq!(codes(&run)[0], "claim_not_visible", "{path} ({label})");
             assert!(codes(&run).contains(&"fallback_sent"));
             assert!(!run.record.verdicts[0].backed);
             replays_identically(engine, &run);
         }
     }
     // The claim left unlisted: only the coverage check sees it, and it can only take away.
-    let run = outbound(&mut modelled, "seed003", "scheduled", LINK, json!([]));
+    let run = outbound(&mut modelled, ("seed003", YUSUF), "scheduled", LINK, json!([]));
     assert_eq!(run.message.basis(), Basis::Fallback);
     assert_eq!(codes(&run), ["coverage_blocked", "rewrite_unbacked", "fallback_sent"]);
     assert!(!seen.lock().unwrap().is_empty());
@@ -113,13 +117,13 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
     let text = "Your order #W6247578 is cancelled and your refund has been issued.";
     let claims =
         json!([{"claim": "order_cancelled", "order": "#W6247578"}, {"claim": "refund_issued", "order": "#W6247578"}]);
-    let before = outbound(&mut engine, "life", "queue", text, claims.clone());
+    let before = outbound(&mut engine, ("life", YUSUF), "queue", text, claims.clone());
     assert_eq!(before.message.basis(), Basis::Rewritten, "{:?}", codes(&before));
     assert_eq!(before.message.claims(), [json!({"claim": "order_cancelled", "order": "#W6247578"})]);
     assert_eq!(before.record.verdicts[1].reason, Some(warrant_core::reason::ReasonCode::ClaimUnbacked));
 
     engine.report_outcome(&effect, "done").unwrap();
-    let after = outbound(&mut engine, "life", "queue", text, claims.clone());
+    let after = outbound(&mut engine, ("life", YUSUF), "queue", text, claims.clone());
     assert_eq!(after.message.basis(), Basis::Cleared, "{:?}", codes(&after));
     assert_eq!(after.message.text(), text);
     assert!(after.record.verdicts.iter().all(|v| v.backed));
@@ -128,7 +132,7 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
     // Another conversation's ledger backs nothing here.
     let elsewhere = outbound(
         &mut engine,
-        "elsewhere",
+        ("elsewhere", YUSUF),
         "queue",
         "Your refund has been issued.",
         json!([{"claim": "refund_issued", "order": "#W6247578"}]),
@@ -143,7 +147,7 @@ fn the_rewrite_is_given_verified_facts_only() {
     let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
     let claims =
         json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
-    let run = outbound(&mut engine, "facts", "digest", draft, claims);
+    let run = outbound(&mut engine, ("facts", "sofia_rossi_8776"), "digest", draft, claims);
     assert_eq!(run.message.basis(), Basis::Rewritten);
     assert_eq!(run.message.text(), "Your order #W5918442 is still pending.");
     let requests = seen.lock().unwrap();
@@ -161,10 +165,47 @@ fn the_rewrite_is_given_verified_facts_only() {
     replays_identically(&engine, &run);
 }
 
+/// Before: a message in one customer's conversation could state another customer's order
+/// facts as `cleared`, and the rewrite was given that order's row.
+#[test]
+fn another_customers_order_is_never_claimed_to_its_recipient_nor_given_to_a_model() {
+    let (engine, _dir) = retail_engine();
+    let (mut engine, seen) = with_model(engine, "no", "Your order #W5918442 is still pending.");
+    // `#W3220387` is a cancelled order of another customer than Sofia, the recipient.
+    let draft = "Your order #W5918442 is pending and your order #W3220387 has been cancelled.";
+    let claims =
+        json!([{"claim": "order_pending", "order": "#W5918442"}, {"claim": "order_cancelled", "order": "#W3220387"}]);
+    let run = outbound(&mut engine, ("facts", "sofia_rossi_8776"), "digest", draft, claims.clone());
+    assert_eq!(run.message.basis(), Basis::Rewritten, "{:?}", codes(&run));
+    assert_eq!(run.record.verdicts[1].reason, Some(warrant_core::reason::ReasonCode::ClaimNotVisible));
+    assert!(!run.record.verdicts[1].backed);
+    assert_eq!(run.message.claims(), [json!({"claim": "order_pending", "order": "#W5918442"})]);
+    // The model was given the recipient's row and claim, and nothing of the other order.
+    let requests = seen.lock().unwrap();
+    assert!(!requests.is_empty());
+    for request in requests.iter() {
+        assert!(!request.to_string().contains("W3220387"), "another customer's order reached the model: {request}");
+    }
+    let rewrite = requests.iter().find(|r| r["response_format"]["json_schema"]["name"] == "rewrite").unwrap();
+    assert!(rewrite["messages"][1]["content"].as_str().unwrap().contains("record order #W5918442: "));
+    drop(requests);
+    // To the owner of `#W3220387` the same claim is backed.
+    let owner = engine.store_mut().record("order", "#W3220387").unwrap().unwrap().value["user_id"].clone();
+    let theirs = outbound(
+        &mut engine,
+        ("theirs", owner.as_str().unwrap()),
+        "digest",
+        "Your order #W3220387 has been cancelled.",
+        json!([{"claim": "order_cancelled", "order": "#W3220387"}]),
+    );
+    assert!(theirs.record.verdicts[0].backed, "{:?}", theirs.record.verdicts);
+    replays_identically(&engine, &run);
+}
+
 #[test]
 fn a_bad_outbound_request_is_refused_with_its_field() {
     let (mut engine, _dir) = retail_engine();
-    let body = json!({"conversation": "c", "path": "live", "at": "2026-11-29T16:00:00Z", "locale": "en-US", "draft": {"text": "x", "claims": "none"}});
+    let body = json!({"conversation": "c", "actor": YUSUF, "path": "live", "at": "2026-11-29T16:00:00Z", "locale": "en-US", "draft": {"text": "x", "claims": "none"}});
     match engine.outbound(&body.to_string()).unwrap() {
         OutboundResult::Rejected(error) => assert_eq!(error.field, "draft.claims"),
         OutboundResult::Cleared(_) => panic!("a malformed request cleared a message"),
@@ -221,6 +262,27 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
     assert_eq!((report.turns, report.identical), (3, 3), "{:?}", report.changes);
 }
 
+/// Before: a reply in Yusuf's turn could state another customer's cancelled order as
+/// `cleared`, since the records back it.
+#[test]
+fn a_live_reply_cannot_state_another_customers_order_to_the_turns_actor() {
+    let (engine, _dir) = retail_engine();
+    let (mut engine, seen) = with_model(engine, "no", "We will follow up shortly.");
+    let text = "Your order #W3220387 has been cancelled.";
+    let request = json!({"conversation": "live", "turn": "t1", "actor": YUSUF, "at": "2026-11-29T15:00:00Z",
+        "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Is it cancelled?"}],
+        "draft": {"text": text, "claims": [{"claim": "order_cancelled", "order": "#W3220387"}]}});
+    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else { panic!() };
+    let reply = response.reply.unwrap();
+    assert_ne!(reply["basis"], "cleared", "{reply}");
+    assert_ne!(reply["text"], text);
+    assert_eq!(reply["actor"], YUSUF, "the reply names its recipient");
+    assert_eq!(reply["reasons"][0]["code"], "claim_not_visible", "{reply}");
+    assert!(seen.lock().unwrap().iter().all(|r| !r.to_string().contains("W3220387")));
+    let report = engine.replay().unwrap();
+    assert_eq!((report.turns, report.identical), (1, 1), "{:?}", report.changes);
+}
+
 #[test]
 fn without_a_model_a_live_draft_cannot_be_cleared() {
     let (mut engine, _dir) = retail_engine();
@@ -247,7 +309,7 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
     let (engine, _dir) = retail_engine();
     let (mut engine, _) = with_model(engine, "no", "unused");
     let follow_up = |conversation: &str, text: &str, claims: Value| {
-        json!({"conversation": conversation, "path": "scheduled", "at": "2026-11-29T14:00:00Z",
+        json!({"conversation": conversation, "actor": YUSUF, "path": "scheduled", "at": "2026-11-29T14:00:00Z",
             "due": "2026-11-29T18:00:00Z", "locale": "en-US", "draft": {"text": text, "claims": claims}})
         .to_string()
     };
@@ -323,9 +385,10 @@ fn a_message_submitted_twice_is_stored_once() {
     use warrant_engine::Submitted;
 
     let (mut engine, _dir) = retail_engine();
-    let request = json!({"conversation": "c", "path": "retry", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+    let request =
+        json!({"conversation": "c", "actor": YUSUF, "path": "retry", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": LINK, "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}})
-    .to_string();
+        .to_string();
     let Submitted::Queued { run, outbox, duplicate: false } = engine.submit(&request, 5).unwrap() else {
         panic!("not queued")
     };

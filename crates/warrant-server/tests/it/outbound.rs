@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::{Place, call};
 
 fn seed_003(path: &str) -> Value {
-    json!({"conversation": "seed003", "path": path, "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+    json!({"conversation": "seed003", "actor": "yusuf_rossi_9620", "path": path, "at": "2026-11-29T16:00:00Z", "locale": "en-US",
         "draft": {"text": "Here is the payment link for your order. It's attached below.",
                   "claims": [{"claim": "payment_link_sent", "order": "#W0000000"}]}})
 }
@@ -24,7 +24,7 @@ async fn a_draft_is_cleared_into_the_tenants_outbox_once_and_a_follow_up_waits_f
     assert_eq!(status, StatusCode::OK, "{sent}");
     assert_eq!(sent["basis"], "fallback", "{sent}");
     assert_eq!(sent["claims"], json!([]));
-    assert_eq!(sent["reasons"][0]["code"], "claim_unbacked");
+    assert_eq!(sent["reasons"][0]["code"], "claim_not_visible", "no order `#W0000000` exists");
     assert_eq!(sent["outbox"]["duplicate"], false);
     let (_, again) = call(&app, "POST", "/v1/outbound", Some(&a), Some(seed_003("retry"))).await;
     assert_eq!(again["outbox"], json!({"id": sent["outbox"]["id"], "duplicate": true}), "{again}");
