@@ -190,7 +190,7 @@ fn another_customers_order_is_never_claimed_to_its_recipient_nor_given_to_a_mode
     assert!(rewrite["messages"][1]["content"].as_str().unwrap().contains("record order #W5918442: "));
     drop(requests);
     // To the owner of `#W3220387` the same claim is backed.
-    let owner = engine.store_mut().record("order", "#W3220387").unwrap().unwrap().value["user_id"].clone();
+    let owner = crate::data().orders["#W3220387"]["user_id"].clone();
     let theirs = outbound(
         &mut engine,
         ("theirs", owner.as_str().unwrap()),
