@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use warrant_engine::dispatch::{self, DispatchConfig, Dispatcher};
 use warrant_engine::outbox::JobsRun;
-use warrant_store::{Lease, OutboxState, RetryPolicy, Store};
+use warrant_store::{Lease, OutboxState, RetryPolicy};
 
 use crate::Exit;
 use crate::prompt::{At, open};
@@ -106,7 +106,7 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
     with_engine(&at, |engine| {
         let Some(stop) = &stop else {
             let due = follow_ups(engine, &dispatcher)?;
-            let done = dispatcher.drain(engine.store()).map_err(failed)?;
+            let done = engine.drain(&dispatcher).map_err(failed)?;
             println!(
                 "{}",
                 serde_json::json!({
@@ -130,7 +130,7 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
 /// Due follow-ups go first, so that a follow-up cleared now is delivered in the same pass.
 fn tick(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<usize, Exit> {
     let due = follow_ups(engine, dispatcher)?;
-    Ok(due.enqueued + due.already_enqueued + deliver(engine.store(), dispatcher)?)
+    Ok(due.enqueued + due.already_enqueued + engine.dispatch_once(dispatcher).map_err(failed)?.taken)
 }
 
 /// Clears the follow-ups due now through the outbound gate, against the ledger and the records
@@ -145,11 +145,6 @@ fn follow_ups(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<Job
         eprintln!("warrant scheduler: follow-up `{job}` was not cleared: {why}");
     }
     Ok(run)
-}
-
-/// Delivers one batch of due outbox messages.
-fn deliver(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
-    Ok(dispatcher.dispatch_once(store).map_err(failed)?.taken)
 }
 
 fn failed(error: dispatch::DispatchError) -> Exit {
