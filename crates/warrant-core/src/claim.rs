@@ -310,6 +310,11 @@ impl Outbound {
     pub fn channel(&self, name: &str) -> Option<&Channel> {
         self.channels.iter().find(|c| c.name == name)
     }
+
+    /// Every channel, in declaration order.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
 }
 
 /// `[outbound]` as written.
