@@ -384,7 +384,11 @@ fn each_channel_delivers_to_the_webhook_its_url_env_names() {
     let said = crate::stderr(&missing);
     assert!(said.contains("channel `sms`") && said.contains("`WARRANT_TEST_SMS_URL`"), "{said}");
     let out = warrant(&["scheduler", "outbox", "--store", &store, "--state", "queued"], "");
-    assert_eq!(stdout(&out).lines().count(), 3, "every message is still queued");
+    let rows: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 3, "every message is still queued");
+    // Each outbox row carries the channel its message was cleared for.
+    let channels: Vec<&str> = rows.iter().map(|row| row["channel"].as_str().unwrap()).collect();
+    assert_eq!(channels, ["email", "sms", "sms"], "{rows:?}");
     assert!(email.log().wire.is_empty() && sms.log().wire.is_empty());
 
     let out = run(&[("WARRANT_TEST_EMAIL_URL", &email_url), ("WARRANT_TEST_SMS_URL", &sms_url)], &[]);
