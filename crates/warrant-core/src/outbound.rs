@@ -1,8 +1,11 @@
-//! The outbound gate (DESIGN.md §7, rule 3): the one place that decides which words may reach a
-//! customer, on every path. A draft's claims are checked one by one against the ledger and the
-//! authoritative records; a draft that passes (and passes its path's coverage check) goes out as
-//! is; otherwise it is rewritten once from verified facts only and checked again; otherwise the
-//! path's fallback copy goes out. The result is a [`ClearedMessage`], which only this module can
+//! The outbound gate (rule 3): the one place that decides which words may reach a customer, on
+//! every path. A draft's claims are checked one by one against the ledger and the authoritative
+//! records; a draft that passes (and passes its path's coverage check) goes out as is. Otherwise,
+//! when no claim is backed (on a path with the coverage check, also when the draft lists none),
+//! the path's fallback copy goes out and no model is asked; when every
+//! backed claim's kind has authored copy for the locale, the rewrite is composed by code from
+//! that copy; otherwise a model rewrites it once from verified facts only and it is checked
+//! again, or the fallback copy goes out. The result is a [`ClearedMessage`], which only this module can
 //! build, and the only thing a [`Sender`] accepts.
 //!
 //! Like the turn, the gate is pure: facts arrive through [`LedgerFacts`], model answers (the
@@ -338,7 +341,7 @@ pub struct Question {
     /// For coverage: the claims the text may make, each as JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<String>,
-    /// For the rewrite: the verified facts, one per line.
+    /// For the rewrite: the verified facts, each a JSON object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
 }
@@ -396,7 +399,8 @@ pub type GateAnswers = BTreeMap<String, GateAnswer>;
 pub enum Basis {
     /// The draft, as is: every claim backed, its coverage check passed.
     Cleared,
-    /// The one rewrite from verified facts, checked again.
+    /// The one rewrite: composed by code from the backed claims' authored copy
+    /// (`rewrite_composed`), or written by a model from verified facts and checked again.
     Rewritten,
     /// The path's deterministic fallback copy.
     Fallback,
@@ -593,6 +597,12 @@ fn check_stage(
     if !coverage {
         return Stage { backed, passed: true };
     }
+    if backed.is_empty() {
+        // On a path whose text must be bounded by its claims, a text with no backed claim has
+        // nothing it may say. Only a model could call it harmless, and a model's answer is no
+        // warrant: it does not go out, and no model is asked.
+        return Stage { backed, passed: false };
+    }
     let question = Question::coverage(text, &backed);
     let answer = answers.get(&question.id);
     let id = question.id.clone();
@@ -660,9 +670,11 @@ fn backing(contract: &Contract, claim: &Claim, facts: &dyn LedgerFacts) -> Resul
     }
 }
 
-/// The verified facts for the rewrite: the backed claims and the rows they name, as read now.
+/// The verified facts for the model rewrite, each a JSON object: `{"claim": …}` for each backed
+/// claim, then `{"record": {"table", "key", "value"}}` for each row they name, as read now. They
+/// are data; the model task puts them in its prompt as such.
 fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts) -> Vec<String> {
-    let mut lines: Vec<String> = backed.iter().map(|c| format!("claim {}", c.to_json())).collect();
+    let mut lines: Vec<String> = backed.iter().map(|c| serde_json::json!({"claim": c.to_json()}).to_string()).collect();
     let mut rows: Vec<(String, String)> = Vec::new();
     for claim in backed {
         let Some(kind) = contract.outbound().claim(&claim.claim) else {
@@ -679,10 +691,28 @@ fn verified_facts(contract: &Contract, backed: &[Claim], facts: &dyn LedgerFacts
     for (table, key) in rows {
         // A row that cannot be read now is not a verified fact; it is left out.
         if let Ok(Some(row)) = facts.record(&table, &key) {
-            lines.push(format!("record {table} {key}: {}", row.value));
+            lines.push(serde_json::json!({"record": {"table": table, "key": key, "value": row.value}}).to_string());
         }
     }
     lines
+}
+
+/// The rewrite composed by code: each backed claim, in the draft's order and once, stated in its
+/// kind's authored copy for `locale`, the sentences joined by one space; with the claims it
+/// states. `None` when some backed claim's kind has no copy for `locale`: the model rewrite is
+/// asked instead, and checked again.
+fn compose(contract: &Contract, backed: &[Claim], locale: &str) -> Option<(String, Vec<Claim>)> {
+    let mut sentences: Vec<String> = Vec::new();
+    let mut stated: Vec<Claim> = Vec::new();
+    for claim in backed {
+        if stated.contains(claim) {
+            continue;
+        }
+        let kind = contract.outbound().claim(&claim.claim)?;
+        sentences.push(kind.state(claim, locale)?);
+        stated.push(claim.clone());
+    }
+    Some((sentences.join(" "), stated))
 }
 
 /// Clears `outgoing`: the draft as is, the one rewrite, or the fallback copy. An `Err` is a
@@ -711,6 +741,24 @@ pub fn clear(
     );
     let (basis, text, claims) = if first.passed {
         (Basis::Cleared, draft.text.clone(), first.backed)
+    } else if first.backed.is_empty() {
+        // Nothing the draft claims is true, so there is nothing to rewrite from: a model asked
+        // to rewrite it could only repeat the draft or invent. No model is asked.
+        reasons.push(reason(
+            ReasonCode::NothingBacked,
+            None,
+            Some("no claim of the draft is backed: there is nothing true to rewrite from".into()),
+        ));
+        fallback(path, outgoing.locale, &mut reasons)
+    } else if let Some((text, claims)) = compose(contract, &first.backed, outgoing.locale) {
+        // Every backed claim has authored copy: the rewrite is those sentences, by code, and
+        // states nothing else. No model writes it, so there is nothing to check again.
+        reasons.push(reason(
+            ReasonCode::RewriteComposed,
+            None,
+            Some("composed from the authored copy of the backed claims".into()),
+        ));
+        (Basis::Rewritten, text, claims)
     } else {
         let question = Question::rewrite(verified_facts(contract, &first.backed, &reading));
         let answer = answers.get(&question.id).cloned();

@@ -165,10 +165,11 @@ reason_codes! {
     /// turn covers; every act that would commit or be held is asked about instead.
     RequestUncovered => "request_uncovered",
     /// A draft's claim does not parse against its claim kind (unknown kind, missing, extra or
-    /// ill-typed argument); the field names it. The draft goes to the rewrite.
+    /// ill-typed argument); the field names it. The draft goes to the rewrite, or to the
+    /// fallback when no claim of it is backed.
     ClaimInvalid => "claim_invalid",
     /// A draft's claim is backed by no committed event and no record in the declared state; the
-    /// draft goes to the rewrite.
+    /// draft goes to the rewrite, or to the fallback when no claim of it is backed.
     ClaimUnbacked => "claim_unbacked",
     /// The facts that would back a claim could not be read; the claim counts as unbacked.
     ClaimUnverifiable => "claim_unverifiable",
@@ -187,6 +188,12 @@ reason_codes! {
     RewriteUnbacked => "rewrite_unbacked",
     /// The outbound path's deterministic fallback copy went out instead of the draft.
     FallbackSent => "fallback_sent",
+    /// No claim of the draft is backed (none listed, none valid, or none true), so there is
+    /// nothing true to rewrite from: no model rewrite is asked and the fallback copy goes out.
+    NothingBacked => "nothing_backed",
+    /// The rewrite was composed by code from the authored copy of the backed claims' kinds, in
+    /// the draft's order; no model wrote it, and it states those claims and nothing else.
+    RewriteComposed => "rewrite_composed",
 }
 
 impl std::fmt::Display for ReasonCode {

@@ -1,8 +1,9 @@
 //! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and the
-//! answers of warrant-model's checks, in the order DESIGN.md §3 gives. The engine owns the IO the core
+//! answers of warrant-model's checks, in the order `ARCHITECTURE.md` gives. The engine owns the IO the core
 //! refuses: it reads the contract's files, seeds the records, serves stored facts to the
 //! decision, and commits what it decided in one transaction.
 
+mod builder;
 pub mod dispatch;
 mod files;
 mod guards;
@@ -27,10 +28,14 @@ use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, Recorded
 use warrant_core::{Contract, ContractError};
 use warrant_model::ModelCall;
 use warrant_store::{
-    Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
-    OutcomeReport, OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
+    Answer, AnyStore, Commit, CommitOutcome, DueJob, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow,
+    InteractionState, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
 };
 
+pub use builder::{
+    BuildError, ENV_CALLS, ENV_CASSETTE, ENV_DEADLINE_MS, ENV_TOKENS, EngineBuilder, EngineSetup, ModelPlan,
+    ModelSource, StoreUrl,
+};
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
@@ -102,7 +107,9 @@ fn failpoint(name: &str) {
     }
 }
 
-/// The engine over one store.
+/// The engine over one store. Made by [`Engine::builder`] (or [`Engine::new`] and
+/// [`Engine::with_model`], the builder's own steps). It hands out no store: every write goes
+/// through a decision, and callers read through the few methods below.
 pub struct Engine<S: Store> {
     contract: Contract,
     folder: std::path::PathBuf,
@@ -149,6 +156,13 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
     }
 }
 
+impl Engine<AnyStore> {
+    /// The one way the command line and the service make engines: see [`EngineBuilder`].
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::new()
+    }
+}
+
 /// How many times a turn is decided again after a commit conflict.
 const MAX_ATTEMPTS: usize = 4;
 
@@ -178,9 +192,53 @@ impl<S: Store> Engine<S> {
         &self.contract
     }
 
-    /// The store.
-    pub fn store_mut(&mut self) -> &mut S {
-        &mut self.store
+    /// The row `key` of `table` as stored now, with its revision.
+    pub fn record(&mut self, table: &str, key: &str) -> Result<Option<warrant_store::Record>, EngineError> {
+        Ok(self.store.record(table, key)?)
+    }
+
+    /// Stored turns after sequence number `after`, oldest first, at most `limit`.
+    pub fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, EngineError> {
+        Ok(self.store.turns(after, limit)?)
+    }
+
+    /// Stored turns before sequence number `before` (or the newest), newest first, at most
+    /// `limit`: the review page's list.
+    pub fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, EngineError> {
+        Ok(self.store.recent_turns(before, limit)?)
+    }
+
+    /// The committed events of `conversation` (of every conversation with `None`), in commit
+    /// order.
+    pub fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, EngineError> {
+        Ok(self.store.events(conversation)?)
+    }
+
+    /// Outbox messages (in `state`, or all), in the order they were stored, at most `limit`.
+    pub fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, EngineError> {
+        Ok(self.store.outbox(state, limit)?)
+    }
+
+    /// The due job `id`.
+    pub fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, EngineError> {
+        Ok(self.store.due_job(id)?)
+    }
+
+    /// Delivers one batch of the outbox's due messages through `dispatcher`.
+    pub fn dispatch_once(
+        &mut self,
+        dispatcher: &dispatch::Dispatcher,
+    ) -> Result<dispatch::Dispatched, dispatch::DispatchError> {
+        dispatcher.dispatch_once(&mut self.store)
+    }
+
+    /// Delivers what is due now through `dispatcher`, round after round, each message at most
+    /// once.
+    pub fn drain(
+        &mut self,
+        dispatcher: &dispatch::Dispatcher,
+    ) -> Result<dispatch::Dispatched, dispatch::DispatchError> {
+        dispatcher.drain(&mut self.store)
     }
 
     /// Loads every records table's data into the store; rows already there are kept as they

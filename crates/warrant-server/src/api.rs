@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 
 use warrant_core::report::{self, ScoreRequest};
 use warrant_engine::{EngineError, Submitted, TurnResult};
-use warrant_store::Store;
 
 use crate::AppState;
 use crate::pool::PoolError;
@@ -381,13 +380,7 @@ async fn get_record(
 ) -> Result<Response, ApiError> {
     let Path((table, key)) = path.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
     let (table_name, key_name) = (table.clone(), key.clone());
-    let record = state
-        .inner
-        .pools
-        .with_engine(&tenant, move |engine| {
-            engine.store_mut().record(&table_name, &key_name).map_err(EngineError::from)
-        })
-        .await?;
+    let record = state.inner.pools.with_engine(&tenant, move |engine| engine.record(&table_name, &key_name)).await?;
     match record {
         Some(record) => Ok(axum::Json(
             json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value}),
@@ -458,11 +451,8 @@ async fn list_turns(
     let limit = page_limit(&pairs)?;
     let before = query_value::<i64>(&pairs, "before", "a sequence number")?;
     // One more than asked tells whether an older page exists.
-    let mut turns = state
-        .inner
-        .pools
-        .with_engine(&tenant, move |engine| Ok(engine.store_mut().recent_turns(before, limit + 1)?))
-        .await?;
+    let mut turns =
+        state.inner.pools.with_engine(&tenant, move |engine| engine.recent_turns(before, limit + 1)).await?;
     let more = turns.len() > limit;
     turns.truncate(limit);
     let next = if more { turns.last().map(|t| t.seq) } else { None };
