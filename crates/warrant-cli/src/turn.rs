@@ -109,14 +109,25 @@ impl<S: Store> EngineOps for Engine<S> {
     }
 }
 
+/// Reads a request from a file or standard input. A request that is not UTF-8 is bad input like
+/// any other: its error object goes to standard output, exit status 2.
 pub(crate) fn read_input(path: &Path) -> Result<String, Exit> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text)?;
-        Ok(text)
+    let bytes = if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes)?;
+        bytes
     } else {
-        std::fs::read_to_string(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))
-    }
+        std::fs::read(path).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", path.display())))?
+    };
+    String::from_utf8(bytes).map_err(|_| {
+        let error = warrant_core::request::RequestError {
+            code: warrant_core::ReasonCode::InvalidInput,
+            field: String::new(),
+            message: "the request is not UTF-8".into(),
+        };
+        println!("{}", serde_json::json!({"error": error}));
+        Exit::Quiet(2)
+    })
 }
 
 pub(crate) fn run_turn(args: &TurnArgs) -> Result<(), Exit> {

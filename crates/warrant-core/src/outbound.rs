@@ -52,6 +52,16 @@
 //! Webhook.send("Your payment link is attached.".to_string());
 //! ```
 //!
+//! Nor is a request valid without being validated:
+//!
+//! ```compile_fail
+//! use warrant_core::outbound::{OutboundRequest, ValidOutbound};
+//! use warrant_core::claim::PathName;
+//! fn forge(request: OutboundRequest) -> ValidOutbound {
+//!     ValidOutbound { request, path: PathName::Live }
+//! }
+//! ```
+//!
 //! What the gate returns can be sent:
 //!
 //! ```
@@ -205,6 +215,7 @@ pub struct OutboundRequest {
     /// The locale to send in; one of the contract's `outbound.locales`.
     pub locale: String,
     /// What the generator wants to send.
+    #[serde(deserialize_with = "crate::wire::object")]
     pub draft: Draft,
     /// The channel; by default the path's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,16 +227,25 @@ pub struct OutboundRequest {
     pub due: Option<String>,
 }
 
-/// A request whose path, locale and channel the contract declares.
+/// A request whose path, locale and channel the contract declares, within its limits. Only
+/// [`parse_request`] and [`validate_request`] make one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidOutbound {
-    /// The request.
-    pub request: OutboundRequest,
-    /// Its path.
-    pub path: PathName,
+    request: OutboundRequest,
+    path: PathName,
 }
 
 impl ValidOutbound {
+    /// The request.
+    pub fn request(&self) -> &OutboundRequest {
+        &self.request
+    }
+
+    /// Its path.
+    pub fn path(&self) -> PathName {
+        self.path
+    }
+
     /// What the gate clears.
     pub fn outgoing(&self) -> Outgoing<'_> {
         Outgoing {
@@ -260,13 +280,11 @@ fn invalid(field: &str, message: String) -> RequestError {
     RequestError { code: ReasonCode::InvalidInput, field: field.to_owned(), message }
 }
 
-/// Parses an outbound request all or nothing; errors name the field at fault.
+/// Parses an outbound request all or nothing, read strictly as a turn request is
+/// ([`crate::wire`]); errors name the field at fault.
 pub fn parse_request(contract: &Contract, json: &str) -> Result<ValidOutbound, RequestError> {
-    let deserializer = &mut serde_json::Deserializer::from_str(json);
-    let request: OutboundRequest = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        invalid(if field == "." { "" } else { &field }, e.inner().to_string().replace('\n', " "))
-    })?;
+    crate::wire::check(json)?;
+    let request: OutboundRequest = crate::wire::from_str(json)?;
     validate_request(contract, request)
 }
 
@@ -278,7 +296,7 @@ pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result
     {
         return Err(invalid("conversation", "`conversation` must be 1 to 256 visible characters".into()));
     }
-    if request.at.parse::<jiff::Timestamp>().is_err() {
+    if crate::date::parse_instant(&request.at).is_err() {
         return Err(invalid("at", format!("`{}` is not an RFC 3339 instant", crate::text::visible(&request.at))));
     }
     let path = PathName::from_name(&request.path).ok_or_else(|| {
@@ -294,10 +312,11 @@ pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result
         if path != PathName::Scheduled {
             return Err(invalid("due", format!("`due` is for the `scheduled` path only, not `{}`", path.as_str())));
         }
-        if due.parse::<jiff::Timestamp>().is_err() {
+        if crate::date::parse_instant(due).is_err() {
             return Err(invalid("due", format!("`{}` is not an RFC 3339 instant", crate::text::visible(due))));
         }
     }
+    crate::request::check_draft(contract, &request.draft, "draft")?;
     let valid = ValidOutbound { request, path };
     check_route(contract, &valid.outgoing())?;
     Ok(valid)
@@ -348,9 +367,10 @@ pub struct Question {
 
 impl Question {
     fn coverage(text: &str, claims: &[Claim]) -> Question {
+        let canonical: Vec<String> = claims.iter().map(|c| crate::id::canonical(&c.to_json())).collect();
         let claims: Vec<String> = claims.iter().map(|c| c.to_json().to_string()).collect();
         let mut parts: Vec<&str> = vec![claim::CLAIMS_COVERAGE, text];
-        parts.extend(claims.iter().map(String::as_str));
+        parts.extend(canonical.iter().map(String::as_str));
         Question {
             id: derive_id("q", &parts),
             task: claim::CLAIMS_COVERAGE.to_owned(),
@@ -799,7 +819,7 @@ pub fn clear(
         }
     };
     let claims: Vec<Value> = claims.iter().map(Claim::to_json).collect();
-    let claims_text = Value::Array(claims.clone()).to_string();
+    let claims_text = crate::id::canonical(&Value::Array(claims.clone()));
     let basis_name = match basis {
         Basis::Cleared => "cleared",
         Basis::Rewritten => "rewritten",

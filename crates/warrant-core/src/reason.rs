@@ -194,6 +194,32 @@ reason_codes! {
     /// The rewrite was composed by code from the authored copy of the backed claims' kinds, in
     /// the draft's order; no model wrote it, and it states those claims and nothing else.
     RewriteComposed => "rewrite_composed",
+    /// The turn's key (its conversation and `turn`) was decided before for another request;
+    /// the request is refused and nothing happens. The same request sent again is answered
+    /// with its recorded response, marked `"repeated": true`.
+    TurnKeyReused => "turn_key_reused",
+    /// A request is over one of the contract's `[limits]` (acts, answers, calls or entries per
+    /// turn, claims per draft, characters per entry or per draft); the message names the limit.
+    /// The request is refused whole and nothing is decided. The announcement guard reports at
+    /// most `limits.findings_per_reply` findings of one reply.
+    LimitExceeded => "limit_exceeded",
+    /// The request has no API key, or a key that is not valid.
+    Unauthorized => "unauthorized",
+    /// Commits kept conflicting with other requests; nothing was committed. Retry.
+    Contention => "contention",
+    /// The service failed (a store that cannot be reached, a handler that failed); nothing
+    /// was committed.
+    Internal => "internal",
+    /// The request's body is over the service's size limit.
+    PayloadTooLarge => "payload_too_large",
+    /// The request's body is not sent as `Content-Type: application/json`.
+    UnsupportedMediaType => "unsupported_media_type",
+    /// No route has this path.
+    NoRoute => "no_route",
+    /// The route does not take this method.
+    MethodNotAllowed => "method_not_allowed",
+    /// An effect outcome names no effect of this store.
+    UnknownEffect => "unknown_effect",
 }
 
 impl std::fmt::Display for ReasonCode {

@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 use warrant_core::check::CheckAnswers;
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::{GateAnswers, LedgerFacts};
+use warrant_core::reason::ReasonCode;
 use warrant_core::records::{self, Record, TableSource};
-use warrant_core::request::{self, RequestError, ValidRequest};
+use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
 use warrant_core::turn::EventRecord;
 use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, RecordedFacts, RowRef, TurnResponse};
 use warrant_core::{Contract, ContractError};
@@ -40,7 +41,8 @@ pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Submitted, replay_outbound, run_due};
-pub use replay::{ReplayChange, ReplayReport, canonical};
+pub use replay::{ReplayChange, ReplayReport};
+pub use warrant_core::id::canonical;
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +84,15 @@ impl TurnResult {
     /// The JSON answer: the response, or `{"error":{code,field,message}}`.
     pub fn to_json(&self) -> Value {
         match self {
-            TurnResult::Decided { response, .. } => serde_json::to_value(response).unwrap_or(Value::Null),
+            TurnResult::Decided { response, repeated } => {
+                let mut answer = serde_json::to_value(response).unwrap_or(Value::Null);
+                // A repeat is the recorded response, marked so that a client can tell it did
+                // nothing this time; a first decision carries no mark.
+                if let (true, Some(fields)) = (*repeated, answer.as_object_mut()) {
+                    fields.insert("repeated".into(), Value::Bool(true));
+                }
+                answer
+            }
             TurnResult::Rejected(error) => json!({"error": error}),
         }
     }
@@ -284,9 +294,9 @@ impl<S: Store> Engine<S> {
 
     /// Runs one validated turn.
     pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
-        let request = &valid.request;
+        let request = valid.request();
         if let Some(stored) = self.store.turn(&request.conversation, &request.turn)? {
-            return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
+            return repeat(valid, &stored);
         }
         let mut conflicts: BTreeSet<RowRef> = BTreeSet::new();
         let mut answers = CheckAnswers::new();
@@ -329,9 +339,7 @@ impl<S: Store> Engine<S> {
                 CommitOutcome::Committed { .. } => {
                     return Ok(TurnResult::Decided { response: decision.response, repeated: false });
                 }
-                CommitOutcome::Duplicate(stored) => {
-                    return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
-                }
+                CommitOutcome::Duplicate(stored) => return repeat(valid, &stored),
                 CommitOutcome::StaleRevision { table, key, .. } => {
                     conflicts.insert(RowRef { table, key });
                 }
@@ -359,12 +367,12 @@ impl<S: Store> Engine<S> {
     pub fn report_outcome(&mut self, effect_id: &str, outcome: &str) -> Result<Value, EngineError> {
         if !matches!(outcome, "done" | "failed" | "unknown") {
             return Ok(
-                json!({"error": {"code": "invalid_input", "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}),
+                json!({"error": {"code": ReasonCode::InvalidInput, "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}),
             );
         }
         let Some(effect) = self.store.effect(effect_id)? else {
             return Ok(
-                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}),
+                json!({"error": {"code": ReasonCode::UnknownEffect, "field": "effect", "message": format!("no effect `{effect_id}`")}}),
             );
         };
         let writes: Vec<RecordWrite> = if outcome == "failed" {
@@ -415,7 +423,7 @@ impl<S: Store> Engine<S> {
                 json!({"effect": effect_id, "outcome": stored, "recorded": false})
             }
             OutcomeResult::UnknownEffect => {
-                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}})
+                json!({"error": {"code": ReasonCode::UnknownEffect, "field": "effect", "message": format!("no effect `{effect_id}`")}})
             }
             OutcomeResult::StaleRevision { .. } => json!({"effect": effect_id, "outcome": outcome, "recorded": false}),
         })
@@ -426,6 +434,27 @@ impl<S: Store> Engine<S> {
     pub fn replay(&mut self) -> Result<ReplayReport, EngineError> {
         replay::replay(&self.contract, &mut self.store)
     }
+}
+
+/// The answer to a turn whose key the store already holds: its recorded response when the
+/// request is the one recorded, and `turn_key_reused` when it is another. The requests are
+/// compared as values (object keys in any order, numbers by value), so a store that keeps the
+/// recorded request in another form (PostgreSQL's JSONB) still recognises it.
+fn repeat(valid: &ValidRequest, stored: &StoredTurn) -> Result<TurnResult, EngineError> {
+    let recorded: TurnRequest = serde_json::from_value(stored.request.clone())
+        .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })?;
+    if recorded != *valid.request() {
+        return Ok(TurnResult::Rejected(RequestError {
+            code: ReasonCode::TurnKeyReused,
+            field: "turn".into(),
+            message: format!(
+                "turn `{}` of conversation `{}` was decided for another request; a new request needs a new `turn` key",
+                warrant_core::text::visible(&stored.turn),
+                warrant_core::text::visible(&stored.conversation)
+            ),
+        }));
+    }
+    Ok(TurnResult::Decided { response: stored_response(stored)?, repeated: true })
 }
 
 fn stored_response(stored: &StoredTurn) -> Result<TurnResponse, EngineError> {
@@ -439,7 +468,7 @@ fn to_commit(
     conflicts: &BTreeSet<RowRef>,
     (answers, gate_answers, calls): (&CheckAnswers, &GateAnswers, &[ModelCall]),
 ) -> Result<Commit, EngineError> {
-    let request = &valid.request;
+    let request = valid.request();
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "decision".into(), message: e.to_string() };
     let response = serde_json::to_value(&decision.response).map_err(corrupt)?;
     let request_json = serde_json::to_value(request).map_err(corrupt)?;

@@ -4,6 +4,7 @@
 mod corpus;
 mod delivery;
 mod guards;
+mod input;
 mod outbound;
 mod prompts;
 mod receiver;

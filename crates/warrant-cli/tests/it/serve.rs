@@ -141,8 +141,12 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
         assert_eq!(status, 200, "{body}");
         answers[c].push(body);
     }
-    // Every copy of a turn got the same answer, and exactly one conversation won the order.
-    for copies in &answers {
+    // Every copy of a turn got the same answer, all but the one that decided it marked as
+    // repeats, and exactly one conversation won the order.
+    for copies in &mut answers {
+        let fresh =
+            copies.iter_mut().map(|a| a.as_object_mut().unwrap().remove("repeated")).filter(Option::is_none).count();
+        assert_eq!(fresh, 1, "one copy decides the turn, the others repeat it: {copies:#?}");
         assert!(copies.iter().all(|a| a == &copies[0]), "copies of one turn answered differently: {copies:#?}");
     }
     let winners: Vec<&Value> = answers.iter().map(|a| &a[0]).filter(|a| a["acts"][0]["verdict"] == "commit").collect();

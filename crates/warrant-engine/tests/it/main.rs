@@ -6,6 +6,7 @@ mod checks;
 mod dispatch;
 mod endpoint;
 mod every_answer;
+mod keys;
 mod lifecycle;
 mod outbound;
 mod retail;
