@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
-use warrant_engine::{Engine, TurnResult, load_contract};
+use warrant_engine::{Engine, TurnResult};
 use warrant_store::{SqliteStore, Store};
 
 use crate::Exit;
@@ -91,7 +91,7 @@ impl<S: Store> Player<'_, S> {
     }
 
     fn order_status(&mut self, order: &str) -> Result<String, Exit> {
-        let record = self.engine.store_mut().record("order", order).map_err(|e| Exit::Input(e.to_string()))?;
+        let record = self.engine.record("order", order).map_err(|e| Exit::Input(e.to_string()))?;
         Ok(record.map_or_else(
             || "missing".into(),
             |r| format!("{} (revision {})", r.value.get("status").and_then(Value::as_str).unwrap_or("?"), r.revision),
@@ -113,9 +113,9 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), Exit> {
         }
         None => std::env::temp_dir().join(format!("warrant-demo-{}.sqlite", std::process::id())),
     };
-    let (contract, folder) = load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
     let store = SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
-    let mut engine = Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut engine =
+        Engine::builder().contract_file(&args.contract).build(store).map_err(|e| Exit::Input(e.to_string()))?;
     println!("warrant demo: {} against a fresh SQLite file {}", args.contract.display(), path.display());
     println!("the actor is {ACTOR}; every write needs the user's confirmation");
     let mut p = Player { engine: &mut engine, held: Vec::new() };

@@ -44,7 +44,10 @@ pub(crate) fn run_serve(args: &ServeArgs) -> Result<(), Exit> {
         }
         config.engines_per_tenant = engines;
     }
-    warrant_server::serve(&config, |addr| {
+    warrant_server::serve(&config, |addr, model| {
+        // Whether a model is configured decides whether any semantic check can pass: say it
+        // at start, where whoever starts the server reads it (never the key).
+        eprintln!("warrant serve: {model}");
         // The first line of standard output is the address, for whoever started the server.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on http://{addr}");

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
+use crate::limits::{self, Limits, RawLimits};
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
@@ -53,6 +54,7 @@ pub struct Contract {
     model: ModelConfig,
     outbound: Outbound,
     cedar_schema: serde_json::Value,
+    limits: Limits,
 }
 
 /// The currency of a contract's money: its ISO 4217 code and minor units.
@@ -149,6 +151,7 @@ impl Contract {
         }
         let model = compile_model(&at, raw.model.as_ref())?;
         let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
+        let limits = limits::compile(&at, raw.limits.as_ref())?;
         let hash = contract_hash(text, &policy_texts);
         Ok(Contract {
             origin: origin.to_owned(),
@@ -165,6 +168,7 @@ impl Contract {
             model,
             outbound,
             cedar_schema,
+            limits,
         })
     }
 
@@ -247,6 +251,11 @@ impl Contract {
     /// The outbound gate's section: claim kinds, paths, channels (`[outbound]`).
     pub fn outbound(&self) -> &Outbound {
         &self.outbound
+    }
+
+    /// How much one request may hold (`[limits]`, or the defaults).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 }
 
@@ -419,6 +428,7 @@ struct RawContract {
     model: Option<RawModel>,
     #[serde(default)]
     outbound: RawOutbound,
+    limits: Option<RawLimits>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -601,6 +611,9 @@ pub enum ContractErrorKind {
     /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
     #[error("outbound {what}: {message}")]
     BadOutbound { what: String, message: String },
+    /// The `[limits]` section is declared wrongly.
+    #[error("`[limits]`: {0}")]
+    BadLimit(String),
 }
 
 // The `[model]` section (DESIGN.md §6): where the model tasks run and within what limits. The

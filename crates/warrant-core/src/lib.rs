@@ -12,7 +12,9 @@ pub mod date;
 pub mod effect;
 pub mod guard;
 pub mod guard_corpus;
+pub mod id;
 pub mod ladder;
+pub mod limits;
 pub mod money;
 pub mod operation;
 pub mod outbound;
@@ -29,6 +31,7 @@ pub mod source;
 pub mod text;
 pub mod turn;
 pub mod visibility;
+pub mod wire;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;

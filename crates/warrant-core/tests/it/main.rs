@@ -8,6 +8,7 @@ mod guards;
 mod outbound;
 mod policies;
 mod properties;
+mod requests;
 mod turns;
 mod visibility;
 

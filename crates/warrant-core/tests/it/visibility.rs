@@ -190,8 +190,8 @@ fn the_turns_reply_cannot_claim_a_row_its_actor_may_not_see() {
         assert_eq!(reply["basis"], "fallback", "{order}: {reply}");
         assert_eq!(reply["reasons"][0]["code"], "claim_not_visible", "{order}: {reply}");
         assert!(!other.outbound.verdicts[0].backed);
-        // The rewrite, were a model asked, is given nothing about the order.
-        let rewrite = other.outbound.questions.iter().find(|q| q.task == "rewrite").unwrap();
-        assert!(rewrite.facts.is_empty(), "{:?}", rewrite.facts);
+        // Nothing is backed, so no model is asked anything, and none is given the order.
+        assert_eq!(reply["reasons"][1]["code"], "nothing_backed", "{order}: {reply}");
+        assert!(other.outbound.questions.is_empty(), "{:?}", other.outbound.questions);
     }
 }

@@ -5,6 +5,8 @@
 mod checks;
 mod dispatch;
 mod endpoint;
+mod every_answer;
+mod keys;
 mod lifecycle;
 mod outbound;
 mod retail;
