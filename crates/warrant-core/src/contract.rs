@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
+use crate::money;
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::Policies;
 use crate::records::{Table, TableSource};
@@ -43,7 +44,7 @@ pub struct Contract {
     act_kind: Option<String>,
     score: Score,
     actor: Option<String>,
-    currency: Option<Currency>,
+    currency: Option<money::Currency>,
     tables: Vec<Table>,
     operations: Vec<Operation>,
     policies: Policies,
@@ -51,15 +52,6 @@ pub struct Contract {
     hash: String,
     model: ModelConfig,
     outbound: Outbound,
-}
-
-/// The currency of a contract's money: its ISO 4217 code and minor units.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Currency {
-    /// The ISO 4217 code.
-    pub code: String,
-    /// Digits after the decimal point.
-    pub exponent: u32,
 }
 
 impl Contract {
@@ -108,7 +100,13 @@ impl Contract {
                 Some(table.clone())
             }
         };
-        let scope = operation::Scope { at: &at, kinds: &kinds, tables: &tables, has_actor: actor.is_some() };
+        let scope = operation::Scope {
+            at: &at,
+            kinds: &kinds,
+            tables: &tables,
+            has_actor: actor.is_some(),
+            has_currency: currency.is_some(),
+        };
         let operations = operation::compile(&scope, &raw.operation)?;
         let mut policy_texts = Vec::new();
         if let Some(policies) = &raw.policies {
@@ -154,9 +152,11 @@ impl Contract {
         self.actor.as_deref()
     }
 
-    /// The currency of the contract's money fields.
-    pub fn currency(&self) -> Option<&Currency> {
-        self.currency.as_ref()
+    /// The contract's currency (`[records] currency`): the currency of its records' money
+    /// fields and the only one a money argument may name, since policies and effects compare
+    /// and add the two in minor units.
+    pub fn currency(&self) -> Option<money::Currency> {
+        self.currency
     }
 
     /// The declared records tables, in contract order.
@@ -258,15 +258,16 @@ fn contract_hash(text: &str, policies: &[(String, String, usize)]) -> String {
 fn compile_records(
     at: &Locator<'_>,
     raw: Option<&RawRecords>,
-) -> Result<(Option<Currency>, Vec<Table>), ContractError> {
+) -> Result<(Option<money::Currency>, Vec<Table>), ContractError> {
     let Some(raw) = raw else { return Ok((None, Vec::new())) };
     let currency = match &raw.currency {
         None => None,
         Some(code) => {
-            let parsed = iso_currency::Currency::from_code(code.get_ref()).ok_or_else(|| {
+            // The same reading as a money argument's currency: ISO 4217, with minor units.
+            let parsed = money::currency_from_code(code.get_ref()).map_err(|_| {
                 at.error(code.span().start, ContractErrorKind::UnknownCurrency(text::visible(code.get_ref())))
             })?;
-            Some(Currency { code: code.get_ref().clone(), exponent: u32::from(parsed.exponent().unwrap_or(0)) })
+            Some(parsed)
         }
     };
     let mut tables: Vec<Table> = Vec::new();
@@ -482,7 +483,7 @@ pub enum ContractErrorKind {
     #[error("table `{table}`: {message}")]
     BadTable { table: String, message: String },
     /// A currency code outside ISO 4217.
-    #[error("`{0}` is not an ISO 4217 currency code")]
+    #[error("`{0}` is not an ISO 4217 currency code with minor units")]
     UnknownCurrency(String),
     /// A policy file cannot be read or does not parse.
     #[error("policy file `{file}`: {message}")]

@@ -724,8 +724,12 @@ pub fn decide_answered(
         };
         let before = work.snapshot();
         work.touched.clear();
-        let ctx =
-            ArgContext { clock: &valid.clock, actor_row: actor_row.clone(), user_text: proposal.user_text.as_deref() };
+        let ctx = ArgContext {
+            clock: &valid.clock,
+            actor_row: actor_row.clone(),
+            user_text: proposal.user_text.as_deref(),
+            currency: contract.currency(),
+        };
         match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
             Err(finding) => {
                 work.restore(before);
@@ -920,12 +924,12 @@ fn decide_act(
     eval.derive_all(work, op)?;
 
     // Policy.
-    let exponent = contract.currency().map_or(0, |c| c.exponent);
+    let currency = contract.currency();
     let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t)), &ctx.actor_row) {
         (Some(record), Some(table), Some(row)) => PolicyEntity {
             entity_type: table.entity.clone(),
             id: row.key.clone(),
-            attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+            attrs: cedar_attrs(table, &row.key, &record.value, currency),
         },
         _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
     };
@@ -936,7 +940,7 @@ fn decide_act(
             PolicyEntity {
                 entity_type: table.entity.clone(),
                 id: row.key.clone(),
-                attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+                attrs: cedar_attrs(table, &row.key, &record.value, currency),
             }
         }
         _ => principal.clone(),
@@ -950,7 +954,7 @@ fn decide_act(
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
             let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), exponent).get("m").cloned().unwrap_or(Value::Null))
+            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), currency).get("m").cloned().unwrap_or(Value::Null))
         };
         match value {
             Checked::Member(m) => {

@@ -186,7 +186,7 @@ impl<S: Store> Engine<S> {
     /// Loads every records table's data into the store; rows already there are kept as they
     /// are, so seeding again never undoes a committed change.
     pub fn seed(&mut self) -> Result<usize, EngineError> {
-        let exponent = self.contract.currency().map_or(0, |c| c.exponent);
+        let currency = self.contract.currency();
         let mut loaded: Vec<(String, Vec<(String, Value)>)> = Vec::new();
         let mut inserted = 0;
         for table in self.contract.tables() {
@@ -197,12 +197,12 @@ impl<S: Store> Engine<S> {
                         .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
                     let data: Value = serde_json::from_str(&text)
                         .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
-                    records::rows_from_file(table, data, exponent)?
+                    records::rows_from_file(table, data, currency)?
                 }
                 TableSource::Nested { table: parent, path, parent_field } => {
                     let parent_rows =
                         loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
-                    records::rows_from_parent(table, parent_rows, path, parent_field, exponent)?
+                    records::rows_from_parent(table, parent_rows, path, parent_field, currency)?
                 }
             };
             if let Some((first, _)) = rows.first()
