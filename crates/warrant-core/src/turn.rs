@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
+use crate::change::{self, RowChange};
 use crate::check::{self, CheckAnswers, CheckRequest};
 use crate::claim::PathName;
 use crate::contract::Contract;
@@ -298,6 +299,10 @@ pub struct EffectRecord {
     pub effect: EffectOut,
     /// The rows it changed.
     pub rows: Vec<RowRef>,
+    /// What it changed in each of those rows, field by field: reverting a failed effect undoes
+    /// these fields alone, never another effect's of the same turn.
+    #[serde(default)]
+    pub changes: Vec<RowChange>,
 }
 
 /// A committed fact for the ledger.
@@ -488,6 +493,22 @@ impl<'f> Workspace<'f> {
                 slot.current = current;
             }
         }
+    }
+
+    /// What changed in each of `rows` since `since`, field by field.
+    fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
+        let null = Value::Null;
+        rows.iter()
+            .filter_map(|row| {
+                let slot = self.rows.get(row)?;
+                let before = match since.get(row) {
+                    Some(before) => before.as_deref(),
+                    None => slot.read.as_ref().map(|r| &r.value),
+                };
+                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
+                Some(RowChange { row: row.clone(), fields })
+            })
+            .collect()
     }
 
     fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
@@ -775,6 +796,7 @@ pub fn decide_answered(
                 let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
                 let idempotency_key = format!("{}/{}/{n}", request.conversation, request.turn);
                 let rows = work.changed_rows(&before);
+                let changes = work.changes(&before, &rows);
                 let effect =
                     EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
                 events.push(EventRecord {
@@ -784,7 +806,7 @@ pub fn decide_answered(
                     effect: Some(id.clone()),
                 });
                 response.effects.push(effect.clone());
-                decision_effects.push(EffectRecord { effect, rows });
+                decision_effects.push(EffectRecord { effect, rows, changes });
                 out.effect = Some(id);
             }
         }
