@@ -5,6 +5,7 @@
 mod checks;
 mod dispatch;
 mod endpoint;
+mod invariants;
 mod lifecycle;
 mod outbound;
 mod retail;
