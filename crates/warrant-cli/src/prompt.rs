@@ -226,14 +226,8 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
     let corpus = CorpusRun::of_recorded_cases(results.iter().map(|r| (r.expect, r.got.as_ref().ok().copied())));
     let at = jiff::Timestamp::now().to_string();
     let subject = Subject { name: prompt_subject(&args.task), version: args.version.clone() };
-    let ladder = Ladder::promote(
-        subject,
-        AuditSummary::of([]),
-        corpus,
-        Bars::corpus_only(),
-        args.who.clone(),
-        at.clone(),
-    );
+    let ladder =
+        Ladder::promote(subject, AuditSummary::of([]), corpus, Bars::corpus_only(), args.who.clone(), at.clone());
     let accepted = accepted && ladder.is_ok();
     if let Ok(promotion) = &ladder {
         let record = serde_json::to_value(promotion.record()).map_err(|e| Exit::Input(e.to_string()))?;

@@ -735,17 +735,10 @@ read_file = ["그 파일을"]
 
     fn promotion_for(g: &AnnouncementGuard) -> PromotionRecord {
         let audits = AuditSummary::of([Label::TruePositive; 50]);
-        Ladder::promote(
-            g.subject(),
-            audits,
-            CorpusRun::counted(10, 0),
-            Bars::default(),
-            "ana".into(),
-            "t".into(),
-        )
-        .unwrap()
-        .record()
-        .clone()
+        Ladder::promote(g.subject(), audits, CorpusRun::counted(10, 0), Bars::default(), "ana".into(), "t".into())
+            .unwrap()
+            .record()
+            .clone()
     }
 
     #[test]

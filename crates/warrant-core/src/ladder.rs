@@ -556,14 +556,8 @@ mod tests {
         assert!(matches!(promote(100, 2, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(50, 0, 1), Err(Refusal::Corpus { .. })));
         let audits = AuditSummary { audited: 50, false_positives: 0, sampled: 0, misses: 0 };
-        let empty = Ladder::promote(
-            subject("v1"),
-            audits,
-            CorpusRun::counted(0, 0),
-            Bars::default(),
-            "ana".into(),
-            "t".into(),
-        );
+        let empty =
+            Ladder::promote(subject("v1"), audits, CorpusRun::counted(0, 0), Bars::default(), "ana".into(), "t".into());
         assert!(matches!(empty, Err(Refusal::Corpus { passed: 0, .. })), "an empty corpus run is no adversarial pass");
         assert!(promote(50, 0, 0).is_ok());
         assert!(promote(101, 2, 0).is_ok());

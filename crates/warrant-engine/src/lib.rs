@@ -84,10 +84,12 @@ impl TurnResult {
     }
 }
 
-/// A point where a test may stop the engine, to prove that nothing half-commits. Set with the
-/// environment variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
+/// A point where a test may stop the engine, to prove that nothing half-commits. Compiled only
+/// with the `failpoints` feature, which only test builds turn on. Set with the environment
+/// variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
 /// `pause_before_commit:PATH` creates `PATH` and waits (up to a minute) until `PATH.go` exists,
 /// so that a test can kill the process there, or release several at once.
+#[cfg(feature = "failpoints")]
 fn failpoint(name: &str) {
     let Ok(setting) = std::env::var("WARRANT_FAILPOINT") else { return };
     if setting == name {
@@ -102,6 +104,10 @@ fn failpoint(name: &str) {
         }
     }
 }
+
+/// Without the `failpoints` feature there is no failpoint: the environment is not even read.
+#[cfg(not(feature = "failpoints"))]
+fn failpoint(_name: &str) {}
 
 /// The engine over one store.
 pub struct Engine<S: Store> {

@@ -278,3 +278,26 @@ fn the_demo_plays_its_script() {
         assert!(text.contains(expected), "the demo lacks `{expected}`:\n{text}");
     }
 }
+
+/// The features warrant-engine is built with for the `warrant` binary, as `cargo tree` resolves
+/// them: with the test targets' dev-dependencies, or for the binary alone (`no-dev`), which is
+/// what `cargo build --release -p warrant-cli` builds.
+fn engine_features(edges: &str) -> String {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["tree", "--locked", "--offline", "-p", "warrant-cli", "-i", "warrant-engine", "-e", edges])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_release_build_of_warrant_has_no_failpoint() {
+    // The test build has it (the kill tests above stop there), through the dev-dependency
+    // alone; the binary's own dependency tree does not turn it on.
+    assert!(engine_features("features").contains(r#"warrant-engine feature "failpoints""#));
+    let release = engine_features("features,no-dev");
+    assert!(release.contains(r#"warrant-engine feature "default""#), "{release}");
+    assert!(!release.contains("failpoints"), "a release build of warrant compiles the failpoint:\n{release}");
+}

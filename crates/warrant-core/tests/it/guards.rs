@@ -79,10 +79,7 @@ pub(crate) fn promotion(subject: Subject) -> PromotionRecord {
     let case = r#"{"text":"Let me check that file.","expect":"flag","class":"bare","why":"a bare announcement"}"#;
     let corpus = guard_corpus::run_text(&guard(), case, |_, _, failure| panic!("{failure}"));
     assert_eq!((corpus.passed(), corpus.failed()), (1, 0));
-    Ladder::promote(subject, audits, corpus.run(), Bars::default(), "ana".into(), "t".into())
-        .unwrap()
-        .record()
-        .clone()
+    Ladder::promote(subject, audits, corpus.run(), Bars::default(), "ana".into(), "t".into()).unwrap().record().clone()
 }
 
 #[test]
