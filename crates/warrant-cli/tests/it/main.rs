@@ -9,6 +9,7 @@ mod prompts;
 mod receiver;
 mod score;
 mod serve;
+mod streams;
 mod turns;
 
 use std::path::PathBuf;
