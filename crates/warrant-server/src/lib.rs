@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 pub use api::{ROUTES, router};
 pub use pool::PoolError;
 pub use store::AnyStore;
-pub use tenants::{StoreLocation, TenantName, add_tenant};
+pub use tenants::{StoreLocation, TenantName, add_tenant, list_tenants, revoke_tenant, rotate_key};
 
 /// What stops the server from starting.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,9 @@ pub enum ServerError {
     Engine(#[from] warrant_engine::EngineError),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The listening address cannot be bound (taken, not this machine's, not permitted).
+    #[error("cannot listen on `{addr}`: {source}")]
+    Bind { addr: String, source: std::io::Error },
 }
 
 /// How a server is set up.
@@ -68,10 +71,9 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     pools: Arc<pool::Pools>,
-    /// `None` only while the state is dropped.
+    /// `None` only while the state is dropped. Read on every request, never cached, so that a
+    /// rotated or revoked key stops working at once.
     registry: Arc<Mutex<Option<warrant_store::Registry>>>,
-    /// Key hashes already read from the registry, by tenant.
-    keys: Mutex<std::collections::BTreeMap<TenantName, String>>,
     metrics: metrics::Metrics,
     body_limit: usize,
 }
@@ -86,7 +88,6 @@ impl AppState {
             inner: Arc::new(Inner {
                 pools: Arc::new(pool::Pools::new(contract, folder, location, config.engines_per_tenant)),
                 registry: Arc::new(Mutex::new(Some(registry))),
-                keys: Mutex::new(std::collections::BTreeMap::new()),
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
             }),
@@ -123,8 +124,19 @@ pub async fn bind(
     let state = tokio::task::spawn_blocking(move || AppState::new(&owned))
         .await
         .map_err(|e| ServerError::Config(format!("the registry task did not finish: {e}")))??;
-    let listener = tokio::net::TcpListener::bind(&config.listen).await?;
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|source| ServerError::Bind { addr: config.listen.clone(), source })?;
     let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        // warrant serves plain HTTP: beyond this machine, keys and turns cross the network as
+        // written unless a TLS proxy sits in front.
+        tracing::warn!(
+            target: "warrant::serve",
+            "listening on {addr} without TLS: API keys and turns cross the network in the clear; \
+             serve on a loopback address behind a TLS-terminating proxy"
+        );
+    }
     let serving = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).into_future();
     Ok((addr, serving))
 }

@@ -9,6 +9,7 @@ mod prompts;
 mod receiver;
 mod score;
 mod serve;
+mod service;
 mod streams;
 mod turns;
 

@@ -5,6 +5,7 @@
 
 mod api;
 mod isolation;
+mod keys;
 mod ladder;
 mod openapi;
 mod outbound;
