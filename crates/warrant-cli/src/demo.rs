@@ -10,6 +10,7 @@
 //! answer can only take away, so neither can make anything happen.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 
 use warrant_core::Contract;
 use warrant_core::pointer::{self, NumberedText, TextPointer};
-use warrant_engine::{Engine, ModelSetup, OutboundResult, TurnResult, load_contract};
+use warrant_engine::{Engine, ModelSource, OutboundResult, TurnResult, load_contract};
 use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::{SqliteStore, Store};
 
@@ -141,7 +142,13 @@ impl<S: Store> Player<'_, S> {
                 if let Some(reply) = &decided.reply {
                     let basis = reply.get("basis").and_then(Value::as_str).unwrap_or("?");
                     let text = reply.get("text").and_then(Value::as_str).unwrap_or("");
-                    println!("  the reply goes out {basis}: {text:?}");
+                    let reasons: Vec<&str> = reply
+                        .get("reasons")
+                        .and_then(Value::as_array)
+                        .map(|all| all.iter().filter_map(|r| r.get("code").and_then(Value::as_str)).collect())
+                        .unwrap_or_default();
+                    let why = if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) };
+                    println!("  the reply goes out {basis}{why}: {text:?}");
                 }
             }
         }
@@ -150,7 +157,7 @@ impl<S: Store> Player<'_, S> {
 
     /// The order's field at `pointer` (a JSON pointer), with the row's revision.
     fn order_field(&mut self, order: &str, pointer: &str) -> Result<String, Exit> {
-        let record = self.engine.store_mut().record("order", order).map_err(|e| Exit::Input(e.to_string()))?;
+        let record = self.engine.record("order", order).map_err(|e| Exit::Input(e.to_string()))?;
         Ok(record.map_or_else(
             || "missing".into(),
             |r| {
@@ -272,12 +279,13 @@ fn play(args: &DemoArgs, scratch: &Path) -> Result<(), Exit> {
         }
     };
     let open = || SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())));
-    let gate_contract = contract.clone();
-    let mut engine = Engine::new(contract, &folder, open()?).map_err(|e| Exit::Input(e.to_string()))?;
+    let builder = Engine::builder().contract(contract, folder);
+    // The turns run with no model, whatever the environment names: the demo needs no network.
+    let mut engine = builder.clone().model(ModelSource::None).build(open()?).map_err(|e| Exit::Input(e.to_string()))?;
     // The outbound scenes' engine, over the same file, with the stand-in model.
-    let mut gate = Engine::new(gate_contract, &folder, open()?)
-        .and_then(|e| e.with_model(ModelSetup::new(Box::new(CoverageStandIn), "demo-coverage-stand-in")))
-        .map_err(|e| Exit::Input(e.to_string()))?;
+    let stand_in =
+        ModelSource::Provider { provider: Arc::new(CoverageStandIn), model: "demo-coverage-stand-in".into() };
+    let mut gate = builder.model(stand_in).build(open()?).map_err(|e| Exit::Input(e.to_string()))?;
     println!("warrant demo: {shown} against a fresh SQLite file {}", path.display());
     println!("the actor is {ACTOR}; every write needs the user's confirmation");
     println!("no network: the turns run with no model, so a semantic check cannot run and asks instead;");
@@ -408,7 +416,8 @@ fn play(args: &DemoArgs, scratch: &Path) -> Result<(), Exit> {
     }
     p.play(
         "14. the draft reply announces a lookup that no tool call of the turn made; the guard is declared \
-         `enforce`, but no audited record has promoted it, so it observes",
+         `enforce`, but no audited record has promoted it, so it observes (the reply itself claims nothing \
+         the record backs, so the live path's fallback copy goes out)",
         &announcing,
     )?;
 

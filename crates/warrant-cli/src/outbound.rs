@@ -7,11 +7,11 @@ use clap::Args;
 use serde_json::json;
 
 use warrant_engine::dispatch::now_ms;
-use warrant_engine::{Engine, OutboundResult, OutboundRun, Submitted, load_contract};
-use warrant_store::{PgStore, SqliteStore, Store};
+use warrant_engine::{Engine, OutboundResult, OutboundRun, Submitted};
+use warrant_store::AnyStore;
 
 use crate::Exit;
-use crate::turn::{StoreUrl, read_input, with_model};
+use crate::turn::{StoreArgs, open_engine, read_input};
 
 #[derive(Debug, Args)]
 pub(crate) struct OutboundArgs {
@@ -34,24 +34,12 @@ pub(crate) struct OutboundArgs {
 }
 
 pub(crate) fn run(args: &OutboundArgs) -> Result<(), Exit> {
-    let url = StoreUrl::parse(&args.store)?;
     let json = read_input(&args.request)?;
-    let (contract, folder) = load_contract(&args.contract).map_err(|e| Exit::Input(e.to_string()))?;
-    match url {
-        StoreUrl::Sqlite(path) => {
-            let store =
-                SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?;
-            clear(Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?, &json, args)
-        }
-        StoreUrl::Postgres { conninfo, schema } => {
-            let store = PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?;
-            clear(Engine::new(contract, &folder, store).map_err(|e| Exit::Input(e.to_string()))?, &json, args)
-        }
-    }
+    let mut engine = open_engine(&StoreArgs { contract: args.contract.clone(), store: args.store.clone() })?;
+    clear(&mut engine, &json, args)
 }
 
-fn clear<S: Store>(engine: Engine<S>, json: &str, args: &OutboundArgs) -> Result<(), Exit> {
-    let mut engine = with_model(engine)?;
+fn clear(engine: &mut Engine<AnyStore>, json: &str, args: &OutboundArgs) -> Result<(), Exit> {
     let text = |e: serde_json::Error| Exit::Input(format!("cannot write JSON: {e}"));
     let result = if args.send {
         match engine.submit(json, now_ms()).map_err(|e| Exit::Input(e.to_string()))? {

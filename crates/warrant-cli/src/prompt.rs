@@ -10,14 +10,13 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, Subject};
-use warrant_engine::{active_prompt, prompt_subject};
+use warrant_engine::{StoreUrl, active_prompt, prompt_subject};
 use warrant_model::corpus::{self, Case, CaseResult};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, PromptVersion, Prompts, RecordedProvider, Recorder, Runner, TurnBudget};
-use warrant_store::{PgStore, PromotionRow, PromptPromotionRow, PromptRow, SqliteStore, Store};
+use warrant_store::{PromotionRow, PromptPromotionRow, PromptRow, Store};
 
 use crate::Exit;
-use crate::turn::StoreUrl;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PromptCommand {
@@ -91,14 +90,8 @@ pub(crate) struct PromoteArgs {
 }
 
 pub(crate) fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
-    let mut store: Box<dyn Store> = match StoreUrl::parse(&at.store)? {
-        StoreUrl::Sqlite(path) => {
-            Box::new(SqliteStore::open(&path).map_err(|e| Exit::Input(format!("store `{}`: {e}", path.display())))?)
-        }
-        StoreUrl::Postgres { conninfo, schema } => {
-            Box::new(PgStore::connect(&conninfo, &schema).map_err(|e| Exit::Input(format!("store: {e}")))?)
-        }
-    };
+    let url = StoreUrl::parse(&at.store).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut store: Box<dyn Store> = Box::new(url.open().map_err(|e| Exit::Input(e.to_string()))?);
     store.migrate().map_err(|e| Exit::Input(format!("store: {e}")))?;
     Ok(store)
 }

@@ -1,6 +1,6 @@
 //! `warrant scheduler`: runs what is due (follow-ups cleared through the outbound gate into the
-//! outbox, then delivery of the outbox to the deployment's webhook) once or as a daemon until
-//! SIGTERM or SIGINT, and lists the outbox for operators.
+//! outbox, then delivery of the outbox, each message to its channel's webhook) once or as a
+//! daemon until SIGTERM or SIGINT, and lists the outbox for operators.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use warrant_engine::dispatch::{self, DispatchConfig, Dispatcher};
+use warrant_engine::dispatch::{self, Channels, DispatchConfig, Dispatcher};
 use warrant_engine::outbox::JobsRun;
-use warrant_store::{Lease, OutboxState, RetryPolicy, Store};
+use warrant_engine::{Engine, EngineSetup, StoreUrl};
+use warrant_store::{Lease, OutboxState, RetryPolicy};
 
 use crate::Exit;
 use crate::prompt::{At, open};
-use crate::turn::{EngineOps, StoreArgs, with_engine};
+use crate::turn::EngineOps;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SchedulerCommand {
@@ -32,9 +33,10 @@ pub(crate) struct RunArgs {
     contract: PathBuf,
     #[command(flatten)]
     at: At,
-    /// The deployment's channel: an HTTP webhook that receives each message as a JSON POST.
+    /// One HTTP webhook for every channel's messages, instead of the URL in the variable each
+    /// channel's `url_env` names: for tests, and for a deployment with a single receiver.
     #[arg(long)]
-    webhook: String,
+    webhook: Option<String>,
     /// Deliver what is due now, then exit, instead of running until a signal.
     #[arg(long)]
     once: bool,
@@ -83,9 +85,10 @@ pub(crate) fn run(command: &SchedulerCommand) -> Result<(), Exit> {
     }
 }
 
-/// The dispatcher's configuration from the flags, checked before anything is opened.
-fn config(args: &RunArgs) -> Result<DispatchConfig, Exit> {
-    let mut config = DispatchConfig::new(args.webhook.clone());
+/// The dispatcher's configuration from the flags and where the channels go, checked before any
+/// store is opened.
+fn config(args: &RunArgs, channels: Channels) -> Result<DispatchConfig, Exit> {
+    let mut config = DispatchConfig::new(channels);
     config.retry =
         RetryPolicy { attempts: args.attempts, backoff_base_ms: args.backoff_ms, backoff_cap_ms: args.backoff_cap_ms };
     config.timeout = Duration::from_millis(args.timeout_ms);
@@ -96,41 +99,64 @@ fn config(args: &RunArgs) -> Result<DispatchConfig, Exit> {
     Ok(config)
 }
 
+/// Where each channel delivers: `--webhook` for all of them, or else the URL each channel's
+/// `url_env` variable holds. A channel without one stops the scheduler here, before it takes
+/// anything, with the variable's name.
+fn channels(args: &RunArgs, setup: &EngineSetup) -> Result<Channels, Exit> {
+    match &args.webhook {
+        Some(url) => Ok(Channels::Every(url.clone())),
+        None => Channels::from_contract(setup.contract().outbound(), &|name| std::env::var(name).ok())
+            .map_err(|e| Exit::Input(e.to_string())),
+    }
+}
+
 fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
-    let config = config(args)?;
     // First, so that a signal while the contract loads or the store opens stops the daemon
     // cleanly before it takes anything.
     let stop = if args.once { None } else { Some(stop_on_signal()?) };
+    let setup = Engine::builder().contract_file(&args.contract).prepare().map_err(|e| Exit::Input(e.to_string()))?;
+    let config = config(args, channels(args, &setup)?)?;
     let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
-    let at = StoreArgs { contract: args.contract.clone(), store: args.at.store.clone() };
-    with_engine(&at, |engine| {
-        let Some(stop) = &stop else {
-            let due = follow_ups(engine, &dispatcher)?;
-            let done = dispatcher.drain(engine.store()).map_err(failed)?;
-            println!(
-                "{}",
-                serde_json::json!({
-                    "follow_ups": {
-                        "taken": due.taken, "enqueued": due.enqueued,
-                        "already_enqueued": due.already_enqueued, "failed": due.failed.len(),
-                    },
-                    "taken": done.taken, "sent": done.sent, "retried": done.retried, "dead": done.dead,
-                    "not_held": done.not_held,
-                })
-            );
-            return Ok(());
-        };
-        // Operators and tests read this line as "ready".
-        eprintln!("warrant scheduler: delivering to {} as {}", args.webhook, dispatcher.config().holder);
-        dispatch::run_until_stopped(stop, Duration::from_millis(args.poll_ms), || tick(engine, &dispatcher))
-    })
+    let url = StoreUrl::parse(&args.at.store).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut engine = setup.open(&url).map_err(|e| Exit::Input(e.to_string()))?;
+    let engine: &mut dyn EngineOps = &mut engine;
+    let Some(stop) = &stop else {
+        let due = follow_ups(engine, &dispatcher)?;
+        let done = engine.drain(&dispatcher).map_err(failed)?;
+        println!(
+            "{}",
+            serde_json::json!({
+                "follow_ups": {
+                    "taken": due.taken, "enqueued": due.enqueued,
+                    "already_enqueued": due.already_enqueued, "failed": due.failed.len(),
+                },
+                "taken": done.taken, "sent": done.sent, "retried": done.retried, "dead": done.dead,
+                "not_held": done.not_held,
+            })
+        );
+        return Ok(());
+    };
+    let routes: Vec<String> = dispatcher
+        .config()
+        .channels
+        .routes()
+        .into_iter()
+        .map(
+            |(channel, url)| {
+                if channel == "*" { format!("{url} (every channel)") } else { format!("`{channel}` to {url}") }
+            },
+        )
+        .collect();
+    // Operators and tests read this line as "ready".
+    eprintln!("warrant scheduler: delivering {} as {}", routes.join(", "), dispatcher.config().holder);
+    dispatch::run_until_stopped(stop, Duration::from_millis(args.poll_ms), || tick(engine, &dispatcher))
 }
 
 /// One pass over the scheduler's steps, in order; how much work they did (0: nothing due).
 /// Due follow-ups go first, so that a follow-up cleared now is delivered in the same pass.
 fn tick(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<usize, Exit> {
     let due = follow_ups(engine, dispatcher)?;
-    Ok(due.enqueued + due.already_enqueued + deliver(engine.store(), dispatcher)?)
+    Ok(due.enqueued + due.already_enqueued + engine.dispatch_once(dispatcher).map_err(failed)?.taken)
 }
 
 /// Clears the follow-ups due now through the outbound gate, against the ledger and the records
@@ -145,11 +171,6 @@ fn follow_ups(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<Job
         eprintln!("warrant scheduler: follow-up `{job}` was not cleared: {why}");
     }
     Ok(run)
-}
-
-/// Delivers one batch of due outbox messages.
-fn deliver(store: &mut dyn Store, dispatcher: &Dispatcher) -> Result<usize, Exit> {
-    Ok(dispatcher.dispatch_once(store).map_err(failed)?.taken)
 }
 
 fn failed(error: dispatch::DispatchError) -> Exit {
@@ -206,7 +227,7 @@ mod tests {
     }
 
     fn run_args(extra: &[&str]) -> RunArgs {
-        let mut line = vec!["x", "run", "--contract", "c.toml", "--store", "sqlite:s.db", "--webhook"];
+        let mut line = vec!["x", "run", "--contract", "c.toml", "--store", "sqlite:s.db"];
         line.extend_from_slice(extra);
         match Line::parse_from(line).command {
             SchedulerCommand::Run(args) => args,
@@ -214,12 +235,21 @@ mod tests {
         }
     }
 
+    fn with_webhook(args: &RunArgs) -> Result<DispatchConfig, Exit> {
+        config(args, Channels::Every(args.webhook.clone().unwrap_or_default()))
+    }
+
     #[test]
     fn flags_become_a_checked_configuration() {
-        let checked = config(&run_args(&["http://127.0.0.1:1/hook", "--attempts", "3", "--batch", "2"])).unwrap();
+        let checked =
+            with_webhook(&run_args(&["--webhook", "http://127.0.0.1:1/hook", "--attempts", "3", "--batch", "2"]))
+                .unwrap();
         assert_eq!((checked.retry.attempts, checked.batch), (3, 2));
-        let short_lease = run_args(&["http://127.0.0.1:1/hook", "--lease-ms", "100"]);
-        assert!(matches!(config(&short_lease), Err(Exit::Input(m)) if m.contains("lease")));
-        assert!(matches!(config(&run_args(&["mailto:x@y"])), Err(Exit::Input(m)) if m.contains("webhook")));
+        let short_lease = run_args(&["--webhook", "http://127.0.0.1:1/hook", "--lease-ms", "100"]);
+        assert!(matches!(with_webhook(&short_lease), Err(Exit::Input(m)) if m.contains("lease")));
+        assert!(
+            matches!(with_webhook(&run_args(&["--webhook", "mailto:x@y"])), Err(Exit::Input(m)) if m.contains("webhook"))
+        );
+        assert_eq!(run_args(&[]).webhook, None, "without `--webhook`, each channel's `url_env` names its webhook");
     }
 }

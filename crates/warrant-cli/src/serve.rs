@@ -74,7 +74,10 @@ pub(crate) fn run_serve(args: &ServeArgs) -> Result<(), Exit> {
         .with_writer(std::io::stderr)
         .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
         .try_init();
-    warrant_server::serve(&config, |addr| {
+    warrant_server::serve(&config, |addr, model| {
+        // Whether a model is configured decides whether any semantic check can pass: say it
+        // at start, where whoever starts the server reads it (never the key).
+        eprintln!("warrant serve: {model}");
         // The first line of standard output is the address, for whoever started the server.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on http://{addr}");

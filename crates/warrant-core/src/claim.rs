@@ -1,7 +1,8 @@
-//! The contract's `[outbound]` section (DESIGN.md §7): the closed set of claim kinds a message
-//! may make, what backs each one, the outbound paths with their fallback copy per locale, and the
-//! channels messages leave by. It is checked when the contract loads, so the gate never meets a
-//! claim kind without backing or a path without copy for a locale it may send in.
+//! The contract's `[outbound]` section: the closed set of claim kinds a message may make, what
+//! backs each one and the copy it may be stated in, the outbound paths with their fallback copy
+//! per locale, and the channels messages leave by. It is checked when the contract loads, so the
+//! gate never meets a claim kind without backing, copy with a placeholder that names nothing, or
+//! a path without copy for a locale it may send in.
 
 use std::collections::BTreeMap;
 
@@ -86,6 +87,125 @@ pub struct ClaimKind {
     pub args: Vec<ClaimArg>,
     /// What backs it.
     pub backing: Backing,
+    /// Authored copy that states it, by locale; a locale without copy leaves the claim to the
+    /// model rewrite.
+    copy: BTreeMap<String, ClaimCopy>,
+}
+
+impl ClaimKind {
+    /// The authored copy of this kind for `locale`, if the contract gives one.
+    pub fn copy(&self, locale: &str) -> Option<&ClaimCopy> {
+        self.copy.get(locale)
+    }
+
+    /// `claim` (a claim of this kind) stated in `locale`'s copy, or `None` when there is no
+    /// copy for `locale` or an argument cannot be rendered.
+    pub fn state(&self, claim: &Claim, locale: &str) -> Option<String> {
+        self.copy(locale)?.render(claim)
+    }
+}
+
+/// One piece of a claim kind's copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Authored words, as written (`{{` and `}}` already read as braces).
+    Words(String),
+    /// `{name}`: the claim's argument `name`, rendered by [`render_arg`].
+    Arg(String),
+}
+
+/// A claim kind's copy for one locale: authored words with `{argument}` placeholders, checked
+/// when the contract loads, so that every placeholder names an argument of the kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimCopy {
+    pieces: Vec<Piece>,
+}
+
+impl ClaimCopy {
+    /// The copy with each placeholder replaced by the claim's argument; `None` when an
+    /// argument is missing or cannot be rendered (which a parsed claim never is).
+    pub fn render(&self, claim: &Claim) -> Option<String> {
+        let mut text = String::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Words(words) => text.push_str(words),
+                Piece::Arg(name) => text.push_str(&render_arg(claim.args.get(name)?)?),
+            }
+        }
+        Some(text)
+    }
+}
+
+/// How an argument reads in composed copy. Record keys, enum ids, dates (`YYYY-MM-DD`) and text
+/// are written exactly as the claim holds them, which backing made equal to the row's key or the
+/// committed event's argument; money is written as `12.50 USD` (the amount with the currency's
+/// decimal places, a space, the ISO 4217 code). Nothing is translated or reformatted per
+/// locale, so the same claim always reads the same.
+fn render_arg(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Object(money) => {
+            let units = money.get("units")?.as_i64()?;
+            let currency = crate::money::currency_from_code(money.get("currency")?.as_str()?).ok()?;
+            Money::from_minor_units(units, currency).ok().map(|m| m.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Reads `text` as copy for a claim with `args`; an error is the byte offset in `text` of the
+/// fault and what it is.
+fn parse_copy(text: &str, args: &[ClaimArg]) -> Result<ClaimCopy, (usize, String)> {
+    let mut pieces = Vec::new();
+    let mut words = String::new();
+    let mut rest = text.char_indices().peekable();
+    while let Some((at, c)) = rest.next() {
+        match c {
+            '{' if rest.peek().is_some_and(|&(_, next)| next == '{') => {
+                rest.next();
+                words.push('{');
+            }
+            '}' if rest.peek().is_some_and(|&(_, next)| next == '}') => {
+                rest.next();
+                words.push('}');
+            }
+            '{' => {
+                let mut name = String::new();
+                let mut closed = false;
+                for (_, c) in rest.by_ref() {
+                    if c == '}' {
+                        closed = true;
+                        break;
+                    }
+                    name.push(c);
+                }
+                if !closed {
+                    return Err((at, "a `{` opens a placeholder that no `}` closes (write `{{` for a brace)".into()));
+                }
+                if !args.iter().any(|a| a.name == name) {
+                    let known: Vec<String> = args.iter().map(|a| format!("`{}`", a.name)).collect();
+                    let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+                    return Err((
+                        at,
+                        format!(
+                            "the placeholder `{{{}}}` names no argument of the claim (its arguments: {known})",
+                            text::visible(&name)
+                        ),
+                    ));
+                }
+                if !words.is_empty() {
+                    pieces.push(Piece::Words(std::mem::take(&mut words)));
+                }
+                pieces.push(Piece::Arg(name));
+            }
+            '}' => return Err((at, "a `}` closes no placeholder (write `}}` for a brace)".into())),
+            c => words.push(c),
+        }
+    }
+    if !words.is_empty() {
+        pieces.push(Piece::Words(words));
+    }
+    Ok(ClaimCopy { pieces })
 }
 
 /// The closed set of outbound paths (rule 3): every way a message reaches a customer.
@@ -190,6 +310,11 @@ impl Outbound {
     pub fn channel(&self, name: &str) -> Option<&Channel> {
         self.channels.iter().find(|c| c.name == name)
     }
+
+    /// Every channel, in declaration order.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
 }
 
 /// `[outbound]` as written.
@@ -212,6 +337,8 @@ struct RawClaim {
     #[serde(default)]
     args: BTreeMap<String, Spanned<RawClaimArg>>,
     backed_by: Spanned<RawBacking>,
+    #[serde(default)]
+    copy: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -313,7 +440,7 @@ pub(crate) fn compile(
         out.channels.push(Channel { name: name.clone(), kind: "webhook".into(), url_env: env.clone() });
     }
     for raw_claim in &raw.claim {
-        let claim = compile_claim(at, raw_claim, tables, operations)?;
+        let claim = compile_claim(at, raw_claim, tables, operations, &out.locales)?;
         if out.claim(&claim.name).is_some() {
             return Err(bad(
                 at,
@@ -401,6 +528,7 @@ fn compile_claim(
     raw: &RawClaim,
     tables: &[Table],
     operations: &[Operation],
+    locales: &[String],
 ) -> Result<ClaimKind, ContractError> {
     let name = raw.name.get_ref();
     if !source::is_identifier(name) {
@@ -527,6 +655,19 @@ fn compile_claim(
                     ));
                 }
             }
+            // Backing by a row checks the key and the row's state, nothing else: an argument
+            // beside the key would be stated (in copy, to the rewrite) without anything backing it.
+            if let Some(unchecked) = args.iter().find(|a| a.name != *key) {
+                return Err(bad(
+                    at,
+                    offset,
+                    &what,
+                    format!(
+                        "argument `{}` is not checked by `backed_by`: a claim backed by a record has only its key",
+                        unchecked.name
+                    ),
+                ));
+            }
             if field.is_empty() || values.is_empty() {
                 return Err(bad(
                     at,
@@ -541,7 +682,33 @@ fn compile_claim(
             return Err(bad(at, offset, &what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
         }
     };
-    Ok(ClaimKind { name: name.clone(), args, backing })
+    let mut copy = BTreeMap::new();
+    for (locale, written) in &raw.copy {
+        let offset = written.span().start;
+        if !locales.contains(locale) {
+            return Err(bad(
+                at,
+                offset,
+                &what,
+                format!("copy for `{}`, which `outbound.locales` does not declare", text::visible(locale)),
+            ));
+        }
+        if written.get_ref().trim().is_empty() {
+            return Err(bad(at, offset, &what, format!("the copy for `{locale}` is empty")));
+        }
+        let parsed = parse_copy(written.get_ref(), &args)
+            .map_err(|(fault, message)| bad(at, copy_offset(at, written, fault), &what, message))?;
+        copy.insert(locale.clone(), parsed);
+    }
+    Ok(ClaimKind { name: name.clone(), args, backing, copy })
+}
+
+/// The offset in the contract of byte `fault` of the copy `written`: exact when the string is
+/// written without escapes (its source is the value between quotes), its opening quote otherwise.
+fn copy_offset(at: &Locator<'_>, written: &Spanned<String>, fault: usize) -> usize {
+    let span = written.span();
+    let source = at.text.get(span.start + 1..span.end.saturating_sub(1));
+    if source == Some(written.get_ref().as_str()) { span.start + 1 + fault } else { span.start }
 }
 
 /// A claim as a draft makes it, checked against its kind: every declared argument present, no
@@ -615,5 +782,45 @@ fn kind_name(kind: &ClaimArgKind) -> &'static str {
         ClaimArgKind::Money => "`money`",
         ClaimArgKind::Date => "`date` (YYYY-MM-DD)",
         ClaimArgKind::Text => "`text` (non-empty)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(names: &[&str]) -> Vec<ClaimArg> {
+        names.iter().map(|n| ClaimArg { name: (*n).to_owned(), kind: ClaimArgKind::Text }).collect()
+    }
+
+    fn claim(args: Value) -> Claim {
+        let args = args.as_object().cloned().unwrap_or_default().into_iter().collect();
+        Claim { claim: "k".into(), args }
+    }
+
+    #[test]
+    fn copy_renders_each_argument_as_the_claim_holds_it_and_money_as_amount_and_code() {
+        let copy =
+            parse_copy("Refund of {amount} for {order} on {{day}} {day}.", &args(&["amount", "order", "day"])).unwrap();
+        let stated = copy.render(&claim(serde_json::json!({
+            "amount": {"units": 1250, "currency": "USD"}, "order": "#W1", "day": "2026-12-01"
+        })));
+        assert_eq!(stated.as_deref(), Some("Refund of 12.50 USD for #W1 on {day} 2026-12-01."));
+        // A won has no minor unit; a missing or unreadable argument renders nothing at all.
+        let won = copy.render(&claim(serde_json::json!({
+            "amount": {"units": 5000, "currency": "KRW"}, "order": "#W1", "day": "2026-12-01"
+        })));
+        assert_eq!(won.as_deref(), Some("Refund of 5000 KRW for #W1 on {day} 2026-12-01."));
+        assert_eq!(copy.render(&claim(serde_json::json!({"order": "#W1", "day": "2026-12-01"}))), None);
+        assert_eq!(copy.render(&claim(serde_json::json!({"amount": 3, "order": "#W1", "day": "x"}))), None);
+    }
+
+    #[test]
+    fn a_fault_in_copy_is_found_at_its_byte() {
+        let known = args(&["order"]);
+        assert_eq!(parse_copy("주문 {order} {item}", &known).map_err(|(at, _)| at), Err("주문 {order} ".len()));
+        assert_eq!(parse_copy("{order", &known).map_err(|(at, _)| at), Err(0));
+        assert_eq!(parse_copy("a } b", &known).map_err(|(at, _)| at), Err(2));
+        assert!(parse_copy("{{order}} and {order}", &known).is_ok());
     }
 }

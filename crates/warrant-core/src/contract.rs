@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
+use crate::limits::{self, Limits, RawLimits};
 use crate::money;
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::Policies;
@@ -52,6 +53,7 @@ pub struct Contract {
     hash: String,
     model: ModelConfig,
     outbound: Outbound,
+    limits: Limits,
 }
 
 impl Contract {
@@ -124,6 +126,7 @@ impl Contract {
         }
         let model = compile_model(&at, raw.model.as_ref())?;
         let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
+        let limits = limits::compile(&at, raw.limits.as_ref())?;
         let hash = contract_hash(text, &policy_texts);
         Ok(Contract {
             origin: origin.to_owned(),
@@ -139,6 +142,7 @@ impl Contract {
             hash,
             model,
             outbound,
+            limits,
         })
     }
 
@@ -217,6 +221,11 @@ impl Contract {
     /// The outbound gate's section: claim kinds, paths, channels (`[outbound]`).
     pub fn outbound(&self) -> &Outbound {
         &self.outbound
+    }
+
+    /// How much one request may hold (`[limits]`, or the defaults).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 }
 
@@ -320,6 +329,7 @@ struct RawContract {
     model: Option<RawModel>,
     #[serde(default)]
     outbound: RawOutbound,
+    limits: Option<RawLimits>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -500,6 +510,9 @@ pub enum ContractErrorKind {
     /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
     #[error("outbound {what}: {message}")]
     BadOutbound { what: String, message: String },
+    /// The `[limits]` section is declared wrongly.
+    #[error("`[limits]`: {0}")]
+    BadLimit(String),
 }
 
 // The `[model]` section (DESIGN.md §6): where the model tasks run and within what limits. The

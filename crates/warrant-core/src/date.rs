@@ -165,10 +165,12 @@ impl TurnClock {
     }
 }
 
-/// Parses an RFC 3339 date-time. jiff's parser accepts a wider grammar (week dates, bracketed
-/// time zone annotations, missing seconds), so the shape is checked here first: the turn's
-/// instant is one spelling of one thing, with its offset.
-fn parse_instant(text: &str) -> Result<Timestamp, DateError> {
+/// Parses an RFC 3339 date-time strictly: the turn's `at`, and the outbound request's `at` and
+/// `due`. jiff's parser accepts a wider grammar (week dates, bracketed time zone annotations,
+/// missing seconds, offsets up to ±25:59), so the shape is checked here first: an instant is
+/// one spelling of one thing, with an offset RFC 3339 allows (hours 00 to 23, minutes 00 to
+/// 59). Any such instant jiff can represent is accepted.
+pub fn parse_instant(text: &str) -> Result<Timestamp, DateError> {
     let invalid = || DateError::InvalidInstant(visible(text));
     if !is_rfc3339(text.as_bytes()) {
         return Err(invalid());
@@ -177,7 +179,8 @@ fn parse_instant(text: &str) -> Result<Timestamp, DateError> {
 }
 
 /// Whether `b` has the shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)`, with the
-/// lowercase `t` and `z` RFC 3339 also allows. Ranges (month 13, hour 25) are left to jiff.
+/// lowercase `t` and `z` RFC 3339 also allows, and an offset within RFC 3339's ranges. The
+/// ranges of the date and time (month 13, hour 25) are left to jiff.
 fn is_rfc3339(b: &[u8]) -> bool {
     const HEAD: &[u8] = b"dddd-dd-ddTdd:dd:dd";
     let Some((head, mut rest)) = b.split_at_checked(HEAD.len()) else {
@@ -200,7 +203,9 @@ fn is_rfc3339(b: &[u8]) -> bool {
     }
     match rest {
         [b'Z' | b'z'] => true,
-        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()),
+        [b'+' | b'-', h1, h2, b':', m1, m2] => {
+            [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()) && (*h1, *h2) <= (b'2', b'3') && *m1 <= b'5'
+        }
         _ => false,
     }
 }
@@ -953,6 +958,32 @@ mod tests {
         assert_eq!(evaluate(&DateExpr::OffsetDays(-2), &start).unwrap_err().code(), "date_out_of_range");
         let last = DateExpr::MonthDay { month: 1, day: 2, which: Which::Last };
         assert_eq!(evaluate(&last, &start).unwrap_err().code(), "date_out_of_range");
+    }
+
+    #[test]
+    fn an_offset_outside_rfc_3339_is_not_an_instant() {
+        for at in [
+            "2026-11-30T03:00:00+25:00",
+            "2026-11-30T03:00:00+24:00",
+            "2026-11-30T03:00:00-23:60",
+            "2026-11-30T03:00:00+30:00",
+        ] {
+            assert_eq!(parse_instant(at).unwrap_err().code(), "invalid_instant", "{at}");
+        }
+        for at in ["2026-11-30T03:00:00+23:59", "2026-11-30T03:00:00-23:59", "2026-11-30T03:00:00+00:00"] {
+            assert!(parse_instant(at).is_ok(), "{at}");
+        }
+    }
+
+    #[test]
+    fn any_instant_jiff_can_represent_is_read() {
+        let last = Timestamp::MAX.to_string();
+        for at in ["0000-01-01T00:00:00Z", "0001-01-01T00:00:00+23:59", "9999-12-30T21:59:59Z", last.as_str()] {
+            let read = parse_instant(at).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert!((Timestamp::MIN..=Timestamp::MAX).contains(&read), "{at}");
+        }
+        // Beyond jiff's range is out of range, not a panic.
+        assert_eq!(parse_instant("9999-12-31T23:59:59Z").unwrap_err().code(), "invalid_instant");
     }
 
     #[test]

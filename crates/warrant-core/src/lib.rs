@@ -13,7 +13,9 @@ pub mod date;
 pub mod effect;
 pub mod guard;
 pub mod guard_corpus;
+pub mod id;
 pub mod ladder;
+pub mod limits;
 pub mod money;
 pub mod operation;
 pub mod outbound;
@@ -28,6 +30,7 @@ pub mod score;
 pub mod source;
 pub mod text;
 pub mod turn;
+pub mod wire;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;

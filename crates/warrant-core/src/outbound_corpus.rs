@@ -1,6 +1,7 @@
 //! The outbound gate's regression cases as data (`corpus/outbound`): a draft, the ledger and
-//! records it is checked against, the model answers recorded for its questions, and the basis it
-//! must go out on, on each of the paths listed. Seed 003's incident is one of them: a case that
+//! records it is checked against, the model answers recorded for its questions (a question the
+//! gate does not ask is never answered), and the basis it must go out on, on each of the paths
+//! listed. Seed 003's incident is one of them: a case that
 //! must go out as fallback copy and is cleared or rewritten is a leak, named as such.
 
 use std::collections::BTreeMap;
@@ -51,6 +52,9 @@ pub struct Expect {
     /// Reason codes the message must carry, in order (others may come between them).
     #[serde(default)]
     pub reasons: Vec<String>,
+    /// The exact text that must go out, where the case pins it (a rewrite composed by code).
+    #[serde(default)]
+    pub text: Option<String>,
 }
 
 /// One case as written.
@@ -93,6 +97,8 @@ pub enum Failure {
     Basis { path: PathName, expected: Basis, got: Basis, reasons: Vec<String> },
     /// An expected reason is missing.
     Reasons { path: PathName, expected: Vec<String>, got: Vec<String> },
+    /// It went out with another text than the case pins.
+    Text { path: PathName, expected: String, got: String },
     /// The case is malformed.
     BadCase(String),
 }
@@ -108,6 +114,9 @@ impl fmt::Display for Failure {
             }
             Failure::Reasons { path, expected, got } => {
                 write!(f, "on path `{}` expected reasons {expected:?} in order, got {got:?}", path.as_str())
+            }
+            Failure::Text { path, expected, got } => {
+                write!(f, "on path `{}` expected the text {expected:?}, got {got:?}", path.as_str())
             }
             Failure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
@@ -207,6 +216,9 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
         let mut rest = got.iter();
         if !case.expect.reasons.iter().all(|want| rest.any(|g| g == want)) {
             return Err(Failure::Reasons { path: *path, expected: case.expect.reasons.clone(), got });
+        }
+        if let Some(text) = case.expect.text.as_ref().filter(|t| *t != message.text()) {
+            return Err(Failure::Text { path: *path, expected: text.clone(), got: message.text().to_owned() });
         }
     }
     Ok(())

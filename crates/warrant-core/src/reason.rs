@@ -168,10 +168,11 @@ reason_codes! {
     /// turn covers; every act that would commit or be held is asked about instead.
     RequestUncovered => "request_uncovered",
     /// A draft's claim does not parse against its claim kind (unknown kind, missing, extra or
-    /// ill-typed argument); the field names it. The draft goes to the rewrite.
+    /// ill-typed argument); the field names it. The draft goes to the rewrite, or to the
+    /// fallback when no claim of it is backed.
     ClaimInvalid => "claim_invalid",
     /// A draft's claim is backed by no committed event and no record in the declared state; the
-    /// draft goes to the rewrite.
+    /// draft goes to the rewrite, or to the fallback when no claim of it is backed.
     ClaimUnbacked => "claim_unbacked",
     /// The facts that would back a claim could not be read; the claim counts as unbacked.
     ClaimUnverifiable => "claim_unverifiable",
@@ -190,6 +191,38 @@ reason_codes! {
     RewriteUnbacked => "rewrite_unbacked",
     /// The outbound path's deterministic fallback copy went out instead of the draft.
     FallbackSent => "fallback_sent",
+    /// No claim of the draft is backed (none listed, none valid, or none true), so there is
+    /// nothing true to rewrite from: no model rewrite is asked and the fallback copy goes out.
+    NothingBacked => "nothing_backed",
+    /// The rewrite was composed by code from the authored copy of the backed claims' kinds, in
+    /// the draft's order; no model wrote it, and it states those claims and nothing else.
+    RewriteComposed => "rewrite_composed",
+    /// The turn's key (its conversation and `turn`) was decided before for another request;
+    /// the request is refused and nothing happens. The same request sent again is answered
+    /// with its recorded response, marked `"repeated": true`.
+    TurnKeyReused => "turn_key_reused",
+    /// A request is over one of the contract's `[limits]` (acts, answers, calls or entries per
+    /// turn, claims per draft, characters per entry or per draft); the message names the limit.
+    /// The request is refused whole and nothing is decided. The announcement guard reports at
+    /// most `limits.findings_per_reply` findings of one reply.
+    LimitExceeded => "limit_exceeded",
+    /// The request has no API key, or a key that is not valid.
+    Unauthorized => "unauthorized",
+    /// Commits kept conflicting with other requests; nothing was committed. Retry.
+    Contention => "contention",
+    /// The service failed (a store that cannot be reached, a handler that failed); nothing
+    /// was committed.
+    Internal => "internal",
+    /// The request's body is over the service's size limit.
+    PayloadTooLarge => "payload_too_large",
+    /// The request's body is not sent as `Content-Type: application/json`.
+    UnsupportedMediaType => "unsupported_media_type",
+    /// No route has this path.
+    NoRoute => "no_route",
+    /// The route does not take this method.
+    MethodNotAllowed => "method_not_allowed",
+    /// An effect outcome names no effect of this store.
+    UnknownEffect => "unknown_effect",
 }
 
 impl std::fmt::Display for ReasonCode {

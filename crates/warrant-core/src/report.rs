@@ -125,15 +125,21 @@ pub fn score_line(contract: &Contract, request: &ScoreRequest) -> Result<String,
     })
 }
 
+/// Reads one `{"kind","text"}` request, strictly as every request is read ([`crate::wire`]:
+/// one object, no repeated key, no U+0000); the error names the field at fault.
+pub fn parse_score_request(input: &str) -> Result<ScoreRequest, InputError> {
+    crate::wire::check(input).and_then(|()| crate::wire::from_str::<ScoreRequest>(input)).map_err(|e| InputError {
+        code: e.code,
+        field: ["kind", "text"].into_iter().find(|name| *name == e.field),
+        message: if e.field.is_empty() { e.message } else { format!("`{}`: {}", e.field, e.message) },
+        line: None,
+    })
+}
+
 /// Handles one line of `--jsonl` input (1-based `line`), always producing one output line.
 pub fn score_jsonl_line(contract: &Contract, line: usize, input: &str) -> String {
-    let result = serde_json::from_str::<ScoreRequest>(input)
-        .map_err(|e| InputError {
-            code: ReasonCode::InvalidInput,
-            message: format!("line {line}: {e}"),
-            line: None,
-            field: None,
-        })
+    let result = parse_score_request(input)
+        .map_err(|e| InputError { message: format!("line {line}: {}", e.message), ..e })
         .and_then(|request| score_line(contract, &request));
     match result {
         Ok(json) => json,

@@ -1,14 +1,28 @@
-//! The turn request on the wire (DESIGN.md §10), parsed all or nothing: unknown fields are
-//! rejected, every entry's source kind must be declared, the clock must evaluate, and any fault
-//! is answered with a stable code and the path of the field at fault. Nothing of a rejected
-//! request reaches a decision, so nothing of it can be committed.
+//! The turn request on the wire, parsed all or nothing: the body is read strictly first
+//! ([`crate::wire`]: one object, no repeated key, no U+0000), unknown fields are rejected, every
+//! entry's source kind must be declared, the clock must evaluate, the request must be within the
+//! contract's `[limits]`, and any fault is answered with a stable code and the path of the field
+//! at fault. Nothing of a rejected request reaches a decision, so nothing of it can be
+//! committed.
+//!
+//! A [`ValidRequest`] is made only by [`parse`] and [`validate`]; a struct literal does not
+//! build one:
+//!
+//! ```compile_fail
+//! use warrant_core::request::{TurnRequest, ValidRequest};
+//! fn forge(request: TurnRequest, clock: warrant_core::date::TurnClock) -> ValidRequest {
+//!     ValidRequest { request, clock }
+//! }
+//! ```
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::date::TurnClock;
+use crate::limits::within;
 use crate::reason::ReasonCode;
+use crate::wire;
 
 /// A turn as the agent sends it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -27,19 +41,19 @@ pub struct TurnRequest {
     /// The BCP 47 locale.
     pub locale: String,
     /// Texts of the turn, each with its source kind.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::objects")]
     pub entries: Vec<Entry>,
     /// Operations the model proposes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::objects")]
     pub acts: Vec<ActRequest>,
     /// Answers to pending interactions, by option id.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::objects")]
     pub answers: Vec<AnswerRequest>,
     /// Tool calls the agent made in the turn.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::objects")]
     pub calls: Vec<Call>,
     /// The reply the agent wants to send.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::optional_object")]
     pub draft: Option<Draft>,
 }
 
@@ -111,41 +125,30 @@ pub struct RequestError {
     pub message: String,
 }
 
-/// A parsed request whose every part is valid for the contract.
+/// A parsed request whose every part is valid for the contract, with its clock. Only [`parse`]
+/// and [`validate`] make one.
 #[derive(Debug, Clone)]
 pub struct ValidRequest {
+    request: TurnRequest,
+    clock: TurnClock,
+}
+
+impl ValidRequest {
     /// The request as sent.
-    pub request: TurnRequest,
+    pub fn request(&self) -> &TurnRequest {
+        &self.request
+    }
+
     /// The turn's clock.
-    pub clock: TurnClock,
+    pub fn clock(&self) -> &TurnClock {
+        &self.clock
+    }
 }
 
 /// Parses and validates a turn request against a contract.
 pub fn parse(contract: &Contract, json: &str) -> Result<ValidRequest, RequestError> {
-    // The plain parse is the fast path; only a request that fails it is parsed again with the
-    // path tracked, to name the field at fault. Both parses accept exactly the same inputs.
-    let request: TurnRequest = match serde_json::from_str(json) {
-        Ok(request) => request,
-        Err(_) => {
-            let deserializer = &mut serde_json::Deserializer::from_str(json);
-            let tracked: Result<TurnRequest, _> = serde_path_to_error::deserialize(deserializer);
-            return Err(match tracked {
-                Err(e) => {
-                    let field = e.path().to_string();
-                    RequestError {
-                        code: ReasonCode::InvalidInput,
-                        field: if field == "." { String::new() } else { field },
-                        message: e.inner().to_string().replace('\n', " "),
-                    }
-                }
-                Ok(_) => RequestError {
-                    code: ReasonCode::InvalidInput,
-                    field: String::new(),
-                    message: "the request does not parse".into(),
-                },
-            });
-        }
-    };
+    wire::check(json)?;
+    let request: TurnRequest = wire::from_str(json)?;
     validate(contract, request)
 }
 
@@ -166,6 +169,7 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
         };
         bad(ReasonCode::InvalidInput, field, e.to_string())
     })?;
+    check_limits(contract, &request)?;
     for (i, entry) in request.entries.iter().enumerate() {
         if contract.kinds().get(&entry.kind).is_none() {
             return Err(bad(
@@ -205,4 +209,46 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
         }
     }
     Ok(ValidRequest { request, clock })
+}
+
+/// The contract's `[limits]` on the turn: counts first, then the length of each text, so that
+/// an oversized request is refused before any of it is read further.
+fn check_limits(contract: &Contract, request: &TurnRequest) -> Result<(), RequestError> {
+    let limits = contract.limits();
+    let over = |field: &str, what: &str, exceeded: crate::limits::Exceeded| RequestError {
+        code: ReasonCode::LimitExceeded,
+        field: field.to_owned(),
+        message: exceeded.message(what),
+    };
+    within("limits.entries_per_turn", limits.entries_per_turn, request.entries.len())
+        .map_err(|e| over("entries", "entries", e))?;
+    within("limits.acts_per_turn", limits.acts_per_turn, request.acts.len()).map_err(|e| over("acts", "acts", e))?;
+    within("limits.answers_per_turn", limits.answers_per_turn, request.answers.len())
+        .map_err(|e| over("answers", "answers", e))?;
+    within("limits.calls_per_turn", limits.calls_per_turn, request.calls.len())
+        .map_err(|e| over("calls", "calls", e))?;
+    for (i, entry) in request.entries.iter().enumerate() {
+        within("limits.characters_per_entry", limits.characters_per_entry, entry.text.chars().count())
+            .map_err(|e| over(&format!("entries[{i}].text"), "characters", e))?;
+    }
+    if let Some(draft) = &request.draft {
+        check_draft(contract, draft, "draft")?;
+    }
+    Ok(())
+}
+
+/// The contract's `[limits]` on a draft, in a turn or an outbound request (`field` is where
+/// the draft is).
+pub(crate) fn check_draft(contract: &Contract, draft: &Draft, field: &str) -> Result<(), RequestError> {
+    let limits = contract.limits();
+    let over = |at: &str, what: &str, exceeded: crate::limits::Exceeded| RequestError {
+        code: ReasonCode::LimitExceeded,
+        field: format!("{field}.{at}"),
+        message: exceeded.message(what),
+    };
+    within("limits.claims_per_draft", limits.claims_per_draft, draft.claims.len())
+        .map_err(|e| over("claims", "claims", e))?;
+    within("limits.characters_per_draft", limits.characters_per_draft, draft.text.chars().count())
+        .map_err(|e| over("text", "characters", e))?;
+    Ok(())
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use std::cell::RefCell;
 
@@ -28,6 +27,9 @@ use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
 use crate::request::Draft;
 use crate::request::ValidRequest;
+
+/// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
+pub use crate::id::derive_id;
 
 /// The option ids of a confirmation.
 pub const CONFIRM: &str = "confirm";
@@ -528,18 +530,6 @@ impl<'f> Workspace<'f> {
     }
 }
 
-/// A short deterministic id: the prefix and the first 16 hex digits of a SHA-256 of the parts.
-pub fn derive_id(prefix: &str, parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update([0u8]);
-    }
-    let digest = hasher.finalize();
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}_{hex}")
-}
-
 struct Proposal<'a> {
     source: ActSource,
     index: usize,
@@ -585,7 +575,7 @@ pub fn decide_answered(
     (answers, gate_answers): (&CheckAnswers, &GateAnswers),
 ) -> Decision {
     let mut needed: Vec<CheckRequest> = Vec::new();
-    let request = &valid.request;
+    let request = valid.request();
     let mut work = Workspace::new(facts);
     let mut response = TurnResponse {
         conversation: request.conversation.clone(),
@@ -727,7 +717,12 @@ pub fn decide_answered(
     // so that it runs in the first round beside the acts' own checks.
     let uncovered = match &latest_user {
         Some(message) if !proposals.is_empty() && contract.model().runs(check::UNCOVERED_REQUEST) => {
-            let acts = proposals.iter().map(|p| format!("{} {}", p.op, Value::Object(p.args.clone()))).collect();
+            // Arguments in canonical form: the question, and so its id, is the same for a
+            // request whose store kept its keys in another order.
+            let acts = proposals
+                .iter()
+                .map(|p| format!("{} {}", p.op, crate::id::canonical(&Value::Object(p.args.clone()))))
+                .collect();
             Some(CheckRequest::uncovered(message, acts))
         }
         _ => None,
@@ -746,7 +741,7 @@ pub fn decide_answered(
         let before = work.snapshot();
         work.touched.clear();
         let ctx = ArgContext {
-            clock: &valid.clock,
+            clock: valid.clock(),
             actor_row: actor_row.clone(),
             user_text: proposal.user_text.as_deref(),
             currency: contract.currency(),
@@ -794,7 +789,9 @@ pub fn decide_answered(
             Ok(Outcome::Commit { args: checked }) => {
                 let n = decision_effects.len().to_string();
                 let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
-                let idempotency_key = format!("{}/{}/{n}", request.conversation, request.turn);
+                // Derived like the id, from the same unambiguous parts: the executor's key of
+                // one effect can be no other effect's.
+                let idempotency_key = derive_id("key", &[&request.conversation, &request.turn, "effect", &n]);
                 let rows = work.changed_rows(&before);
                 let changes = work.changes(&before, &rows);
                 let effect =
@@ -819,6 +816,10 @@ pub fn decide_answered(
         // authority, never more.
         let promotion = facts.promotion(&guard.subject()).ok().flatten();
         response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
+        // Every finding is written with the turn: the guard reports at most the contract's
+        // `limits.findings_per_reply`, the first ones (whose correction an enforcing guard
+        // would send), so a reply full of announcements cannot fill the store.
+        response.findings.truncate(usize::try_from(contract.limits().findings_per_reply).unwrap_or(usize::MAX));
         facts_read.promotions.extend(promotion);
     }
     let mut trace = OutboundTrace::default();

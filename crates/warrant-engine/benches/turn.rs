@@ -184,7 +184,7 @@ fn main() {
     for (table, key) in
         [("user", USER), ("order", "#W4776164"), ("order", "#W2378156"), ("item", "1151293680"), ("item", "7706410293")]
     {
-        let r = engine.store_mut().record(table, key).expect("read").expect("row");
+        let r = engine.record(table, key).expect("read").expect("row");
         rows.insert(
             (table.to_owned(), key.to_owned()),
             Record { table: r.table, key: r.key, revision: r.revision, value: r.value },
@@ -240,7 +240,7 @@ fn main() {
     let mut read = 0;
     let mut after = 0;
     loop {
-        let batch = replaying.store_mut().turns(after, 500).expect("turns");
+        let batch = replaying.turns(after, 500).expect("turns");
         let Some(last) = batch.last() else { break };
         after = last.seq;
         read += batch.len();

@@ -1,21 +1,84 @@
-//! Delivery: takes what the outbox holds due, posts each message to the deployment's webhook
-//! with its idempotency key, and records the answer (sent, retried after a backoff, or dead).
+//! Delivery: takes what the outbox holds due, posts each message to its channel's webhook (the
+//! URL the variable of the channel's `url_env` holds, or one URL for every channel) with its
+//! idempotency key, and records the answer (sent, retried after a backoff, or dead).
 //!
 //! Nothing is sent that was not stored first, and nothing stored is forgotten: a message is
 //! taken under a lease, so when the process dies mid-delivery the lease expires and the message
 //! is delivered again, with the same idempotency key. The receiver applies a key once; that is
 //! what makes "at least once on the wire" into "exactly once applied".
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use warrant_core::claim::Outbound;
 use warrant_store::{Failure, FailureRecorded, Lease, OutboxRow, RetryPolicy, Store, StoreError};
+
+/// Where messages go, by the channel each was cleared for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channels {
+    /// Every message to this one webhook, whatever its channel: `warrant scheduler run
+    /// --webhook URL`, for tests and for a deployment with one receiver.
+    Every(String),
+    /// Each channel's messages to its own webhook, by channel name.
+    Each(BTreeMap<String, String>),
+}
+
+impl From<&str> for Channels {
+    fn from(url: &str) -> Channels {
+        Channels::Every(url.to_owned())
+    }
+}
+
+impl From<String> for Channels {
+    fn from(url: String) -> Channels {
+        Channels::Every(url)
+    }
+}
+
+impl Channels {
+    /// Each channel of `outbound` to the URL held by the variable its `url_env` names, read
+    /// through `env`. A channel whose variable is unset or empty stops the dispatcher before it
+    /// takes anything: its messages would otherwise wait, or be lost, with nobody told why.
+    pub fn from_contract(outbound: &Outbound, env: &dyn Fn(&str) -> Option<String>) -> Result<Channels, DispatchError> {
+        let mut each = BTreeMap::new();
+        for channel in outbound.channels() {
+            let url = env(&channel.url_env).filter(|url| !url.is_empty()).ok_or_else(|| {
+                DispatchError::Config(format!(
+                    "channel `{}`: the variable `{}` that holds its webhook URL is not set (or give one webhook for every channel)",
+                    channel.name, channel.url_env
+                ))
+            })?;
+            each.insert(channel.name.clone(), url);
+        }
+        if each.is_empty() {
+            return Err(DispatchError::Config("the contract declares no outbound channel to deliver to".into()));
+        }
+        Ok(Channels::Each(each))
+    }
+
+    /// The webhook of `channel`, if there is one.
+    pub fn url(&self, channel: &str) -> Option<&str> {
+        match self {
+            Channels::Every(url) => Some(url),
+            Channels::Each(each) => each.get(channel).map(String::as_str),
+        }
+    }
+
+    /// Every (channel, webhook) pair; `*` for the one webhook of every channel.
+    pub fn routes(&self) -> Vec<(&str, &str)> {
+        match self {
+            Channels::Every(url) => vec![("*", url.as_str())],
+            Channels::Each(each) => each.iter().map(|(c, u)| (c.as_str(), u.as_str())).collect(),
+        }
+    }
+}
 
 /// How the dispatcher delivers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchConfig {
-    /// The webhook: `http://…` or `https://…`.
-    pub webhook: String,
+    /// Where each message goes: `http://…` or `https://…` webhooks.
+    pub channels: Channels,
     /// Attempts before a message is dead, and the backoff between them.
     pub retry: RetryPolicy,
     /// How long taken messages stay this dispatcher's. It must outlast a whole batch of
@@ -32,12 +95,12 @@ pub struct DispatchConfig {
 }
 
 impl DispatchConfig {
-    /// Defaults for `webhook`: 8 attempts, backoff from 1 s doubling to 5 min, 10 s timeout,
+    /// Defaults for `channels`: 8 attempts, backoff from 1 s doubling to 5 min, 10 s timeout,
     /// batches of 8 under a 2 min lease delivered 4 at a time, and a holder named after the
     /// process.
-    pub fn new(webhook: impl Into<String>) -> DispatchConfig {
+    pub fn new(channels: impl Into<Channels>) -> DispatchConfig {
         DispatchConfig {
-            webhook: webhook.into(),
+            channels: channels.into(),
             retry: RetryPolicy { attempts: 8, backoff_base_ms: 1_000, backoff_cap_ms: 300_000 },
             lease: Duration::from_secs(120),
             timeout: Duration::from_secs(10),
@@ -50,10 +113,13 @@ impl DispatchConfig {
     /// Checks the configuration as a whole; the error names the setting at fault.
     pub fn validate(&self) -> Result<(), DispatchError> {
         let bad = |message: String| Err(DispatchError::Config(message));
-        let url = reqwest::Url::parse(&self.webhook)
-            .map_err(|e| DispatchError::Config(format!("webhook `{}` is not a URL: {e}", self.webhook)))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return bad(format!("webhook `{}` must be http or https", self.webhook));
+        for (channel, webhook) in self.channels.routes() {
+            let of = if channel == "*" { String::new() } else { format!(" of channel `{channel}`") };
+            let url = reqwest::Url::parse(webhook)
+                .map_err(|e| DispatchError::Config(format!("webhook `{webhook}`{of} is not a URL: {e}")))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return bad(format!("webhook `{webhook}`{of} must be http or https"));
+            }
         }
         if self.retry.attempts == 0 {
             return bad("attempts must be at least 1".to_owned());
@@ -111,7 +177,7 @@ pub struct Dispatched {
     pub not_held: usize,
 }
 
-/// Delivers outbox messages to one webhook.
+/// Delivers outbox messages to their channels' webhooks.
 #[derive(Debug)]
 pub struct Dispatcher {
     config: DispatchConfig,
@@ -243,11 +309,17 @@ impl Dispatcher {
         }
     }
 
-    /// One POST of the message's body with its idempotency key.
+    /// One POST of the message's body with its idempotency key, to its channel's webhook. A
+    /// channel this dispatcher has no webhook for (a contract changed after the message was
+    /// stored) is a transient failure: the message waits, visible, for a dispatcher that has one.
     fn deliver(&self, row: &OutboxRow) -> Result<(), Failure> {
+        let channel = &row.message.channel;
+        let webhook = self.config.channels.url(channel).ok_or_else(|| {
+            Failure::Transient(format!("channel `{channel}` has no webhook here: it is not a channel of the contract"))
+        })?;
         let sent = self
             .client
-            .post(&self.config.webhook)
+            .post(webhook)
             .header("content-type", "application/json")
             .header("idempotency-key", &row.message.idempotency_key)
             .body(row.message.body.to_string())
@@ -345,8 +417,12 @@ mod tests {
             let error = config.validate().err().map(|e| e.to_string()).unwrap_or_default();
             assert!(error.contains(words), "`{error}` should mention `{words}`");
         };
-        check(|c| c.webhook = "ftp://x/y".into(), "http or https");
-        check(|c| c.webhook = "not a url".into(), "not a URL");
+        check(|c| c.channels = "ftp://x/y".into(), "http or https");
+        check(|c| c.channels = "not a url".into(), "not a URL");
+        check(
+            |c| c.channels = Channels::Each([("sms".to_owned(), "mailto:x@y".to_owned())].into()),
+            "of channel `sms` must be http or https",
+        );
         check(|c| c.retry.attempts = 0, "attempts");
         check(|c| c.retry.backoff_cap_ms = 1, "cap");
         check(|c| c.batch = 0, "batch");

@@ -1,8 +1,9 @@
 //! Runs a turn: the pure decisions of warrant-core, the facts of warrant-store and the
-//! answers of warrant-model's checks, in the order DESIGN.md §3 gives. The engine owns the IO the core
+//! answers of warrant-model's checks, in the order `ARCHITECTURE.md` gives. The engine owns the IO the core
 //! refuses: it reads the contract's files, seeds the records, serves stored facts to the
 //! decision, and commits what it decided in one transaction.
 
+mod builder;
 pub mod dispatch;
 mod files;
 mod guards;
@@ -21,22 +22,28 @@ use warrant_core::change::RowChange;
 use warrant_core::check::CheckAnswers;
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::{GateAnswers, LedgerFacts};
+use warrant_core::reason::ReasonCode;
 use warrant_core::records::{self, Record, TableSource};
-use warrant_core::request::{self, RequestError, ValidRequest};
+use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
 use warrant_core::turn::EventRecord;
 use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, RecordedFacts, RowRef, TurnResponse};
 use warrant_core::{Contract, ContractError};
 use warrant_model::ModelCall;
 use warrant_store::{
-    Answer, Commit, CommitOutcome, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
-    OutcomeReport, OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
+    Answer, AnyStore, Commit, CommitOutcome, DueJob, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow,
+    InteractionState, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, RecordWrite, Store, StoreError, StoredTurn,
 };
 
+pub use builder::{
+    BuildError, ENV_CALLS, ENV_CASSETTE, ENV_DEADLINE_MS, ENV_TOKENS, EngineBuilder, EngineSetup, ModelPlan,
+    ModelSource, StoreUrl,
+};
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Submitted, replay_outbound, run_due};
-pub use replay::{ReplayChange, ReplayReport, canonical};
+pub use replay::{ReplayChange, ReplayReport};
+pub use warrant_core::id::canonical;
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +85,15 @@ impl TurnResult {
     /// The JSON answer: the response, or `{"error":{code,field,message}}`.
     pub fn to_json(&self) -> Value {
         match self {
-            TurnResult::Decided { response, .. } => serde_json::to_value(response).unwrap_or(Value::Null),
+            TurnResult::Decided { response, repeated } => {
+                let mut answer = serde_json::to_value(response).unwrap_or(Value::Null);
+                // A repeat is the recorded response, marked so that a client can tell it did
+                // nothing this time; a first decision carries no mark.
+                if let (true, Some(fields)) = (*repeated, answer.as_object_mut()) {
+                    fields.insert("repeated".into(), Value::Bool(true));
+                }
+                answer
+            }
             TurnResult::Rejected(error) => json!({"error": error}),
         }
     }
@@ -109,7 +124,9 @@ fn failpoint(name: &str) {
 #[cfg(not(feature = "failpoints"))]
 fn failpoint(_name: &str) {}
 
-/// The engine over one store.
+/// The engine over one store. Made by [`Engine::builder`] (or [`Engine::new`] and
+/// [`Engine::with_model`], the builder's own steps). It hands out no store: every write goes
+/// through a decision, and callers read through the few methods below.
 pub struct Engine<S: Store> {
     contract: Contract,
     folder: std::path::PathBuf,
@@ -156,6 +173,13 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
     }
 }
 
+impl Engine<AnyStore> {
+    /// The one way the command line and the service make engines: see [`EngineBuilder`].
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::new()
+    }
+}
+
 /// How many times a turn is decided again after a commit conflict.
 const MAX_ATTEMPTS: usize = 4;
 
@@ -185,9 +209,53 @@ impl<S: Store> Engine<S> {
         &self.contract
     }
 
-    /// The store.
-    pub fn store_mut(&mut self) -> &mut S {
-        &mut self.store
+    /// The row `key` of `table` as stored now, with its revision.
+    pub fn record(&mut self, table: &str, key: &str) -> Result<Option<warrant_store::Record>, EngineError> {
+        Ok(self.store.record(table, key)?)
+    }
+
+    /// Stored turns after sequence number `after`, oldest first, at most `limit`.
+    pub fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, EngineError> {
+        Ok(self.store.turns(after, limit)?)
+    }
+
+    /// Stored turns before sequence number `before` (or the newest), newest first, at most
+    /// `limit`: the review page's list.
+    pub fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, EngineError> {
+        Ok(self.store.recent_turns(before, limit)?)
+    }
+
+    /// The committed events of `conversation` (of every conversation with `None`), in commit
+    /// order.
+    pub fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, EngineError> {
+        Ok(self.store.events(conversation)?)
+    }
+
+    /// Outbox messages (in `state`, or all), in the order they were stored, at most `limit`.
+    pub fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, EngineError> {
+        Ok(self.store.outbox(state, limit)?)
+    }
+
+    /// The due job `id`.
+    pub fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, EngineError> {
+        Ok(self.store.due_job(id)?)
+    }
+
+    /// Delivers one batch of the outbox's due messages through `dispatcher`.
+    pub fn dispatch_once(
+        &mut self,
+        dispatcher: &dispatch::Dispatcher,
+    ) -> Result<dispatch::Dispatched, dispatch::DispatchError> {
+        dispatcher.dispatch_once(&mut self.store)
+    }
+
+    /// Delivers what is due now through `dispatcher`, round after round, each message at most
+    /// once.
+    pub fn drain(
+        &mut self,
+        dispatcher: &dispatch::Dispatcher,
+    ) -> Result<dispatch::Dispatched, dispatch::DispatchError> {
+        dispatcher.drain(&mut self.store)
     }
 
     /// Loads every records table's data into the store; rows already there are kept as they
@@ -233,9 +301,9 @@ impl<S: Store> Engine<S> {
 
     /// Runs one validated turn.
     pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
-        let request = &valid.request;
+        let request = valid.request();
         if let Some(stored) = self.store.turn(&request.conversation, &request.turn)? {
-            return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
+            return repeat(valid, &stored);
         }
         let mut conflicts: BTreeSet<RowRef> = BTreeSet::new();
         let mut answers = CheckAnswers::new();
@@ -278,9 +346,7 @@ impl<S: Store> Engine<S> {
                 CommitOutcome::Committed { .. } => {
                     return Ok(TurnResult::Decided { response: decision.response, repeated: false });
                 }
-                CommitOutcome::Duplicate(stored) => {
-                    return Ok(TurnResult::Decided { response: stored_response(&stored)?, repeated: true });
-                }
+                CommitOutcome::Duplicate(stored) => return repeat(valid, &stored),
                 CommitOutcome::StaleRevision { table, key, .. } => {
                     conflicts.insert(RowRef { table, key });
                 }
@@ -310,12 +376,12 @@ impl<S: Store> Engine<S> {
     pub fn report_outcome(&mut self, effect_id: &str, outcome: &str) -> Result<Value, EngineError> {
         if !matches!(outcome, "done" | "failed" | "unknown") {
             return Ok(
-                json!({"error": {"code": "invalid_input", "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}),
+                json!({"error": {"code": ReasonCode::InvalidInput, "field": "outcome", "message": format!("`{outcome}` is not one of done, failed, unknown")}}),
             );
         }
         let Some(effect) = self.store.effect(effect_id)? else {
             return Ok(
-                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}}),
+                json!({"error": {"code": ReasonCode::UnknownEffect, "field": "effect", "message": format!("no effect `{effect_id}`")}}),
             );
         };
         let writes = if outcome == "failed" && effect.outcome.is_none() {
@@ -354,7 +420,7 @@ impl<S: Store> Engine<S> {
                 json!({"effect": effect_id, "outcome": stored, "recorded": false})
             }
             OutcomeResult::UnknownEffect => {
-                json!({"error": {"code": "unknown_effect", "field": "effect", "message": format!("no effect `{effect_id}`")}})
+                json!({"error": {"code": ReasonCode::UnknownEffect, "field": "effect", "message": format!("no effect `{effect_id}`")}})
             }
             OutcomeResult::StaleRevision { .. } => json!({"effect": effect_id, "outcome": outcome, "recorded": false}),
         })
@@ -392,6 +458,27 @@ impl<S: Store> Engine<S> {
     }
 }
 
+/// The answer to a turn whose key the store already holds: its recorded response when the
+/// request is the one recorded, and `turn_key_reused` when it is another. The requests are
+/// compared as values (object keys in any order, numbers by value), so a store that keeps the
+/// recorded request in another form (PostgreSQL's JSONB) still recognises it.
+fn repeat(valid: &ValidRequest, stored: &StoredTurn) -> Result<TurnResult, EngineError> {
+    let recorded: TurnRequest = serde_json::from_value(stored.request.clone())
+        .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })?;
+    if recorded != *valid.request() {
+        return Ok(TurnResult::Rejected(RequestError {
+            code: ReasonCode::TurnKeyReused,
+            field: "turn".into(),
+            message: format!(
+                "turn `{}` of conversation `{}` was decided for another request; a new request needs a new `turn` key",
+                warrant_core::text::visible(&stored.turn),
+                warrant_core::text::visible(&stored.conversation)
+            ),
+        }));
+    }
+    Ok(TurnResult::Decided { response: stored_response(stored)?, repeated: true })
+}
+
 fn stored_response(stored: &StoredTurn) -> Result<TurnResponse, EngineError> {
     serde_json::from_value(stored.response.clone())
         .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })
@@ -403,7 +490,7 @@ fn to_commit(
     conflicts: &BTreeSet<RowRef>,
     (answers, gate_answers, calls): (&CheckAnswers, &GateAnswers, &[ModelCall]),
 ) -> Result<Commit, EngineError> {
-    let request = &valid.request;
+    let request = valid.request();
     let corrupt = |e: serde_json::Error| EngineError::Corrupt { what: "decision".into(), message: e.to_string() };
     let response = serde_json::to_value(&decision.response).map_err(corrupt)?;
     let request_json = serde_json::to_value(request).map_err(corrupt)?;

@@ -298,7 +298,7 @@ pub(crate) fn clear_valid<S: Store + ?Sized>(
         gate.questions.iter().filter_map(|q| answers.get(&q.id).map(|a| (q.id.clone(), a.clone()))).collect();
     let record = OutboundRecord {
         contract: contract.hash().to_owned(),
-        request: valid.request.clone(),
+        request: valid.request().clone(),
         verdicts: gate.verdicts,
         questions: gate.questions,
         answers: used,
@@ -327,12 +327,12 @@ fn submit_valid<S: Store + ?Sized>(
     valid: &ValidOutbound,
     now: i64,
 ) -> Result<Submitted, EngineError> {
-    let request = &valid.request;
+    let request = valid.request();
     if let Some(due) = &request.due {
         let corrupt = |message: String| EngineError::Corrupt { what: "outbound request".into(), message };
-        let due_at = due.parse::<jiff::Timestamp>().map_err(|e| corrupt(e.to_string()))?.as_millisecond();
+        let due_at = warrant_core::date::parse_instant(due).map_err(|e| corrupt(e.to_string()))?.as_millisecond();
         let draft = serde_json::to_value(request).map_err(|e| corrupt(e.to_string()))?;
-        let job = derive_id("job", &[&request.conversation, &draft.to_string()]);
+        let job = derive_id("job", &[&request.conversation, &warrant_core::id::canonical(&draft)]);
         let new = store.schedule_job(&NewJob {
             id: job.clone(),
             conversation: request.conversation.clone(),

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use warrant_core::Contract;
+use warrant_core::id::canonical;
 use warrant_core::request;
 use warrant_core::turn::{self, TurnResponse};
 use warrant_store::Store;
@@ -53,45 +54,6 @@ fn summary(response: &TurnResponse, index: usize) -> String {
             text
         },
     )
-}
-
-/// JSON text with every object's keys sorted, so that two values compare byte for byte
-/// whatever order a store (PostgreSQL's JSONB sorts keys its own way) kept them in.
-pub fn canonical(value: &Value) -> String {
-    fn write(value: &Value, out: &mut String) {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(key.clone()).to_string());
-                    out.push(':');
-                    if let Some(inner) = map.get(key) {
-                        write(inner, out);
-                    }
-                }
-                out.push('}');
-            }
-            Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(item, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut out = String::new();
-    write(value, &mut out);
-    out
 }
 
 pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<ReplayReport, EngineError> {

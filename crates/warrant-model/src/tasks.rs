@@ -37,11 +37,18 @@ fn limits(max_tokens: u32) -> TaskLimits {
     TaskLimits { calls: 3, max_tokens, timeout: Duration::from_secs(20) }
 }
 
-fn quoted(list: &[String]) -> String {
-    if list.is_empty() {
-        return "(none)".to_owned();
-    }
-    list.iter().map(|s| format!("- {s}")).collect::<Vec<_>>().join("\n")
+/// The question of a task: one JSON object between `<data>` and `</data>`. Everything a user, an
+/// agent or a model wrote, and every fact, is a JSON string or value inside it, never prose of
+/// the prompt: a draft that writes "Allowed claims:" is a string that says so, not a list. `<`,
+/// `>` and `&` are escaped (`\u003c`…), so nothing inside can close the block or open another.
+pub fn data_block(data: &Value) -> String {
+    let json = data.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026");
+    format!("<data>\n{json}\n</data>")
+}
+
+/// A list of JSON texts as values; an item that is not JSON stays a string.
+fn values(items: &[String]) -> Vec<Value> {
+    items.iter().map(|item| serde_json::from_str(item).unwrap_or_else(|_| Value::String(item.clone()))).collect()
 }
 
 /// "Is this pointed value what the user said?"
@@ -88,13 +95,13 @@ impl Task for ValueStated {
 
     fn question(input: &ValueStatedInput) -> String {
         let [from, to] = input.ptr;
-        format!(
-            "Message: {}\nAction: {}\nField: {}\nWords pointed at: [{from}] to [{to}]\nValue: {}",
-            NumberedText::new(&input.message).render(),
-            input.op,
-            input.field,
-            input.value
-        )
+        data_block(&json!({
+            "message": NumberedText::new(&input.message).render(),
+            "action": input.op,
+            "field": input.field,
+            "pointed_words": {"from": from, "to": to},
+            "value": input.value,
+        }))
     }
 
     fn read(_: &ValueStatedInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
@@ -172,12 +179,11 @@ impl Task for Locate {
     }
 
     fn question(input: &LocateInput) -> String {
-        format!(
-            "Message: {}\nField: {}\nProposed value: {}",
-            NumberedText::new(&input.message).render(),
-            input.field,
-            input.proposed
-        )
+        data_block(&json!({
+            "message": NumberedText::new(&input.message).render(),
+            "field": input.field,
+            "proposed_value": input.proposed,
+        }))
     }
 
     fn read(input: &LocateInput, answer: &str) -> Result<(CheckVerdict, Option<Located>), String> {
@@ -232,7 +238,7 @@ impl Task for UncoveredRequest {
     }
 
     fn question(input: &UncoveredRequestInput) -> String {
-        format!("Message: {}\nPlanned actions:\n{}", input.message, quoted(&input.acts))
+        data_block(&json!({"message": input.message, "planned_actions": input.acts}))
     }
 
     fn read(_: &UncoveredRequestInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
@@ -286,7 +292,7 @@ impl Task for ClaimsCoverage {
     }
 
     fn question(input: &ClaimsCoverageInput) -> String {
-        format!("Message: {}\nAllowed claims:\n{}", input.text, quoted(&input.claims))
+        data_block(&json!({"message": input.text, "allowed_claims": values(&input.claims)}))
     }
 
     fn read(_: &ClaimsCoverageInput, answer: &str) -> Result<(CheckVerdict, ()), String> {
@@ -311,7 +317,7 @@ pub struct Rewrite;
 /// What `rewrite` is given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewriteInput {
-    /// The verified facts, each on one line.
+    /// The verified facts, each a JSON object (a backed claim, or a row it names).
     pub facts: Vec<String>,
 }
 
@@ -354,7 +360,7 @@ impl Task for Rewrite {
     }
 
     fn question(input: &RewriteInput) -> String {
-        format!("Verified facts:\n{}", quoted(&input.facts))
+        data_block(&json!({"verified_facts": values(&input.facts)}))
     }
 
     fn read(_: &RewriteInput, answer: &str) -> Result<(CheckVerdict, Option<RewrittenDraft>), String> {

@@ -18,9 +18,9 @@ use axum::routing::{MethodRouter, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use warrant_core::report::{self, ScoreRequest};
+use warrant_core::reason::ReasonCode;
+use warrant_core::report;
 use warrant_engine::{EngineError, Submitted, TurnResult};
-use warrant_store::Store;
 
 use crate::AppState;
 use crate::pool::PoolError;
@@ -80,11 +80,11 @@ pub fn router(state: AppState) -> Router {
     }
     let limit = state.inner.body_limit;
     router
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", None, "no such route".into()) })
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, ReasonCode::NoRoute, None, "no such route".into()) })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
+                ReasonCode::MethodNotAllowed,
                 None,
                 "the route does not take this method".into(),
             )
@@ -92,17 +92,18 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, "the handler failed".into())
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, "the handler failed".into())
                 .into_response()
         }))
         .with_state(state)
 }
 
-/// A JSON error answer.
+/// A JSON error answer. Its code is a [`ReasonCode`], so every code the service answers with
+/// is in the one list `warrant reasons` prints.
 #[derive(Debug)]
 pub(crate) struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: ReasonCode,
     field: Option<String>,
     message: String,
 }
@@ -112,11 +113,11 @@ pub(crate) struct ApiError {
 struct ErrorCode(String);
 
 impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, field: Option<&str>, message: String) -> ApiError {
+    pub(crate) fn new(status: StatusCode, code: ReasonCode, field: Option<&str>, message: String) -> ApiError {
         ApiError { status, code, field: field.map(str::to_owned), message }
     }
 
-    pub(crate) fn bad(code: &'static str, field: Option<&str>, message: String) -> ApiError {
+    pub(crate) fn bad(code: ReasonCode, field: Option<&str>, message: String) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, code, field, message)
     }
 }
@@ -131,18 +132,19 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A 400 for input the core refused: its reason code, the field at fault and why.
-fn refused_input(code: warrant_core::reason::ReasonCode, field: Option<&str>, message: &str) -> Response {
-    error_response(
-        StatusCode::BAD_REQUEST,
-        code.as_str(),
-        json!({"error": {"code": code, "field": field, "message": message}}),
-    )
+/// The answer to input the core refused: its reason code, the field at fault and why; 409 for
+/// a turn key reused with another request, 400 for the rest.
+fn refused_input(code: ReasonCode, field: Option<&str>, message: &str) -> Response {
+    error_response(refused_status(code), code, json!({"error": {"code": code, "field": field, "message": message}}))
 }
 
-fn error_response(status: StatusCode, code: &str, body: Value) -> Response {
+fn refused_status(code: ReasonCode) -> StatusCode {
+    if code == ReasonCode::TurnKeyReused { StatusCode::CONFLICT } else { StatusCode::BAD_REQUEST }
+}
+
+fn error_response(status: StatusCode, code: ReasonCode, body: Value) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
-    response.extensions_mut().insert(ErrorCode(code.to_owned()));
+    response.extensions_mut().insert(ErrorCode(code.as_str().to_owned()));
     response
 }
 
@@ -150,9 +152,9 @@ impl From<PoolError> for ApiError {
     fn from(error: PoolError) -> ApiError {
         match error {
             PoolError::Engine(EngineError::Contention(_)) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "contention", None, error.to_string())
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ReasonCode::Contention, None, error.to_string())
             }
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, other.to_string()),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, other.to_string()),
         }
     }
 }
@@ -197,7 +199,7 @@ impl FromRequestParts<AppState> for Tenant {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Tenant, ApiError> {
         let unauthorized = |message: &str| {
-            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", Some("authorization"), message.into())
+            ApiError::new(StatusCode::UNAUTHORIZED, ReasonCode::Unauthorized, Some("authorization"), message.into())
         };
         let header =
             parts.headers.get(AUTHORIZATION).ok_or_else(|| unauthorized("give `Authorization: Bearer KEY`"))?;
@@ -225,7 +227,12 @@ impl FromRequestParts<AppState> for Tenant {
                 .map_err(|e| e.to_string())
                 .and_then(|r| r)
                 .map_err(|e| {
-                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, format!("registry: {e}"))
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        ReasonCode::Internal,
+                        None,
+                        format!("registry: {e}"),
+                    )
                 })?
             }
         };
@@ -260,23 +267,24 @@ pub(crate) fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
+                ReasonCode::PayloadTooLarge,
                 None,
                 "the body is over the size limit".into(),
             )
         } else {
-            ApiError::bad("invalid_input", None, rejection.body_text())
+            ApiError::bad(ReasonCode::InvalidInput, None, rejection.body_text())
         }
     })?;
     if !json {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            ReasonCode::UnsupportedMediaType,
             Some("content-type"),
             "send `Content-Type: application/json`".into(),
         ));
     }
-    String::from_utf8(body.to_vec()).map_err(|_| ApiError::bad("invalid_input", None, "the body is not UTF-8".into()))
+    String::from_utf8(body.to_vec())
+        .map_err(|_| ApiError::bad(ReasonCode::InvalidInput, None, "the body is not UTF-8".into()))
 }
 
 async fn review_page() -> Html<&'static str> {
@@ -322,7 +330,7 @@ async fn post_turn(
         }
         TurnResult::Rejected(error) => {
             metrics.turn("rejected");
-            error_response(StatusCode::BAD_REQUEST, error.code.as_str(), result.to_json())
+            error_response(refused_status(error.code), error.code, result.to_json())
         }
     })
 }
@@ -333,6 +341,14 @@ struct OutcomeBody {
     outcome: String,
 }
 
+/// Reads a JSON body strictly, as the core reads every request ([`warrant_core::wire`]): one
+/// object, no repeated key, no U+0000; the error names the field at fault.
+pub(crate) fn strict_body<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    warrant_core::wire::check(text)
+        .and_then(|()| warrant_core::wire::from_str(text))
+        .map_err(|e| ApiError::bad(e.code, (!e.field.is_empty()).then_some(e.field.as_str()), e.message))
+}
+
 async fn post_outcome(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
@@ -340,19 +356,22 @@ async fn post_outcome(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Path(id) = id.map_err(|e| ApiError::bad("invalid_input", Some("id"), e.body_text()))?;
+    let Path(id) = id.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("id"), e.body_text()))?;
     let text = json_body(&headers, body)?;
-    let body: OutcomeBody =
-        serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", Some("outcome"), e.to_string()))?;
+    let body: OutcomeBody = strict_body(&text)?;
     let answer =
         state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
-    let status = match answer.pointer("/error/code").and_then(Value::as_str) {
-        None => return Ok((StatusCode::OK, axum::Json(answer)).into_response()),
-        Some("unknown_effect") => StatusCode::NOT_FOUND,
-        Some(_) => StatusCode::BAD_REQUEST,
+    let Some(code) = answer.pointer("/error/code").and_then(Value::as_str) else {
+        return Ok((StatusCode::OK, axum::Json(answer)).into_response());
     };
-    let code = answer.pointer("/error/code").and_then(Value::as_str).unwrap_or("invalid_input").to_owned();
-    Ok(error_response(status, &code, answer))
+    // The engine answers only with codes of the list; one it did not would be a fault of ours.
+    let code = ReasonCode::from_code(code).unwrap_or(ReasonCode::Internal);
+    let status = match code {
+        ReasonCode::UnknownEffect => StatusCode::NOT_FOUND,
+        ReasonCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    Ok(error_response(status, code, answer))
 }
 
 /// An outbound request (a draft for a path) through the outbound gate: the cleared message is
@@ -367,8 +386,9 @@ async fn post_outbound(
     let text = json_body(&headers, body)?;
     let now = warrant_engine::dispatch::now_ms();
     let submitted = state.inner.pools.with_engine(&tenant, move |engine| engine.submit(&text, now)).await?;
-    let internal =
-        |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, e.to_string());
+    let internal = |e: serde_json::Error| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, e.to_string())
+    };
     Ok(match submitted {
         Submitted::Queued { run, outbox, duplicate } => {
             let mut message = serde_json::to_value(&run.message).map_err(internal)?;
@@ -393,8 +413,10 @@ async fn post_score(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let text = json_body(&headers, body)?;
-    let request: ScoreRequest =
-        serde_json::from_str(&text).map_err(|e| ApiError::bad("invalid_input", None, e.to_string()))?;
+    let request = match report::parse_score_request(&text) {
+        Ok(request) => request,
+        Err(error) => return Ok(refused_input(error.code, error.field, &error.message)),
+    };
     match report::score_line(state.inner.pools.contract(), &request) {
         Ok(line) => {
             let mut response = line.into_response();
@@ -410,15 +432,9 @@ async fn get_record(
     Tenant(tenant): Tenant,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    let Path((table, key)) = path.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
+    let Path((table, key)) = path.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, None, e.body_text()))?;
     let (table_name, key_name) = (table.clone(), key.clone());
-    let record = state
-        .inner
-        .pools
-        .with_engine(&tenant, move |engine| {
-            engine.store_mut().record(&table_name, &key_name).map_err(EngineError::from)
-        })
-        .await?;
+    let record = state.inner.pools.with_engine(&tenant, move |engine| engine.record(&table_name, &key_name)).await?;
     match record {
         Some(record) => Ok(axum::Json(
             json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value}),
@@ -426,7 +442,7 @@ async fn get_record(
         .into_response()),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "unknown_record",
+            ReasonCode::UnknownRecord,
             Some("key"),
             format!("no record `{key}` in `{table}`"),
         )),
@@ -439,10 +455,10 @@ pub(crate) fn query_pairs(
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     known: &[&str],
 ) -> Result<Vec<(String, String)>, ApiError> {
-    let Query(pairs) = query.map_err(|e| ApiError::bad("invalid_input", None, e.body_text()))?;
+    let Query(pairs) = query.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, None, e.body_text()))?;
     if let Some((name, _)) = pairs.iter().find(|(name, _)| !known.contains(&name.as_str())) {
         return Err(ApiError::bad(
-            "invalid_input",
+            ReasonCode::InvalidInput,
             Some(name),
             format!("unknown query parameter `{name}`; known: {}", known.join(", ")),
         ));
@@ -458,10 +474,9 @@ pub(crate) fn query_value<T: std::str::FromStr>(
 ) -> Result<Option<T>, ApiError> {
     match pairs.iter().rev().find(|(n, _)| n == name) {
         None => Ok(None),
-        Some((_, value)) => value
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad("invalid_input", Some(name), format!("`{name}={value}` is not {what}"))),
+        Some((_, value)) => value.parse().map(Some).map_err(|_| {
+            ApiError::bad(ReasonCode::InvalidInput, Some(name), format!("`{name}={value}` is not {what}"))
+        }),
     }
 }
 
@@ -470,7 +485,7 @@ pub(crate) fn page_limit(pairs: &[(String, String)]) -> Result<usize, ApiError> 
     let limit = query_value::<usize>(pairs, "limit", "a whole number")?.unwrap_or(20);
     if !(1..=MAX_TURNS).contains(&limit) {
         return Err(ApiError::bad(
-            "invalid_input",
+            ReasonCode::InvalidInput,
             Some("limit"),
             format!("`limit` must be 1 to {MAX_TURNS}, not {limit}"),
         ));
@@ -489,11 +504,8 @@ async fn list_turns(
     let limit = page_limit(&pairs)?;
     let before = query_value::<i64>(&pairs, "before", "a sequence number")?;
     // One more than asked tells whether an older page exists.
-    let mut turns = state
-        .inner
-        .pools
-        .with_engine(&tenant, move |engine| Ok(engine.store_mut().recent_turns(before, limit + 1)?))
-        .await?;
+    let mut turns =
+        state.inner.pools.with_engine(&tenant, move |engine| engine.recent_turns(before, limit + 1)).await?;
     let more = turns.len() > limit;
     turns.truncate(limit);
     let next = if more { turns.last().map(|t| t.seq) } else { None };

@@ -38,7 +38,7 @@ fn unknown_guard(guard: &str) -> ApiError {
     let known: Vec<&str> = GUARDS.iter().map(|(name, _)| *name).collect();
     ApiError::new(
         StatusCode::NOT_FOUND,
-        ReasonCode::UnknownGuard.as_str(),
+        ReasonCode::UnknownGuard,
         Some("guard"),
         format!("the contract declares no guard `{guard}`; guards warrant knows: {}", known.join(", ")),
     )
@@ -52,7 +52,7 @@ pub(crate) async fn list_findings(
     guard: Result<Path<String>, PathRejection>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Path(guard) = guard.map_err(|e| ApiError::bad("invalid_input", Some("guard"), e.body_text()))?;
+    let Path(guard) = guard.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("guard"), e.body_text()))?;
     let pairs = query_pairs(query, &["unaudited", "limit", "before"])?;
     let unaudited = query_value::<bool>(&pairs, "unaudited", "`true` or `false`")?.unwrap_or(false);
     let limit = page_limit(&pairs)?;
@@ -78,14 +78,18 @@ pub(crate) async fn list_findings(
 
 /// An audit's body, checked field by field so that an error names the field at fault.
 fn audit_body(text: &str) -> Result<(Label, String), ApiError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| ApiError::bad("invalid_input", None, format!("the body is not JSON: {e}")))?;
+    // Read strictly (one object, no repeated key, no U+0000), as every body is.
+    let value: Value = crate::api::strict_body(text)?;
     let Value::Object(fields) = value else {
-        return Err(ApiError::bad("invalid_input", None, "the body must be an object `{\"label\",\"who\"}`".into()));
+        return Err(ApiError::bad(
+            ReasonCode::InvalidInput,
+            None,
+            "the body must be an object `{\"label\",\"who\"}`".into(),
+        ));
     };
     if let Some(name) = fields.keys().find(|k| !matches!(k.as_str(), "label" | "who")) {
         return Err(ApiError::bad(
-            "invalid_input",
+            ReasonCode::InvalidInput,
             Some(name),
             format!("unknown field `{name}`; the fields are label and who"),
         ));
@@ -93,21 +97,27 @@ fn audit_body(text: &str) -> Result<(Label, String), ApiError> {
     let text_field = |fields: &Map<String, Value>, name: &str| -> Result<String, ApiError> {
         match fields.get(name) {
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-            Some(_) => Err(ApiError::bad("invalid_input", Some(name), format!("`{name}` must be a non-empty string"))),
-            None => Err(ApiError::bad("invalid_input", Some(name), format!("`{name}` is missing"))),
+            Some(_) => {
+                Err(ApiError::bad(ReasonCode::InvalidInput, Some(name), format!("`{name}` must be a non-empty string")))
+            }
+            None => Err(ApiError::bad(ReasonCode::InvalidInput, Some(name), format!("`{name}` is missing"))),
         }
     };
     let label = text_field(&fields, "label")?;
     let label = Label::parse(&label).ok_or_else(|| {
         ApiError::bad(
-            "invalid_input",
+            ReasonCode::InvalidInput,
             Some("label"),
             format!("`{label}` is not a label: give true_positive, false_positive, miss or clean"),
         )
     })?;
     let who = text_field(&fields, "who")?;
     if who.chars().count() > MAX_WHO {
-        return Err(ApiError::bad("invalid_input", Some("who"), format!("`who` is longer than {MAX_WHO} characters")));
+        return Err(ApiError::bad(
+            ReasonCode::InvalidInput,
+            Some("who"),
+            format!("`who` is longer than {MAX_WHO} characters"),
+        ));
     }
     Ok((label, who))
 }
@@ -121,7 +131,7 @@ pub(crate) async fn post_audit(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Path(id) = id.map_err(|e| ApiError::bad("invalid_input", Some("id"), e.body_text()))?;
+    let Path(id) = id.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("id"), e.body_text()))?;
     let text = json_body(&headers, body)?;
     let (label, who) = audit_body(&text)?;
     let at = jiff::Timestamp::now().to_string();
@@ -135,7 +145,7 @@ pub(crate) async fn post_audit(
         // Every guard's findings share one table: a contract without guards has none to audit.
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            ReasonCode::UnknownFinding.as_str(),
+            ReasonCode::UnknownFinding,
             Some("id"),
             format!("no finding `{id}`: the contract declares no guard"),
         )),
@@ -144,20 +154,20 @@ pub(crate) async fn post_audit(
         }
         Some(AuditResult::UnknownFinding) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            ReasonCode::UnknownFinding.as_str(),
+            ReasonCode::UnknownFinding,
             Some("id"),
             format!("no finding `{id}`"),
         )),
         Some(AuditResult::AlreadyAudited { label: stored }) => Err(ApiError::new(
             StatusCode::CONFLICT,
-            ReasonCode::FindingAlreadyAudited.as_str(),
+            ReasonCode::FindingAlreadyAudited,
             Some("id"),
             format!("finding `{id}` is audited already, as `{stored}`; nothing was written"),
         )),
         Some(AuditResult::LabelDoesNotFit { kind }) => {
             let fits = kind.labels().join(" or ");
             Err(ApiError::bad(
-                ReasonCode::AuditLabelDoesNotFit.as_str(),
+                ReasonCode::AuditLabelDoesNotFit,
                 Some("label"),
                 format!("a {} finding is labelled {fits}, not `{}`", kind.as_str(), label.as_str()),
             ))

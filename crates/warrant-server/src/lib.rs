@@ -10,7 +10,6 @@ mod api;
 mod ladder;
 mod metrics;
 mod pool;
-mod store;
 pub mod tenants;
 
 use std::net::SocketAddr;
@@ -19,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 pub use api::{ROUTES, router};
 pub use pool::PoolError;
-pub use store::AnyStore;
 pub use tenants::{StoreLocation, TenantName, add_tenant, list_tenants, revoke_tenant, rotate_key};
+pub use warrant_store::AnyStore;
 
 /// What stops the server from starting.
 #[derive(Debug, thiserror::Error)]
@@ -31,11 +30,21 @@ pub enum ServerError {
     Store(#[from] warrant_store::StoreError),
     #[error(transparent)]
     Engine(#[from] warrant_engine::EngineError),
+    /// Boxed: the builder's error is as large as the engine's, and the enum would be larger
+    /// still beside the others.
+    #[error(transparent)]
+    Build(Box<warrant_engine::BuildError>),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     /// The listening address cannot be bound (taken, not this machine's, not permitted).
     #[error("cannot listen on `{addr}`: {source}")]
     Bind { addr: String, source: std::io::Error },
+}
+
+impl From<warrant_engine::BuildError> for ServerError {
+    fn from(error: warrant_engine::BuildError) -> ServerError {
+        ServerError::Build(Box::new(error))
+    }
 }
 
 /// How a server is set up.
@@ -51,6 +60,9 @@ pub struct ServeConfig {
     pub engines_per_tenant: usize,
     /// The largest request body, in bytes.
     pub body_limit: usize,
+    /// Where the model tasks run; by default the contract's `[model]` with the `WARRANT_MODEL_*`
+    /// environment over it, as on the command line.
+    pub model: warrant_engine::ModelSource,
 }
 
 impl ServeConfig {
@@ -58,7 +70,14 @@ impl ServeConfig {
     /// writers take turns anyway) and body limit (1 MiB).
     pub fn new(contract: PathBuf, store: String, listen: String) -> ServeConfig {
         let engines_per_tenant = if store.starts_with("sqlite:") { 1 } else { 4 };
-        ServeConfig { contract, store, listen, engines_per_tenant, body_limit: 1 << 20 }
+        ServeConfig {
+            contract,
+            store,
+            listen,
+            engines_per_tenant,
+            body_limit: 1 << 20,
+            model: warrant_engine::ModelSource::Environment,
+        }
     }
 }
 
@@ -79,19 +98,28 @@ struct Inner {
 }
 
 impl AppState {
-    /// Loads the contract and opens the registry.
+    /// Loads the contract, resolves the model (through the engine's one builder, as the command
+    /// line does) and opens the registry.
     pub fn new(config: &ServeConfig) -> Result<AppState, ServerError> {
         let location = StoreLocation::parse(&config.store)?;
-        let (contract, folder) = warrant_engine::load_contract(&config.contract)?;
+        let setup =
+            warrant_engine::Engine::builder().contract_file(&config.contract).model(config.model.clone()).prepare()?;
         let registry = location.registry()?;
         Ok(AppState {
             inner: Arc::new(Inner {
-                pools: Arc::new(pool::Pools::new(contract, folder, location, config.engines_per_tenant)),
+                pools: Arc::new(pool::Pools::new(setup, location, config.engines_per_tenant)),
                 registry: Arc::new(Mutex::new(Some(registry))),
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
             }),
         })
+    }
+}
+
+impl AppState {
+    /// Where the model tasks of this server's engines run.
+    pub fn model(&self) -> &warrant_engine::ModelPlan {
+        self.inner.pools.setup().model()
     }
 }
 
@@ -113,12 +141,15 @@ pub(crate) fn drop_off_runtime<T: Send + 'static>(value: T) {
     }
 }
 
-/// Binds the listener and returns its address with the future that serves until `shutdown`
-/// resolves.
+/// A bound server: its address, where its model runs, and the future that serves.
+type Bound<F> = (SocketAddr, warrant_engine::ModelPlan, F);
+
+/// Binds the listener and returns its address and model with the future that serves until
+/// `shutdown` resolves.
 pub async fn bind(
     config: &ServeConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>), ServerError> {
+) -> Result<Bound<impl std::future::Future<Output = std::io::Result<()>>>, ServerError> {
     // Opening the registry blocks (the PostgreSQL client runs a runtime of its own).
     let owned = config.clone();
     let state = tokio::task::spawn_blocking(move || AppState::new(&owned))
@@ -137,16 +168,21 @@ pub async fn bind(
              serve on a loopback address behind a TLS-terminating proxy"
         );
     }
+    let model = state.model().clone();
     let serving = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).into_future();
-    Ok((addr, serving))
+    Ok((addr, model, serving))
 }
 
-/// Serves until interrupted (Ctrl-C or SIGTERM), calling `ready` with the bound address first.
-pub fn serve(config: &ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
+/// Serves until interrupted (Ctrl-C or SIGTERM), calling `ready` with the bound address and
+/// where the model runs first.
+pub fn serve(
+    config: &ServeConfig,
+    ready: impl FnOnce(SocketAddr, &warrant_engine::ModelPlan),
+) -> Result<(), ServerError> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
-        let (addr, serving) = bind(config, interrupted()).await?;
-        ready(addr);
+        let (addr, model, serving) = bind(config, interrupted()).await?;
+        ready(addr, &model);
         serving.await?;
         Ok(())
     })
@@ -196,7 +232,7 @@ impl Running {
                 })
                 .await
                 {
-                    Ok((addr, serving)) => {
+                    Ok((addr, _, serving)) => {
                         let _ = ready.send(Ok(addr));
                         serving.await?;
                         Ok(())

@@ -3,22 +3,23 @@
 //! Engines are made on first use and kept; one whose store failed is dropped, not reused.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
 use warrant_core::Contract;
-use warrant_engine::{Engine, EngineError};
+use warrant_engine::{BuildError, Engine, EngineError, EngineSetup};
 
-use crate::store::AnyStore;
 use crate::tenants::{StoreLocation, TenantName};
+use warrant_store::AnyStore;
 
 /// What a pooled call can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Build(#[from] BuildError),
     #[error("store: {0}")]
     Store(#[from] warrant_store::StoreError),
     /// The blocking task did not finish (it panicked or the runtime is shutting down).
@@ -42,10 +43,10 @@ impl Drop for TenantPool {
     }
 }
 
-/// Every tenant's engines, made on first use.
+/// Every tenant's engines, made on first use, each by the one engine setup (the contract and the
+/// model resolved once when the server started).
 pub(crate) struct Pools {
-    contract: Contract,
-    folder: PathBuf,
+    setup: EngineSetup,
     location: StoreLocation,
     per_tenant: usize,
     tenants: Mutex<BTreeMap<TenantName, Arc<TenantPool>>>,
@@ -61,12 +62,16 @@ impl std::fmt::Debug for Pools {
 }
 
 impl Pools {
-    pub(crate) fn new(contract: Contract, folder: PathBuf, location: StoreLocation, per_tenant: usize) -> Pools {
-        Pools { contract, folder, location, per_tenant: per_tenant.max(1), tenants: Mutex::new(BTreeMap::new()) }
+    pub(crate) fn new(setup: EngineSetup, location: StoreLocation, per_tenant: usize) -> Pools {
+        Pools { setup, location, per_tenant: per_tenant.max(1), tenants: Mutex::new(BTreeMap::new()) }
     }
 
     pub(crate) fn contract(&self) -> &Contract {
-        &self.contract
+        self.setup.contract()
+    }
+
+    pub(crate) fn setup(&self) -> &EngineSetup {
+        &self.setup
     }
 
     fn pool(&self, tenant: &TenantName) -> Result<Arc<TenantPool>, PoolError> {
@@ -100,7 +105,7 @@ impl Pools {
                 Some(engine) => engine,
                 None => {
                     let store = this.location.tenant_store(&tenant)?;
-                    Engine::new(this.contract.clone(), &this.folder, store)?
+                    this.setup.build(store)?
                 }
             };
             let result = f(&mut engine);

@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 use warrant_store::{Added, PgStore, Registry, SqliteStore, StoreError, TenantEntry};
 
 use crate::ServerError;
-use crate::store::AnyStore;
+use warrant_store::AnyStore;
 
 /// The longest tenant name: `t_` and the name must fit PostgreSQL's 63-byte identifiers.
 const MAX_TENANT_NAME: usize = 40;

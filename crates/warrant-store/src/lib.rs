@@ -5,6 +5,7 @@
 //! same conformance suite (`tests/it`); the order of a commit and its decisions are written
 //! once, in `txn.rs`, and each backend only says how to perform the steps.
 
+mod any;
 mod commit;
 mod error;
 mod guards;
@@ -17,6 +18,7 @@ mod sqlite;
 mod storable;
 mod txn;
 
+pub use any::AnyStore;
 pub use commit::{Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite};
 pub use error::StoreError;
 pub use guards::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, PromotionRow};

@@ -310,3 +310,98 @@ fn postgres_two_schedulers_on_one_store_deliver_each_message_once_on_the_wire() 
     let keys: BTreeSet<&String> = log.wire.iter().collect();
     assert_eq!((log.wire.len(), keys.len(), log.applied.len()), (COUNT, COUNT, COUNT));
 }
+
+/// A contract with two channels, each with its own `url_env`: `queue` messages leave by
+/// `email`, `digest` messages by `sms`. Neither path checks coverage, so a draft without claims
+/// goes out as is.
+const TWO_CHANNELS: &str = r#"
+[sources]
+kinds = ["user"]
+
+[outbound]
+locales = ["en-US"]
+
+[[outbound.channel]]
+name = "email"
+kind = "webhook"
+url_env = "WARRANT_TEST_EMAIL_URL"
+
+[[outbound.channel]]
+name = "sms"
+kind = "webhook"
+url_env = "WARRANT_TEST_SMS_URL"
+
+[[outbound.path]]
+name = "queue"
+channel = "email"
+fallback."en-US" = "We will be in touch."
+
+[[outbound.path]]
+name = "digest"
+channel = "sms"
+fallback."en-US" = "There are updates for you."
+"#;
+
+/// Channels were once parsed and ignored: every message went to the one `--webhook`. Each
+/// channel now delivers to the URL its own `url_env` names, so two channels reach two
+/// receivers; and a channel whose variable is unset stops the scheduler at start, naming the
+/// variable, with every message still in the outbox.
+#[test]
+fn each_channel_delivers_to_the_webhook_its_url_env_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = dir.path().join("contract.toml");
+    std::fs::write(&contract, TWO_CHANNELS).unwrap();
+    let contract = contract.to_str().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("w.sqlite").display());
+    let send = |path: &str, text: &str, channel: Option<&str>| {
+        let mut request = json!({"conversation": "c", "path": path, "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+            "draft": {"text": text, "claims": []}});
+        if let Some(channel) = channel {
+            request["channel"] = json!(channel);
+        }
+        let out =
+            warrant(&["outbound", "--contract", contract, "--store", &store, "--send", "-"], &request.to_string());
+        assert_eq!(out.status.code(), Some(0), "{}", crate::stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    assert_eq!(send("queue", "Your parcel left the depot.", None)["channel"], "email");
+    assert_eq!(send("digest", "Two updates today.", None)["channel"], "sms");
+    assert_eq!(send("queue", "Reply STOP to stop.", Some("sms"))["channel"], "sms");
+
+    let (email, sms) = (Webhook::start(Behaviour::Answer(200)), Webhook::start(Behaviour::Answer(200)));
+    let run = |set: &[(&str, &str)], unset: &[&str]| {
+        crate::warrant_with_env(
+            &["scheduler", "run", "--contract", contract, "--store", &store, "--once"],
+            "",
+            set,
+            unset,
+        )
+    };
+    let (email_url, sms_url) = (email.url(), sms.url());
+    // The SMS channel's variable is unset: nothing is taken, and the error names it.
+    let missing = run(&[("WARRANT_TEST_EMAIL_URL", &email_url)], &["WARRANT_TEST_SMS_URL"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let said = crate::stderr(&missing);
+    assert!(said.contains("channel `sms`") && said.contains("`WARRANT_TEST_SMS_URL`"), "{said}");
+    let out = warrant(&["scheduler", "outbox", "--store", &store, "--state", "queued"], "");
+    let rows: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 3, "every message is still queued");
+    // Each outbox row carries the channel its message was cleared for.
+    let channels: Vec<&str> = rows.iter().map(|row| row["channel"].as_str().unwrap()).collect();
+    assert_eq!(channels, ["email", "sms", "sms"], "{rows:?}");
+    assert!(email.log().wire.is_empty() && sms.log().wire.is_empty());
+
+    let out = run(&[("WARRANT_TEST_EMAIL_URL", &email_url), ("WARRANT_TEST_SMS_URL", &sms_url)], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::stderr(&out));
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap()["sent"], 3);
+    let texts = |hook: &Webhook| -> BTreeSet<String> {
+        let log = hook.log();
+        assert_eq!(log.wire.len(), log.applied.len(), "each message once");
+        log.applied.values().map(|body| body["text"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(texts(&email), BTreeSet::from(["Your parcel left the depot.".to_owned()]));
+    assert_eq!(texts(&sms), BTreeSet::from(["Reply STOP to stop.".to_owned(), "Two updates today.".to_owned()]));
+    for (hook, channel) in [(&email, "email"), (&sms, "sms")] {
+        assert!(hook.log().applied.values().all(|body| body["channel"] == channel));
+    }
+}

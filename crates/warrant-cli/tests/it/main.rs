@@ -4,6 +4,7 @@
 mod corpus;
 mod delivery;
 mod guards;
+mod input;
 mod outbound;
 mod prompts;
 mod receiver;
@@ -23,8 +24,18 @@ pub fn root() -> PathBuf {
 
 /// Runs `warrant` with `args` in the repository root, feeding `stdin`.
 pub fn warrant(args: &[&str], stdin: &str) -> Output {
+    warrant_with_env(args, stdin, &[], &[])
+}
+
+/// Runs `warrant` as [`warrant`] does, with the variables `set` set and those in `unset` unset.
+pub fn warrant_with_env(args: &[&str], stdin: &str, set: &[(&str, &str)], unset: &[&str]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    for name in unset {
+        command.env_remove(name);
+    }
+    let mut child = command
+        .envs(set.iter().copied())
         .args(args)
         .current_dir(root())
         .stdin(Stdio::piped())

@@ -1,6 +1,7 @@
 //! `warrant tenant add` and `warrant serve` as processes: two servers on one PostgreSQL, given a
 //! burst of duplicate and conflicting turns for the same tenant, commit every effect exactly
-//! once, and answer every copy of a turn with the same response.
+//! once, and answer every copy of a turn with the same response; and a server runs its model
+//! checks against the endpoint the environment names, as the command line does.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -140,8 +141,12 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
         assert_eq!(status, 200, "{body}");
         answers[c].push(body);
     }
-    // Every copy of a turn got the same answer, and exactly one conversation won the order.
-    for copies in &answers {
+    // Every copy of a turn got the same answer, all but the one that decided it marked as
+    // repeats, and exactly one conversation won the order.
+    for copies in &mut answers {
+        let fresh =
+            copies.iter_mut().map(|a| a.as_object_mut().unwrap().remove("repeated")).filter(Option::is_none).count();
+        assert_eq!(fresh, 1, "one copy decides the turn, the others repeat it: {copies:#?}");
         assert!(copies.iter().all(|a| a == &copies[0]), "copies of one turn answered differently: {copies:#?}");
     }
     let winners: Vec<&Value> = answers.iter().map(|a| &a[0]).filter(|a| a["acts"][0]["verdict"] == "commit").collect();
@@ -170,4 +175,143 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
         let (_, record) = http(*addr, "GET", "/v1/records/order/%23W6247578", &key, &json!(null));
         assert_eq!((&record["revision"], &record["value"]["status"]), (&json!(2), &json!("cancelled")), "{record}");
     }
+}
+
+/// A chat-completions endpoint on 127.0.0.1 that answers by the schema asked for, as a model
+/// would (`value_stated`: stated; `claims_coverage`: nothing unlisted), and counts what it was
+/// asked, by schema; returns its base URL.
+fn model_endpoint(asked: Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let schema = request["response_format"]["json_schema"]["name"].as_str().unwrap_or("").to_owned();
+            let content = match schema.as_str() {
+                "value_stated" => r#"{"answer":"yes"}"#,
+                "claims_coverage" => r#"{"unlisted_claim":"no"}"#,
+                _ => "not an answer",
+            };
+            asked.lock().unwrap().push(schema);
+            let reply = json!({"choices": [{"message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 9}})
+            .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    base
+}
+
+/// `warrant serve` with the model the environment names (or none), its first line on standard
+/// error (where it says which model it runs), killed when dropped.
+fn serve_with_model(contract: &str, store: &str, base: Option<&str>) -> (Server, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    for name in ["WARRANT_MODEL_BASE_URL", "WARRANT_MODEL", "WARRANT_MODEL_KEY", "WARRANT_MODEL_CASSETTE"] {
+        command.env_remove(name);
+    }
+    if let Some(base) = base {
+        command.envs([
+            ("WARRANT_MODEL_BASE_URL", base),
+            ("WARRANT_MODEL", "smollm2"),
+            ("WARRANT_MODEL_KEY", "sk-secret"),
+        ]);
+    }
+    let mut child = command
+        .args(["serve", "--contract", contract, "--store", store, "--listen", "127.0.0.1:0"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut errors = BufReader::new(child.stderr.take().unwrap());
+    errors.read_line(&mut said).unwrap();
+    // The rest of standard error goes to the test's, so that nothing blocks on a full pipe.
+    std::thread::spawn(move || {
+        for line in errors.lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr =
+        line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("unexpected: {line:?} {said}"));
+    (Server { addr: addr.parse().unwrap(), child }, said)
+}
+
+/// `warrant serve` once ran every model task without a model: every semantic check failed over
+/// HTTP and every reply on a path with `claims_coverage` fell back. It now sets the model up as
+/// the command line does, from the contract's `[model]` and the `WARRANT_MODEL_*` environment,
+/// says at start which one (never the key), and a turn's `value_stated` check and a reply's
+/// coverage check are answered by the endpoint on its socket.
+#[test]
+fn a_served_turn_has_its_model_checks_answered_by_the_endpoint_the_environment_names() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let base = model_endpoint(Arc::clone(&asked));
+    let dir = tempfile::tempdir().unwrap();
+    let tenants = |name: &str| format!("sqlite:{}", dir.path().join(name).display());
+    let add = |store: &str| {
+        let out = warrant(&["tenant", "add", "acme", "--store", store], "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out).trim().to_owned()
+    };
+    let stated: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("examples/rename/turns/stated.json")).unwrap())
+            .unwrap();
+
+    // Without a model, the server says so, and the check cannot pass: the act is asked.
+    let (store, key) = (tenants("bare"), add(&tenants("bare")));
+    let (bare, said) = serve_with_model("examples/rename/contract.toml", &store, None);
+    assert!(said.starts_with("warrant serve: no model is configured"), "{said}");
+    let (status, response) = http(bare.addr, "POST", "/v1/turns", &key, &stated);
+    assert_eq!((status, &response["acts"][0]["verdict"]), (200, &json!("ask")), "{response}");
+    assert_eq!(response["acts"][0]["reasons"][0]["code"], "check_unfinished", "{response}");
+    drop(bare);
+
+    // With one, the same turn's check is answered over its socket, and the rename commits.
+    let (store, key) = (tenants("modelled"), add(&tenants("modelled")));
+    let (server, said) = serve_with_model("examples/rename/contract.toml", &store, Some(&base));
+    assert_eq!(said.trim(), format!("warrant serve: model `smollm2` at {base} (with a key)"));
+    let (status, response) = http(server.addr, "POST", "/v1/turns", &key, &stated);
+    assert_eq!((status, &response["acts"][0]["verdict"]), (200, &json!("commit")), "{response}");
+    let (_, record) = http(server.addr, "GET", "/v1/records/customer/kim", &key, &json!(null));
+    assert_eq!(record["value"]["name"], "Kim Lee", "{record}");
+    assert_eq!(asked.lock().unwrap().as_slice(), ["value_stated"]);
+    drop(server);
+
+    // A retail reply whose claim is backed, on the `live` path with `claims_coverage`: the
+    // endpoint says it claims nothing more, and it goes out as is.
+    let (store, key) = (tenants("retail"), add(&tenants("retail")));
+    let (server, _) = serve_with_model(CONTRACT, &store, Some(&base));
+    let mut turn = request("delivered", "t1", json!([]), json!([]));
+    turn["entries"] = json!([{"kind": "user", "text": "Did my order arrive?"}]);
+    turn["draft"] = json!({"text": "Yes: your order #W6679257 was delivered.",
+        "claims": [{"claim": "order_delivered", "order": "#W6679257"}]});
+    let (status, response) = http(server.addr, "POST", "/v1/turns", &key, &turn);
+    assert_eq!(status, 200, "{response}");
+    let reply = &response["reply"];
+    assert_eq!(
+        (&reply["basis"], &reply["text"]),
+        (&json!("cleared"), &json!("Yes: your order #W6679257 was delivered.")),
+        "{reply}"
+    );
+    assert_eq!(asked.lock().unwrap().last().map(String::as_str), Some("claims_coverage"));
 }

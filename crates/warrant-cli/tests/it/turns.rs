@@ -121,8 +121,20 @@ fn repeated_turn_does_nothing_twice(store: &str) {
     let answer = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
     let (_, first) = turn(store, &answer);
     assert_eq!(first["acts"][0]["verdict"], "commit", "{first}");
-    let (_, second) = turn(store, &answer);
+    assert!(first.get("repeated").is_none(), "{first}");
+    // The same request again, its keys in another order: the recorded response, marked.
+    let (code, mut second) = turn(store, &reversed(&serde_json::from_str(&answer).unwrap()).to_string());
+    assert_eq!(code, Some(0), "{second}");
+    assert_eq!(second.as_object_mut().unwrap().remove("repeated"), Some(json!(true)));
     assert_eq!(first, second);
+    // The same key with another request (another actor, another operation) does nothing.
+    let mut other: Value = serde_json::from_str(&answer).unwrap();
+    other["actor"] = json!("mia_garcia_4516");
+    other["answers"] = json!([]);
+    other["acts"] = json!([{"op": "get_user_details", "args": {"user_id": "mia_garcia_4516"}}]);
+    let (code, reused) = turn(store, &other.to_string());
+    assert_eq!(code, Some(2), "{reused}");
+    assert_eq!((&reused["error"]["code"], &reused["error"]["field"]), (&json!("turn_key_reused"), &json!("turn")));
     let effect = first["effects"][0]["id"].as_str().unwrap().to_owned();
     let out = warrant(
         &["effect-outcome", "--contract", CONTRACT, "--store", store, "--effect", &effect, "--outcome", "done"],
@@ -141,6 +153,15 @@ fn repeated_turn_does_nothing_twice(store: &str) {
     let out = warrant(&["replay", "--contract", CONTRACT, "--store", store], "");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).ends_with("3 turns replayed, 3 identical, 0 verdicts changed\n"), "{}", stdout(&out));
+}
+
+/// `value` with the keys of every object in reverse order.
+fn reversed(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.iter().rev().map(|(k, v)| (k.clone(), reversed(v))).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(reversed).collect()),
+        other => other.clone(),
+    }
 }
 
 #[test]
@@ -188,6 +209,51 @@ fn postgres_a_process_killed_before_its_commit_leaves_no_partial_effect() {
     let dir = tempfile::tempdir().unwrap();
     let pg = postgres_schema();
     killed_before_commit_leaves_nothing(&pg.store(), &dir.path().join("paused"));
+}
+
+/// A turn paused before its commit while another request with the same key commits: when it
+/// commits, the store answers that the key is taken, and it is refused as a reused key; had it
+/// been the same request, it would get the recorded response.
+fn a_key_taken_while_a_turn_decides(store: &str, dir: &Path) {
+    let probe = |actor: &str| {
+        let mut body: Value = serde_json::from_str(&request("race", "t1", json!([]), json!([]))).unwrap();
+        body["actor"] = json!(actor);
+        body["acts"] = json!([{"op": "get_user_details", "args": {"user_id": actor}}]);
+        body.to_string()
+    };
+    for (round, (first, second)) in [(USER, "mia_garcia_4516"), (USER, USER)].into_iter().enumerate() {
+        let first = probe(first).replace("\"race\"", &format!("\"race{round}\""));
+        let second = probe(second).replace("\"race\"", &format!("\"race{round}\""));
+        let marker = dir.join(format!("paused-{round}"));
+        let child = spawn_turn(store, &first, &format!("pause_before_commit:{}", marker.display()));
+        wait_for(&marker);
+        let (code, committed) = turn(store, &second);
+        assert_eq!(code, Some(0), "{committed}");
+        std::fs::write(format!("{}.go", marker.display()), "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if first == second {
+            assert_eq!(out.status.code(), Some(0), "{answer}");
+            assert_eq!(answer["repeated"], true, "{answer}");
+            assert_eq!(answer["effects"], committed["effects"]);
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{answer}");
+            assert_eq!(answer["error"]["code"], "turn_key_reused", "{answer}");
+        }
+    }
+}
+
+#[test]
+fn sqlite_a_key_taken_while_a_turn_decides_is_reused_or_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    a_key_taken_while_a_turn_decides(&sqlite_store(&dir), dir.path());
+}
+
+#[test]
+fn postgres_a_key_taken_while_a_turn_decides_is_reused_or_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = postgres_schema();
+    a_key_taken_while_a_turn_decides(&pg.store(), dir.path());
 }
 
 #[test]
@@ -304,13 +370,13 @@ fn the_demo_runs_from_any_folder_and_shows_each_rule_at_work() {
             "rule 2: an announcement with no call is found, in observe mode",
             &[
                 r#"guard finding announcement_without_call in observe mode: "Let me check your order." announces get_order_details"#,
-                r#"the reply goes out cleared: "Let me check your order.""#,
+                r#"the reply goes out fallback (nothing_backed, fallback_sent): "Thanks for your message."#,
             ],
         ),
         (
             "rule 3: seed 003's follow-up goes out as fallback copy, a backed one as is",
             &[
-                "goes out fallback (claim_unbacked, rewrite_failed, fallback_sent): \"We're following up on your recent request.",
+                "goes out fallback (claim_unbacked, nothing_backed, fallback_sent): \"We're following up on your recent request.",
                 r#"goes out cleared: "Your order #W6247578 is cancelled.""#,
             ],
         ),

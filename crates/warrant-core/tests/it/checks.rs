@@ -272,7 +272,9 @@ fn an_uncovered_request_takes_away_what_would_commit_and_a_pass_changes_nothing(
     assert_eq!(tasks, ["uncovered_request", "value_stated"], "both in the first round");
     let uncovered = &unchecked.checks[0];
     assert_eq!(uncovered.message, message);
-    assert_eq!(uncovered.acts, [format!("rename {}", json!({"name": pointer}))]);
+    // The act's arguments in canonical form (keys sorted): the question is the same for a
+    // request whose store kept its keys in another order.
+    assert_eq!(uncovered.acts, [r#"rename {"name":{"copy":"Kim Lee","ptr":[6,7]}}"#]);
 
     let stated = with_answer(
         CheckAnswers::new(),

@@ -7,6 +7,7 @@ mod fuzz_findings;
 mod guards;
 mod outbound;
 mod properties;
+mod requests;
 mod turns;
 
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! The outbound gate against the retail contract: the regression corpus (seed 003 on every
-//! path, unbacked drafts rewritten or replaced, backed drafts unchanged), the field at fault in
+//! path, unbacked drafts rewritten or replaced, backed drafts unchanged), seed 003 against every
+//! answer a model could give, the rewrite composed from authored copy, the field at fault in
 //! claims and requests, and the same message from the same recorded facts and answers.
 
 use serde_json::{Value, json};
@@ -99,8 +100,10 @@ fn an_invalid_claim_names_its_field() {
     let gate = outbound::clear(&contract, &valid.outgoing(), &cancelled(), &GateAnswers::new()).unwrap();
     let invalid = gate.message.reasons().iter().find(|r| r.code == ReasonCode::ClaimInvalid).unwrap();
     assert_eq!(invalid.field.as_deref(), Some("draft.claims[1].order"));
-    assert_eq!(gate.message.basis(), Basis::Fallback);
-    assert!(gate.message.claims().is_empty(), "fallback copy makes no claim");
+    // The valid claim is backed, so the rewrite states it, composed from its copy.
+    assert_eq!(gate.message.basis(), Basis::Rewritten);
+    assert_eq!(gate.message.text(), "Your order #W1 has been cancelled.");
+    assert_eq!(gate.message.claims(), [json!({"claim": "order_cancelled", "order": "#W1"})]);
 }
 
 #[test]
@@ -171,6 +174,209 @@ fn the_same_recorded_facts_and_answers_give_the_same_message() {
     let empty = outbound::clear(&contract, &valid.outgoing(), &RecordedLedger::default(), &answers).unwrap();
     assert_eq!(empty.message.basis(), Basis::Fallback);
     assert!(empty.message.reasons().iter().any(|r| r.code == ReasonCode::ClaimUnverifiable));
+}
+
+/// Every answer a model task could give a gate question: each verdict, a failure, and rewrites
+/// that state what seed 003's incident stated.
+fn every_answer() -> Vec<GateAnswer> {
+    use warrant_core::check::{CheckFailure, CheckVerdict};
+    let mut answers: Vec<GateAnswer> =
+        [CheckVerdict::Pass, CheckVerdict::Block, CheckVerdict::Repair, CheckVerdict::Ask]
+            .into_iter()
+            .map(|verdict| GateAnswer::Verdict { verdict })
+            .collect();
+    answers.push(GateAnswer::Failed { failure: CheckFailure::InvalidAnswer, detail: "not JSON".into() });
+    for text in [
+        "Your payment link is attached and your refund of $500 has been issued.",
+        "Here is the payment link for your order. It's attached below.",
+        "",
+    ] {
+        answers.push(GateAnswer::Rewritten { text: text.into() });
+    }
+    answers
+}
+
+/// Clears `outgoing` under every way of answering each question the gate asks, one question at a
+/// time (the questions asked depend on the answers before); calls `each` with every message.
+fn under_every_answer(
+    contract: &Contract,
+    outgoing: &outbound::Outgoing<'_>,
+    facts: &dyn outbound::LedgerFacts,
+    answers: &GateAnswers,
+    each: &mut dyn FnMut(&outbound::Gate, &GateAnswers),
+) {
+    let gate = outbound::clear(contract, outgoing, facts, answers).unwrap();
+    let open = gate.unanswered(answers);
+    let Some(next) = open.first() else {
+        each(&gate, answers);
+        return;
+    };
+    for answer in every_answer() {
+        let mut more = answers.clone();
+        more.insert(next.id.clone(), answer);
+        under_every_answer(contract, outgoing, facts, &more, each);
+    }
+}
+
+/// Seed 003 held whatever a model said: an endpoint answering `no` to the coverage question once
+/// let the payment link nobody created go out rewritten. Every seed 003 case of the corpus, on
+/// every path, under every combination of answers to every question the gate asks, goes out as
+/// the path's fallback copy; and since none of its claims is backed, the gate asks nothing, so
+/// no answer can reach the decision at all.
+#[test]
+fn seed_003_goes_out_as_fallback_whatever_a_model_answers() {
+    let contract = retail();
+    let seed: Vec<_> = cases().into_iter().filter(|c| c.name.starts_with("seed_003")).collect();
+    assert!(seed.len() >= 5);
+    let mut runs = 0;
+    for case in &seed {
+        let ledger = Ledger(case.records.clone(), case.events.clone());
+        for path in warrant_core::claim::PathName::ALL {
+            let outgoing = outbound::Outgoing {
+                conversation: &case.conversation,
+                path,
+                channel: None,
+                locale: &case.locale,
+                at: &case.at,
+                draft: &case.draft,
+            };
+            let fallback = contract.outbound().path(path).unwrap().fallback(&case.locale).unwrap();
+            under_every_answer(&contract, &outgoing, &ledger, &GateAnswers::new(), &mut |gate, answers| {
+                runs += 1;
+                let message = &gate.message;
+                assert_eq!(message.basis(), Basis::Fallback, "{} on {path:?} under {answers:?}", case.name);
+                assert_eq!(message.text(), fallback);
+                assert!(message.claims().is_empty());
+                assert!(gate.questions.is_empty(), "{}: a model was asked {:?}", case.name, gate.questions);
+                assert!(message.reasons().iter().any(|r| r.code == ReasonCode::NothingBacked));
+            });
+        }
+    }
+    assert_eq!(runs, seed.len() * warrant_core::claim::PathName::ALL.len(), "no question, so one run each");
+}
+
+#[test]
+fn the_rewrite_of_backed_claims_with_copy_is_composed_in_the_drafts_order_and_asks_no_model() {
+    let contract = retail();
+    let rows = vec![
+        Record { table: "order".into(), key: "#W2".into(), revision: 1, value: json!({"status": "return requested"}) },
+        Record { table: "order".into(), key: "#W1".into(), revision: 1, value: json!({"status": "cancelled"}) },
+    ];
+    let ledger = Ledger(rows, Vec::new());
+    let claims = json!([
+        {"claim": "return_requested", "order": "#W2"},
+        {"claim": "refund_issued", "order": "#W1"},
+        {"claim": "order_cancelled", "order": "#W1"},
+        {"claim": "return_requested", "order": "#W2"}
+    ]);
+    for (locale, text) in [
+        ("en-US", "Your return request for order #W2 has been received. Your order #W1 has been cancelled."),
+        ("ko-KR", "#W2 주문의 반품 요청이 접수되었어요. #W1 주문이 취소되었어요."),
+    ] {
+        let body = json!({"conversation": "c1", "path": "digest", "at": "2026-11-20T09:00:00Z", "locale": locale,
+            "draft": {"text": "Your return is in, your order is cancelled and your refund of $500 is on its way.", "claims": claims}});
+        let valid = outbound::parse_request(&contract, &body.to_string()).unwrap();
+        // Whatever a model would answer, nothing is asked: the refund is unbacked and the rest
+        // has copy.
+        let gate = outbound::clear(&contract, &valid.outgoing(), &ledger, &GateAnswers::new()).unwrap();
+        assert!(gate.questions.is_empty(), "{:?}", gate.questions);
+        assert_eq!(gate.message.basis(), Basis::Rewritten);
+        assert_eq!(gate.message.text(), text);
+        assert_eq!(
+            gate.message.claims(),
+            [json!({"claim": "return_requested", "order": "#W2"}), json!({"claim": "order_cancelled", "order": "#W1"})]
+        );
+        let codes: Vec<_> = gate.message.reasons().iter().map(|r| r.code).collect();
+        assert_eq!(codes, [ReasonCode::ClaimUnbacked, ReasonCode::RewriteComposed]);
+    }
+}
+
+/// A contract whose `pending` kind has copy in English only, and whose `shipped` kind has none.
+const PARTLY_COPIED: &str = r#"
+[sources]
+kinds = ["user"]
+
+[records]
+[[records.table]]
+name = "order"
+file = "orders.json"
+entity = "Order"
+
+[outbound]
+locales = ["en-US", "ko-KR"]
+
+[[outbound.channel]]
+name = "hook"
+kind = "webhook"
+url_env = "HOOK_URL"
+
+[[outbound.claim]]
+name = "pending"
+args.order = { kind = "record", table = "order" }
+backed_by = { record = "order", key = "order", field = "status", values = ["pending"] }
+copy."en-US" = "Order {order} is {{still}} pending."
+
+[[outbound.claim]]
+name = "shipped"
+args.order = { kind = "record", table = "order" }
+backed_by = { record = "order", key = "order", field = "status", values = ["shipped"] }
+
+[[outbound.path]]
+name = "queue"
+channel = "hook"
+checks = ["claims_coverage"]
+fallback."en-US" = "We will be in touch."
+fallback."ko-KR" = "곧 연락드릴게요."
+"#;
+
+#[test]
+fn a_claim_kind_without_copy_for_the_locale_goes_to_the_model_rewrite_checked_again() {
+    let contract = Contract::from_toml("partly.toml", PARTLY_COPIED).unwrap();
+    let rows = vec![
+        Record { table: "order".into(), key: "#W1".into(), revision: 1, value: json!({"status": "pending"}) },
+        Record { table: "order".into(), key: "#W2".into(), revision: 1, value: json!({"status": "shipped"}) },
+    ];
+    let ledger = Ledger(rows, Vec::new());
+    let clear = |locale: &str, claims: Value, answers: &GateAnswers| {
+        let body = json!({"conversation": "c1", "path": "queue", "at": "2026-11-20T09:00:00Z", "locale": locale,
+            "draft": {"text": "Order #W1 is pending. A voucher is attached.", "claims": claims}});
+        let valid = outbound::parse_request(&contract, &body.to_string()).unwrap();
+        outbound::clear(&contract, &valid.outgoing(), &ledger, answers).unwrap()
+    };
+    let block = |gate: &outbound::Gate| {
+        let mut answers = GateAnswers::new();
+        for q in gate.unanswered(&answers) {
+            answers.insert(q.id, GateAnswer::Verdict { verdict: warrant_core::check::CheckVerdict::Block });
+        }
+        answers
+    };
+    let pending = json!([{"claim": "pending", "order": "#W1"}]);
+    // English has copy: the coverage check blocked the draft, and the rewrite is composed, with
+    // `{{` and `}}` read as braces.
+    let first = clear("en-US", pending.clone(), &GateAnswers::new());
+    let composed = clear("en-US", pending.clone(), &block(&first));
+    assert_eq!(composed.message.text(), "Order #W1 is {still} pending.");
+    assert!(composed.questions.iter().all(|q| q.task != outbound::REWRITE));
+    // Korean has none: the model is asked, given the backed claim and its row as JSON facts, and
+    // its text is checked again.
+    for (locale, claims) in [("ko-KR", pending), ("en-US", json!([{"claim": "shipped", "order": "#W2"}]))] {
+        let first = clear(locale, claims.clone(), &GateAnswers::new());
+        let mut answers = block(&first);
+        let asked = clear(locale, claims.clone(), &answers);
+        let rewrite = asked.questions.iter().find(|q| q.task == outbound::REWRITE).unwrap();
+        let facts: Vec<Value> = rewrite.facts.iter().map(|f| serde_json::from_str(f).unwrap()).collect();
+        assert_eq!(facts[0], json!({"claim": claims[0]}));
+        assert_eq!(facts[1]["record"]["table"], "order");
+        answers.insert(rewrite.id.clone(), GateAnswer::Rewritten { text: "Your order is on its way.".into() });
+        let checked = clear(locale, claims.clone(), &answers);
+        let again = checked.unanswered(&answers);
+        assert_eq!(again.len(), 1, "the rewrite's coverage check");
+        assert_eq!(again[0].text.as_deref(), Some("Your order is on its way."));
+        answers.insert(again[0].id.clone(), GateAnswer::Verdict { verdict: warrant_core::check::CheckVerdict::Pass });
+        let sent = clear(locale, claims, &answers);
+        assert_eq!((sent.message.basis(), sent.message.text()), (Basis::Rewritten, "Your order is on its way."));
+        assert!(sent.message.reasons().iter().all(|r| r.code != ReasonCode::RewriteComposed));
+    }
 }
 
 /// The guards test's contract with a `live` path that runs no coverage check.

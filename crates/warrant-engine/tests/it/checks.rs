@@ -10,7 +10,7 @@ use warrant_core::turn::Verdict;
 use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, ChatAnswer, ChatRequest, Provider, ProviderError};
-use warrant_store::{SqliteStore, Store};
+use warrant_store::SqliteStore;
 
 fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rename")
@@ -47,7 +47,7 @@ fn turn(engine: &mut Engine<SqliteStore>, name: &str) -> (Verdict, String) {
 }
 
 fn replay_record(engine: &mut Engine<SqliteStore>) -> Value {
-    engine.store_mut().turns(0, 10).unwrap().last().unwrap().replay.clone()
+    engine.turns(0, 10).unwrap().last().unwrap().replay.clone()
 }
 
 #[test]
@@ -65,7 +65,7 @@ fn the_carrier_words_become_a_question_and_the_model_call_is_on_the_record() {
     assert!(call["request"]["messages"][1]["content"].as_str().unwrap().contains("[3]needs [4]changing"));
     let check = record["checks"][0]["id"].as_str().unwrap();
     assert_eq!(record["answers"][check]["verdict"]["verdict"], "block");
-    assert_eq!(engine.store_mut().record("customer", "kim").unwrap().unwrap().value["name"], "Kim", "nothing written");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim", "nothing written");
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_passing_check_lets_structure_and_policy_decide() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = engine(&dir, Some(setup(Always(Ok(r#"{"answer":"yes"}"#)))));
     assert_eq!(turn(&mut engine, "stated.json"), (Verdict::Commit, String::new()));
-    assert_eq!(engine.store_mut().record("customer", "kim").unwrap().unwrap().value["name"], "Kim Lee");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim Lee");
 }
 
 #[test]
@@ -101,10 +101,10 @@ fn every_failure_of_a_check_ends_in_a_question_with_its_reason() {
         let mut engine = engine(&dir, model);
         // The value is one the user did state: only the failed check stands in the way.
         assert_eq!(turn(&mut engine, "stated.json"), (Verdict::Ask, code.to_owned()), "{code}");
-        let stored = engine.store_mut().turns(0, 10).unwrap();
+        let stored = engine.turns(0, 10).unwrap();
         assert_eq!(stored[0].response["acts"][0]["reasons"][0]["code"], code, "the reason is on the record");
         assert!(stored[0].response["effects"].as_array().unwrap().is_empty());
-        assert_eq!(engine.store_mut().record("customer", "kim").unwrap().unwrap().value["name"], "Kim");
+        assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim");
     }
 }
 

@@ -1,7 +1,8 @@
 //! Delivery over a real SQLite store, where no receiver is needed: a message whose leases kept
-//! expiring goes to the dead letter instead of being delivered again, and a due job run again
-//! after its scheduler died is stored in the outbox once. A job's message is what the gate
-//! cleared; the rows stored by hand here stand for what a scheduler that died had stored.
+//! expiring goes to the dead letter instead of being delivered again, a due job run again
+//! after its scheduler died is stored in the outbox once, and each channel goes to the webhook
+//! its own `url_env` names. A job's message is what the gate cleared; the rows stored by hand
+//! here stand for what a scheduler that died had stored.
 
 use std::time::Duration;
 
@@ -118,4 +119,43 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
     let j3 = store.outbox(None, 10).unwrap().into_iter().find(|r| r.message.idempotency_key == job_key("j3")).unwrap();
     assert_eq!(j3.message.body, serde_json::to_value(&third.message).unwrap());
     assert_eq!(j3.message.record, serde_json::to_value(&third.record).unwrap());
+}
+
+/// Each channel of the retail contract to the URL its `url_env` names; a variable that is unset
+/// (or empty) is an error naming it, before anything is taken. A message stored for a channel
+/// this dispatcher has no webhook for is not sent anywhere else: it waits, queued, with why.
+#[test]
+fn a_channel_goes_to_its_own_webhook_and_one_without_a_url_is_named_not_guessed() {
+    use warrant_engine::dispatch::Channels;
+    let (contract, _) = warrant_engine::load_contract(&crate::retail_dir().join("contract.toml")).unwrap();
+    let outbound = contract.outbound();
+    let env = |url: &'static str| move |name: &str| (name == "WARRANT_RETAIL_WEBHOOK_URL").then(|| url.to_owned());
+    let channels = Channels::from_contract(outbound, &env("http://127.0.0.1:9/retail")).unwrap();
+    assert_eq!(channels.url("support_webhook"), Some("http://127.0.0.1:9/retail"));
+    assert_eq!(channels.url("sms"), None);
+    for missing in [Channels::from_contract(outbound, &|_| None), Channels::from_contract(outbound, &env(""))] {
+        let error = missing.unwrap_err().to_string();
+        assert!(error.contains("`WARRANT_RETAIL_WEBHOOK_URL`") && error.contains("`support_webhook`"), "{error}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    store.migrate().unwrap();
+    let message = OutboxMessage {
+        id: "m1".to_owned(),
+        conversation: "c1".to_owned(),
+        path: "queue".to_owned(),
+        channel: "sms".to_owned(),
+        body: json!({"text": "Hello."}),
+        record: json!({}),
+        idempotency_key: "k1".to_owned(),
+    };
+    store.enqueue(&message, 0).unwrap();
+    let mut config = DispatchConfig::new(channels);
+    config.timeout = Duration::from_millis(500);
+    let round = Dispatcher::new(config).unwrap().dispatch_once(&mut store).unwrap();
+    assert_eq!(round, Dispatched { taken: 1, retried: 1, ..Dispatched::default() });
+    let queued = store.outbox(Some(OutboxState::Queued), 10).unwrap();
+    let error = queued[0].last_error.clone().unwrap_or_default();
+    assert!(error.contains("channel `sms` has no webhook here"), "{error}");
 }

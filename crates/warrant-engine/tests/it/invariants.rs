@@ -16,12 +16,13 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `Store::enqueue` is the store's primitive. Above the store, the only callers are the two
 /// that take a `ClearedMessage` (`OutboxSender::send` and `outbox::run_due_jobs`, whose caller
-/// composes an `OutboundRun`), and the server's store that forwards the trait to its backend.
-/// Tests and benchmarks seed the outbox through the raw store and are not scanned.
+/// composes an `OutboundRun`). `AnyStore`, which forwards the trait to its backend, is
+/// warrant-store's own and not scanned; tests and benchmarks seed the outbox through the raw
+/// store and are not scanned either.
 #[test]
 fn only_the_gate_s_cleared_messages_are_enqueued_above_the_store() {
     let crates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let allowed = ["warrant-engine/src/outbound.rs", "warrant-engine/src/outbox.rs", "warrant-server/src/store.rs"];
+    let allowed = ["warrant-engine/src/outbound.rs", "warrant-engine/src/outbox.rs"];
     let mut files = Vec::new();
     for name in ["warrant-engine", "warrant-server", "warrant-cli", "warrant-model", "warrant-core"] {
         sources(&crates.join(name).join("src"), &mut files);
@@ -39,5 +40,5 @@ fn only_the_gate_s_cleared_messages_are_enqueued_above_the_store() {
     }
     let outside: Vec<_> = callers.iter().filter(|(file, _)| !allowed.contains(&file.as_str())).collect();
     assert!(outside.is_empty(), "the outbox is written around the gate at {outside:?}");
-    assert_eq!(callers.len(), 3, "{callers:?}");
+    assert_eq!(callers.len(), 2, "{callers:?}");
 }

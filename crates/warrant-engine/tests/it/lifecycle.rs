@@ -42,13 +42,13 @@ fn confirm(interaction: &str) -> Value {
 }
 
 fn status<S: Store>(engine: &mut Engine<S>, order: &str) -> (String, i64) {
-    let record = engine.store_mut().record("order", order).unwrap().unwrap();
+    let record = engine.record("order", order).unwrap().unwrap();
     (record.value["status"].as_str().unwrap().to_owned(), record.revision)
 }
 
 fn ledger<S: Store>(engine: &mut Engine<S>) -> (usize, usize) {
-    let turns = engine.store_mut().turns(0, 10_000).unwrap().len();
-    let events = engine.store_mut().events(None).unwrap().len();
+    let turns = engine.turns(0, 10_000).unwrap().len();
+    let events = engine.events(None).unwrap().len();
     (turns, events)
 }
 
@@ -247,7 +247,7 @@ fn a_failed_outcome_undoes_the_effect_and_outcomes_are_recorded_once() {
     let again = engine.report_outcome(&effect, "done").unwrap();
     assert_eq!(again["recorded"], false);
     assert_eq!(again["outcome"], "failed");
-    let kinds: Vec<String> = engine.store_mut().events(Some("life")).unwrap().into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = engine.events(Some("life")).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["cancel_pending_order", "effect_failed"]);
     let unknown = engine.report_outcome("eff_nothing", "done").unwrap();
     assert_eq!(unknown["error"]["code"], "unknown_effect");
@@ -294,11 +294,10 @@ fn a_cancelled_gift_card_order_is_refunded_onto_the_card_at_once() {
     let (mut engine, _dir) = retail_engine();
     // Task 30 of τ-bench: #W9373487 was paid with gift card 7711863.
     let order = "#W9373487";
-    let owner =
-        engine.store_mut().record("order", order).unwrap().unwrap().value["user_id"].as_str().unwrap().to_owned();
+    let owner = engine.record("order", order).unwrap().unwrap().value["user_id"].as_str().unwrap().to_owned();
     let card = "gift_card_7711863";
     let balance = |engine: &mut Engine<SqliteStore>| {
-        engine.store_mut().record("user", &owner).unwrap().unwrap().value["payment_methods"][card]["balance"].clone()
+        engine.record("user", &owner).unwrap().unwrap().value["payment_methods"][card]["balance"].clone()
     };
     let before = balance(&mut engine);
     let mut ask = request(
@@ -315,6 +314,6 @@ fn a_cancelled_gift_card_order_is_refunded_onto_the_card_at_once() {
     let after = balance(&mut engine);
     let cents = |v: &Value| (v.as_f64().unwrap() * 100.0).round() as i64;
     assert_eq!(cents(&after) - cents(&before), 10927, "{before} -> {after}");
-    let history = engine.store_mut().record("order", order).unwrap().unwrap().value["payment_history"].clone();
+    let history = engine.record("order", order).unwrap().unwrap().value["payment_history"].clone();
     assert_eq!(history[1], json!({"transaction_type": "refund", "amount": 109.27, "payment_method_id": card}));
 }

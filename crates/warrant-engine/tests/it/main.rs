@@ -5,7 +5,9 @@
 mod checks;
 mod dispatch;
 mod endpoint;
+mod every_answer;
 mod invariants;
+mod keys;
 mod lifecycle;
 mod outbound;
 mod retail;

@@ -4,9 +4,10 @@
 //! record with no store and no model.
 
 use serde_json::{Value, json};
+use warrant_core::claim::PathName;
 use warrant_core::outbound::Basis;
 use warrant_engine::{Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound};
-use warrant_store::{SqliteStore, Store};
+use warrant_store::SqliteStore;
 
 use crate::endpoint::{Seen, endpoint, live};
 use crate::retail_engine;
@@ -83,11 +84,12 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
             replays_identically(engine, &run);
         }
     }
-    // The claim left unlisted: only the coverage check sees it, and it can only take away.
+    // The claim left unlisted: the path bounds its text by its claims, and nothing is backed.
     let run = outbound(&mut modelled, "seed003", "scheduled", LINK, json!([]));
     assert_eq!(run.message.basis(), Basis::Fallback);
-    assert_eq!(codes(&run), ["coverage_blocked", "rewrite_unbacked", "fallback_sent"]);
-    assert!(!seen.lock().unwrap().is_empty());
+    assert_eq!(codes(&run), ["nothing_backed", "fallback_sent"]);
+    // Nothing was backed anywhere, so the model was never asked anything.
+    assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock().unwrap());
 }
 
 #[test]
@@ -136,9 +138,29 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
     assert_ne!(elsewhere.message.basis(), Basis::Cleared);
 }
 
+/// The retail contract without its claim kinds' copy: every rewrite is then the model's.
+fn retail_without_copy() -> (Engine<SqliteStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = crate::retail_dir();
+    let text = std::fs::read_to_string(folder.join("contract.toml")).unwrap();
+    let text: String = text.lines().filter(|l| !l.starts_with("copy.")).map(|l| format!("{l}\n")).collect();
+    let contract =
+        warrant_core::Contract::load("retail-without-copy.toml", &text, &warrant_engine::FolderFiles::new(&folder))
+            .unwrap();
+    assert!(contract.outbound().claims().iter().all(|k| k.copy("en-US").is_none()));
+    let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+    (Engine::new(contract, &folder, store).unwrap(), dir)
+}
+
+/// The question's data block, read back.
+fn data(question: &str) -> Value {
+    let inner = question.strip_prefix("<data>\n").and_then(|q| q.strip_suffix("\n</data>")).unwrap();
+    serde_json::from_str(inner).unwrap()
+}
+
 #[test]
-fn the_rewrite_is_given_verified_facts_only() {
-    let (engine, _dir) = retail_engine();
+fn the_model_rewrite_is_given_verified_facts_only_as_data() {
+    let (engine, _dir) = retail_without_copy();
     let (mut engine, seen) = with_model(engine, "no", "Your order #W5918442 is still pending.");
     let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
     let claims =
@@ -149,8 +171,13 @@ fn the_rewrite_is_given_verified_facts_only() {
     let requests = seen.lock().unwrap();
     let rewrite = requests.iter().find(|r| r["response_format"]["json_schema"]["name"] == "rewrite").unwrap();
     let question = rewrite["messages"][1]["content"].as_str().unwrap();
-    assert!(question.contains(r##"claim {"claim":"order_pending","order":"#W5918442"}"##), "{question}");
-    assert!(question.contains("record order #W5918442: "), "{question}");
+    let facts = data(question)["verified_facts"].clone();
+    assert_eq!(facts[0], json!({"claim": {"claim": "order_pending", "order": "#W5918442"}}), "{question}");
+    assert_eq!(
+        (facts[1]["record"]["table"].as_str(), facts[1]["record"]["key"].as_str()),
+        (Some("order"), Some("#W5918442"))
+    );
+    assert_eq!(facts.as_array().unwrap().len(), 2);
     assert!(
         !question.contains("order_cancelled") && !question.contains("Good news"),
         "the draft never reaches the rewrite: {question}"
@@ -158,6 +185,22 @@ fn the_rewrite_is_given_verified_facts_only() {
     let calls: Vec<&str> = run.record.model_calls.iter().map(|c| c.task.as_str()).collect();
     assert_eq!(calls, ["rewrite", "claims_coverage"]);
     assert!(run.record.model_calls.iter().all(|c| c.prompt_version.len() == 12 && c.result.is_some()));
+    replays_identically(&engine, &run);
+}
+
+#[test]
+fn with_authored_copy_the_rewrite_is_composed_and_no_model_is_asked() {
+    let (engine, _dir) = retail_engine();
+    let (mut engine, seen) =
+        with_model(engine, "no", "Your payment link is attached and your refund of $500 has been issued.");
+    let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
+    let claims =
+        json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
+    let run = outbound(&mut engine, "facts", "digest", draft, claims);
+    assert_eq!((run.message.basis(), run.message.text()), (Basis::Rewritten, "Your order #W5918442 is pending."));
+    assert_eq!(codes(&run), ["claim_unbacked", "rewrite_composed"]);
+    assert!(seen.lock().unwrap().is_empty(), "no model is asked");
+    assert!(run.record.model_calls.is_empty() && run.record.questions.is_empty());
     replays_identically(&engine, &run);
 }
 
@@ -183,17 +226,19 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
     let claims = json!([{"claim": "order_cancelled", "order": "#W6247578"}]);
     let cancel =
         json!([{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]);
-    // Held, not committed: the order is still pending, so the claim is unbacked and the reply
-    // is the rewrite from verified facts (none).
+    // Held, not committed: the order is still pending, so the claim is unbacked; nothing else
+    // is claimed, so no rewrite is asked and the reply is the path's fallback copy.
     let early = "Your order #W6247578 is cancelled.";
     let TurnResult::Decided { response: held, .. } =
         engine.turn(&turn("t1", cancel, json!([]), early, claims.clone())).unwrap()
     else {
         panic!()
     };
-    assert_eq!(held.reply.as_ref().unwrap()["basis"], "rewritten", "{:?}", held.reply);
-    assert_eq!(held.reply.as_ref().unwrap()["text"], "We will follow up shortly.");
+    let fallback = engine.contract().outbound().path(PathName::Live).unwrap().fallback("en-US").unwrap().to_owned();
+    assert_eq!(held.reply.as_ref().unwrap()["basis"], "fallback", "{:?}", held.reply);
+    assert_eq!(held.reply.as_ref().unwrap()["text"], fallback.as_str());
     assert_eq!(held.reply.as_ref().unwrap()["reasons"][0]["code"], "claim_unbacked");
+    assert_eq!(held.reply.as_ref().unwrap()["reasons"][1]["code"], "nothing_backed");
     // Confirmed in this turn: the turn's own writes back the claim, and the draft goes out as is.
     let confirm = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
     let TurnResult::Decided { response: done, .. } =
@@ -214,7 +259,7 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
     };
     assert_ne!(seed.reply.as_ref().unwrap()["basis"], "cleared");
     // The replies are on the record, and a replay gives them again byte for byte.
-    let stored = engine.store_mut().turns(0, 10).unwrap();
+    let stored = engine.turns(0, 10).unwrap();
     assert_eq!(stored[1].response["reply"], *reply);
     assert_eq!(stored[1].replay["outbound"]["verdicts"][0]["backed"], true);
     let report = engine.replay().unwrap();
@@ -231,7 +276,20 @@ fn without_a_model_a_live_draft_cannot_be_cleared() {
     let reply = response.reply.unwrap();
     assert_eq!(reply["basis"], "fallback");
     let codes: Vec<&str> = reply["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
-    assert_eq!(codes, ["coverage_failed", "rewrite_failed", "fallback_sent"]);
+    assert_eq!(codes, ["nothing_backed", "fallback_sent"]);
+    // A backed claim with a coverage check that cannot run: its copy goes out, composed by code.
+    let request = json!({"conversation": "nomodel", "turn": "t2", "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
+        "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Where is it?"}],
+        "draft": {"text": "Your order #W6679257 was delivered, and a gift is on its way!",
+            "claims": [{"claim": "order_delivered", "order": "#W6679257"}]}});
+    let TurnResult::Decided { response, .. } = engine.turn(&request.to_string()).unwrap() else { panic!() };
+    let reply = response.reply.unwrap();
+    assert_eq!(
+        (reply["basis"].as_str(), reply["text"].as_str()),
+        (Some("rewritten"), Some("Your order #W6679257 has been delivered."))
+    );
+    let codes: Vec<&str> = reply["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["coverage_failed", "rewrite_composed"]);
 }
 
 /// A scheduled follow-up is stored, not cleared, until it is due; then the gate reads the
@@ -265,7 +323,7 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
             other => panic!("not scheduled: {other:?}"),
         }
     }
-    assert!(engine.store_mut().outbox(None, 10).unwrap().is_empty(), "nothing is cleared before it is due");
+    assert!(engine.outbox(None, 10).unwrap().is_empty(), "nothing is cleared before it is due");
     let lease = |now: i64| Lease { holder: "scheduler".to_owned(), now, until: now + 60_000 };
     let early = engine.run_due(&lease(1_795_975_199_999), 10).unwrap();
     assert_eq!(early.taken, 0);
@@ -286,14 +344,14 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
 
     let due = engine.run_due(&lease(1_795_975_200_000), 10).unwrap();
     assert_eq!((due.taken, due.enqueued, due.failed.len()), (2, 2, 0));
-    let outbox = engine.store_mut().outbox(None, 10).unwrap();
+    let outbox = engine.outbox(None, 10).unwrap();
     let body = |conversation: &str| {
         outbox.iter().find(|row| row.message.conversation == conversation).map(|row| row.message.clone()).unwrap()
     };
-    // The link claim is backed by nothing, so the draft never goes out: this model's rewrite
-    // (claiming nothing, its coverage passed) does; without a model the fallback copy would.
+    // The link claim is backed by nothing, so neither the draft nor any rewrite goes out, whatever
+    // the model would say: the path's fallback copy does.
     let link = body("seed003");
-    assert_eq!(link.body["basis"], "rewritten", "{}", link.body);
+    assert_eq!(link.body["basis"], "fallback", "{}", link.body);
     assert_eq!(link.body["claims"], json!([]));
     assert_ne!(link.body["text"], LINK);
     assert_eq!(link.body["at"], "2026-11-29T18:00:00Z", "cleared at send time");
@@ -303,11 +361,11 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
     assert_eq!(cancelled.body["text"], "Your order #W6247578 is cancelled.");
     assert_eq!(cancelled.record["verdicts"][0]["backed"], true, "{}", cancelled.record);
     for job in &jobs {
-        assert_eq!(engine.store_mut().due_job(job).unwrap().unwrap().state, JobState::Done);
+        assert_eq!(engine.due_job(job).unwrap().unwrap().state, JobState::Done);
     }
     // Nothing is due any more, and nothing is stored twice.
     assert_eq!(engine.run_due(&lease(1_795_975_300_000), 10).unwrap().taken, 0);
-    assert_eq!(engine.store_mut().outbox(None, 10).unwrap().len(), 2);
+    assert_eq!(engine.outbox(None, 10).unwrap().len(), 2);
     // The record of each replays to the message delivered, byte for byte, with no store.
     for row in &outbox {
         let record: warrant_engine::OutboundRecord = serde_json::from_value(row.message.record.clone()).unwrap();
@@ -334,7 +392,7 @@ fn a_message_submitted_twice_is_stored_once() {
         panic!("stored twice")
     };
     assert_eq!(outbox, again);
-    let rows = engine.store_mut().outbox(None, 10).unwrap();
+    let rows = engine.outbox(None, 10).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].message.body, serde_json::to_value(&run.message).unwrap());
     let Submitted::Rejected(error) = engine.submit(&request.replace("\"retry\"", "\"later\""), 7).unwrap() else {

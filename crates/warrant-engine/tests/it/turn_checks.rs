@@ -13,7 +13,7 @@ use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
 use warrant_model::{RecordedProvider, Recorder};
 
 use crate::endpoint::{Seen, live};
-use warrant_store::{SqliteStore, Store};
+use warrant_store::SqliteStore;
 
 /// The rename example with the turn-level check on.
 fn contract_folder(dir: &Path) -> PathBuf {
@@ -89,7 +89,7 @@ fn decide(engine: &mut Engine<SqliteStore>, request: &str) -> (Verdict, String, 
 }
 
 fn name_of_kim(engine: &mut Engine<SqliteStore>) -> Value {
-    engine.store_mut().record("customer", "kim").unwrap().unwrap().value["name"].clone()
+    engine.record("customer", "kim").unwrap().unwrap().value["name"].clone()
 }
 
 const MESSAGE: &str = "please change the name to Kim Lee";
@@ -122,7 +122,7 @@ fn a_plain_value_is_located_sliced_by_code_checked_as_stated_and_replayed_withou
     assert_eq!(response["effects"][0]["args"]["name"], "Kim Lee", "code sliced the words");
     let mut stored = engine(dir.path(), "live.sqlite", None);
     assert_eq!(name_of_kim(&mut stored), "Kim Lee");
-    let record = stored.store_mut().turns(0, 10).unwrap()[0].replay.clone();
+    let record = stored.turns(0, 10).unwrap()[0].replay.clone();
     let tasks: Vec<&str> = record["checks"].as_array().unwrap().iter().map(|c| c["task"].as_str().unwrap()).collect();
     assert_eq!(tasks, ["uncovered_request", "locate", "value_stated"]);
     let locate = &record["checks"][1]["id"];

@@ -123,7 +123,7 @@ fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdi
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
     let round = run_checks(&runner, std::slice::from_ref(&uncovered), 8);
     assert_eq!(round.answers[&uncovered.id], CheckAnswer::Verdict { verdict: CheckVerdict::Block });
-    assert!(provider.requests()[0].messages[1].content.contains("- cancel_pending_order {}"));
+    assert!(provider.requests()[0].messages[1].content.contains(r#""planned_actions":["cancel_pending_order {}"]"#));
 }
 
 #[test]

@@ -22,7 +22,8 @@ async fn a_turn_is_held_confirmed_committed_once_and_its_outcome_recorded() {
     let confirm = request("c", "t2", json!([]), json!([{"interaction": interaction, "option": "confirm"}]));
     let (_, first) = call(&app, "POST", "/v1/turns", key, Some(confirm.clone())).await;
     assert_eq!(first["acts"][0]["verdict"], "commit", "{first}");
-    let (_, again) = call(&app, "POST", "/v1/turns", key, Some(confirm)).await;
+    let (_, mut again) = call(&app, "POST", "/v1/turns", key, Some(confirm)).await;
+    assert_eq!(again.as_object_mut().unwrap().remove("repeated"), Some(json!(true)), "{again}");
     assert_eq!(first, again);
     let (status, record) = call(&app, "GET", ORDER_PATH, key, None).await;
     assert_eq!(status, StatusCode::OK);

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod api;
+mod input;
 mod isolation;
 mod keys;
 mod ladder;

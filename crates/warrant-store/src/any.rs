@@ -1,15 +1,14 @@
-//! One store type for both backends, so that the engine pool of a server holds one kind of
-//! engine whichever backend it was started with.
+//! One store type for both backends, so that whoever opens a store from a URL (the engine's
+//! builder, and through it the command line and a server's engine pool) holds one kind of store
+//! whichever backend the URL names.
 
 use serde_json::Value;
 
-use warrant_store::{
-    AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, EffectRow, EventRow, FindingRow,
-    InteractionRow, OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRow, Record,
+use crate::{
+    AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, DueJob, EffectRow, Enqueued, EventRow,
+    Failure, FailureRecorded, FindingRow, InteractionRow, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState,
+    OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRow, Record, RetryPolicy,
     SqliteStore, Store, StoreError, StoredTurn,
-};
-use warrant_store::{
-    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it

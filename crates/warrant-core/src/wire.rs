@@ -1,0 +1,333 @@
+//! JSON as it arrives on the wire, read strictly before any field of it is. serde_json keeps
+//! the last of two equal keys and would read a struct from an array; a store cannot keep
+//! U+0000 (PostgreSQL refuses it in text and JSONB). So every request body is walked once
+//! first: it must be one JSON object, no object at any depth may repeat a key, and no string
+//! or key may hold U+0000. Each fault names the field at fault, as `acts[0].args.order_id`,
+//! and is `invalid_input`; the typed parse that follows reads the same text with the same
+//! paths, and names a missing field by its full path too.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::reason::ReasonCode;
+use crate::request::RequestError;
+use crate::text::visible;
+
+/// Checks that `json` is one JSON object with no repeated key at any depth and no U+0000 in
+/// any string or key. The error names the field at fault (empty for the body as a whole).
+pub fn check(json: &str) -> Result<(), RequestError> {
+    let walk = RefCell::new(Walk::default());
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let walked = Node { walk: &walk, depth: 0 }.deserialize(&mut deserializer).and_then(|()| deserializer.end());
+    let walk = walk.into_inner();
+    match (walked, walk.fault) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(fault)) => Err(fault),
+        (Err(e), None) => Err(invalid(walk.path.render(), e.to_string())),
+    }
+}
+
+/// Parses `json` (already [`check`]ed) as `T`, naming the field at fault: a missing field by
+/// its full path (`acts[0].op`), any other fault by the path where it was found.
+pub fn from_str<T: DeserializeOwned>(json: &str) -> Result<T, RequestError> {
+    // The plain parse is the fast path; only input that fails it is parsed again with the path
+    // tracked. Both parses accept exactly the same inputs.
+    if let Ok(value) = serde_json::from_str(json) {
+        return Ok(value);
+    }
+    let deserializer = &mut serde_json::Deserializer::from_str(json);
+    match serde_path_to_error::deserialize::<_, T>(deserializer) {
+        Ok(value) => Ok(value),
+        Err(e) => Err(path_error(e.path(), e.inner())),
+    }
+}
+
+/// A serde error at `path` as the request error naming the field.
+fn path_error(path: &serde_path_to_error::Path, error: &serde_json::Error) -> RequestError {
+    let mut field = path.to_string();
+    if field == "." {
+        field.clear();
+    }
+    let message = error.to_string().replace('\n', " ");
+    // serde reports a missing field at the object that lacks it; the field at fault is the
+    // missing one.
+    if let Some(name) = message.strip_prefix("missing field `").and_then(|rest| rest.split('`').next()) {
+        field = if field.is_empty() { name.to_owned() } else { format!("{field}.{name}") };
+    }
+    invalid(field, message)
+}
+
+fn invalid(field: String, message: String) -> RequestError {
+    RequestError { code: ReasonCode::InvalidInput, field, message }
+}
+
+/// For a field holding a struct: reads it only from a JSON object, never from an array (which
+/// serde would otherwise read as the struct's fields in order).
+pub fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+    Object::<T>::deserialize(deserializer).map(|o| o.0)
+}
+
+/// [`object`] for an optional struct: `null` or absent is `None`.
+pub fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+    Option::<Object<T>>::deserialize(deserializer).map(|o| o.map(|o| o.0))
+}
+
+/// [`object`] for a list of structs.
+pub fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Vec<T>, D::Error> {
+    Vec::<Object<T>>::deserialize(deserializer).map(|list| list.into_iter().map(|o| o.0).collect())
+}
+
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = Object<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
+    }
+}
+
+/// Where the walk is, and the first fault it found.
+#[derive(Default)]
+struct Walk {
+    path: Path,
+    fault: Option<RequestError>,
+}
+
+#[derive(Default)]
+struct Path(Vec<Segment>);
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl Path {
+    /// `acts[0].args.order_id`, with invisible characters of keys shown as escapes.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for segment in &self.0 {
+            match segment {
+                Segment::Key(key) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(&visible(key));
+                }
+                Segment::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+}
+
+struct Node<'w> {
+    walk: &'w RefCell<Walk>,
+    depth: usize,
+}
+
+impl Node<'_> {
+    /// Records the fault at the current path and stops the walk.
+    fn fault<E: de::Error>(&self, message: String) -> E {
+        let mut walk = self.walk.borrow_mut();
+        let field = walk.path.render();
+        walk.fault.get_or_insert(invalid(field, message));
+        E::custom("the request is refused")
+    }
+
+    fn not_an_object<E: de::Error>(&self, what: &str) -> E {
+        self.fault(format!("a request is a JSON object, not {what}"))
+    }
+
+    fn scalar<E: de::Error>(&self, what: &str) -> Result<(), E> {
+        if self.depth == 0 { Err(self.not_an_object(what)) } else { Ok(()) }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Node<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Node<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.scalar("a boolean")
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.scalar("a number")
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.scalar("a number")
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.scalar("a number")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.scalar("null")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
+        self.scalar("a string")?;
+        if text.contains('\0') {
+            return Err(self.fault("the text contains U+0000, which cannot be stored".into()));
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if self.depth == 0 {
+            return Err(self.not_an_object("an array"));
+        }
+        let mut index = 0;
+        loop {
+            self.walk.borrow_mut().path.0.push(Segment::Index(index));
+            let more = seq.next_element_seed(Node { walk: self.walk, depth: self.depth + 1 })?;
+            self.walk.borrow_mut().path.0.pop();
+            if more.is_none() {
+                return Ok(());
+            }
+            index += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen: BTreeSet<Cow<'de, str>> = BTreeSet::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            self.walk.borrow_mut().path.0.push(Segment::Key(key.clone().into_owned()));
+            if key.contains('\0') {
+                return Err(self.fault("the key contains U+0000, which cannot be stored".into()));
+            }
+            if seen.contains(&key) {
+                return Err(self.fault(format!("the key `{}` appears twice in one object", visible(&key))));
+            }
+            map.next_value_seed(Node { walk: self.walk, depth: self.depth + 1 })?;
+            self.walk.borrow_mut().path.0.pop();
+            seen.insert(key);
+        }
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the input where it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Cow<'de, str>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(key))
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(key.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, key: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(json: &str) -> (String, String) {
+        let e = check(json).unwrap_err();
+        assert_eq!(e.code, ReasonCode::InvalidInput);
+        (e.field, e.message)
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_at_any_depth_naming_its_path() {
+        assert_eq!(fault(r#"{"a":1,"a":2}"#).0, "a");
+        assert_eq!(fault(r#"{"acts":[{"op":"x","args":{"order_id":"1","order_id":"2"}}]}"#).0, "acts[0].args.order_id");
+        assert_eq!(fault(r#"{"x":[[],[{"k":{"m":1,"m":1}}]]}"#).0, "x[1][0].k.m");
+        let (_, message) = fault(r#"{"draft":{"text":"a","text":"b"}}"#);
+        assert!(message.contains("`text` appears twice"), "{message}");
+    }
+
+    #[test]
+    fn u0000_is_refused_in_a_text_and_in_a_key() {
+        assert_eq!(fault(r#"{"entries":[{"text":"a\u0000b"}]}"#).0, "entries[0].text");
+        let (field, message) = fault(r#"{"args":{"a\u0000":1}}"#);
+        assert_eq!(field, "args.a\\u{0000}");
+        assert!(message.contains("U+0000"), "{message}");
+    }
+
+    #[test]
+    fn only_an_object_is_a_request() {
+        for json in ["[]", r#"["c","t"]"#, "1", "null", r#""x""#, "true"] {
+            let (field, message) = fault(json);
+            assert_eq!(field, "", "{json}");
+            assert!(message.starts_with("a request is a JSON object"), "{json}: {message}");
+        }
+        assert!(fault("{} {}").1.contains("trailing"));
+        assert!(check(r#"{"a":[1,"b",null,{"c":{}}],"d":{"e":1.5}}"#).is_ok());
+        // Equal keys in different objects are not repeats.
+        assert!(check(r#"{"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":2}]}"#).is_ok());
+    }
+
+    #[test]
+    fn a_missing_field_is_named_by_its_path() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            op: String,
+        }
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Outer {
+            conversation: String,
+            #[serde(default, deserialize_with = "objects")]
+            acts: Vec<Inner>,
+        }
+        assert_eq!(from_str::<Outer>(r#"{"acts":[]}"#).unwrap_err().field, "conversation");
+        assert_eq!(from_str::<Outer>(r#"{"conversation":"c","acts":[{}]}"#).unwrap_err().field, "acts[0].op");
+        let e = from_str::<Outer>(r#"{"conversation":"c","acts":[["x"]]}"#).unwrap_err();
+        assert_eq!(e.field, "acts[0]");
+        assert!(e.message.contains("expected an object"), "{}", e.message);
+    }
+}

@@ -1,0 +1,449 @@
+//! The one way an engine is made, whoever makes it (the command line, `warrant serve`'s engine
+//! pool, and later the MCP gateway and the Python package): the contract (a file, or one already
+//! loaded), the store (a `sqlite:PATH` or `postgres://…?schema=NAME` URL, or a store value) and
+//! where the model tasks run (the contract's `[model]` under the `WARRANT_MODEL_*` environment,
+//! an endpoint, a cassette, a provider, or none). Two places setting up the model in two ways is
+//! how the service once ran every semantic check without one.
+//!
+//! Building is two steps: [`EngineBuilder::prepare`] loads the contract and resolves the model
+//! once (reading the environment, loading a cassette), and the [`EngineSetup`] it returns makes
+//! as many engines as its caller needs, each over its own store.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warrant_core::Contract;
+use warrant_core::contract::ModelConfig;
+use warrant_model::openai::{self, EndpointConfig, OpenAiProvider};
+use warrant_model::{BudgetLimits, Provider, RecordedProvider};
+use warrant_store::{AnyStore, PgStore, SqliteStore, Store};
+
+use crate::{Engine, EngineError, ModelSetup, load_contract};
+
+/// A cassette of recorded answers to run the model tasks from, instead of an endpoint.
+pub const ENV_CASSETTE: &str = "WARRANT_MODEL_CASSETTE";
+/// A turn's model calls, over the contract's `[model] turn_calls`.
+pub const ENV_CALLS: &str = "WARRANT_MODEL_CALLS";
+/// A turn's model tokens, over the contract's `[model] turn_tokens`.
+pub const ENV_TOKENS: &str = "WARRANT_MODEL_TOKENS";
+/// A turn's model deadline in milliseconds, over the contract's `[model] turn_deadline_ms`.
+pub const ENV_DEADLINE_MS: &str = "WARRANT_MODEL_DEADLINE_MS";
+
+/// What stops an engine from being made.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The builder was given no contract.
+    #[error("no contract was given")]
+    NoContract,
+    /// The store URL is not one this builder opens.
+    #[error("store `{url}`: {message}")]
+    StoreUrl { url: String, message: String },
+    /// The store cannot be opened.
+    #[error("store `{url}`: {message}")]
+    Store { url: String, message: String },
+    /// The model setup is wrong (a variable that is not a number, a cassette that does not read,
+    /// a client that cannot be built).
+    #[error("model: {0}")]
+    Model(String),
+    /// The contract does not load, or the engine cannot start over the store.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Where a store is: `sqlite:PATH` or `postgres://…[?schema=NAME]` (default schema `warrant`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection string, and the schema to use.
+    Postgres {
+        /// The connection string, without `schema=`.
+        conninfo: String,
+        /// The schema.
+        schema: String,
+    },
+}
+
+impl StoreUrl {
+    /// Parses `sqlite:PATH` or `postgres://…[?schema=NAME]`; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<StoreUrl, BuildError> {
+        let bad = |message: String| BuildError::StoreUrl { url: text.to_owned(), message };
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err(bad("`sqlite:` needs a path".into()));
+            }
+            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            let (base, query) = text.split_once('?').unwrap_or((text, ""));
+            let mut schema = String::from("warrant");
+            let mut rest = Vec::new();
+            for pair in query.split('&').filter(|p| !p.is_empty()) {
+                match pair.strip_prefix("schema=") {
+                    Some(name) => schema = name.to_owned(),
+                    None => rest.push(pair),
+                }
+            }
+            if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+                return Err(bad(format!("`schema={schema}` is not a lowercase SQL name")));
+            }
+            let conninfo = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+            return Ok(StoreUrl::Postgres { conninfo, schema });
+        }
+        Err(bad("give `sqlite:PATH` or `postgres://…`".into()))
+    }
+
+    /// Opens the store (not yet migrated: [`Engine::new`] migrates it).
+    pub fn open(&self) -> Result<AnyStore, BuildError> {
+        match self {
+            StoreUrl::Sqlite(path) => SqliteStore::open(path)
+                .map(AnyStore::Sqlite)
+                .map_err(|e| BuildError::Store { url: format!("sqlite:{}", path.display()), message: e.to_string() }),
+            StoreUrl::Postgres { conninfo, schema } => PgStore::connect(conninfo, schema)
+                .map(|s| AnyStore::Postgres(Box::new(s)))
+                // The connection string may hold a password: only the schema is named.
+                .map_err(|e| BuildError::Store { url: format!("postgres schema `{schema}`"), message: e.to_string() }),
+        }
+    }
+}
+
+/// Where an engine's model tasks run.
+#[derive(Clone, Default)]
+pub enum ModelSource {
+    /// What the command line and the service use: `WARRANT_MODEL_CASSETTE` if set, else the
+    /// endpoint of the contract's `[model]` section with each `WARRANT_MODEL_*` variable that
+    /// is set over it, else none; the turn's budget from `[model]` with `WARRANT_MODEL_CALLS`,
+    /// `WARRANT_MODEL_TOKENS` and `WARRANT_MODEL_DEADLINE_MS` over it.
+    #[default]
+    Environment,
+    /// This OpenAI-compatible endpoint, with the contract's budget.
+    Endpoint(EndpointConfig),
+    /// Recorded answers from this cassette, for requests made with `model`.
+    Cassette {
+        /// The cassette file.
+        path: PathBuf,
+        /// The model name the recordings were made with.
+        model: String,
+    },
+    /// This provider, shared by every engine made, with the contract's budget.
+    Provider {
+        /// The provider.
+        provider: Arc<dyn Provider>,
+        /// The model name sent with each request.
+        model: String,
+    },
+    /// No model: every semantic check fails as unfinished, so every act that needs one is
+    /// asked, and a reply on a path with `claims_coverage` cannot be cleared as is.
+    None,
+}
+
+impl fmt::Debug for ModelSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelSource::Environment => f.write_str("Environment"),
+            ModelSource::Endpoint(config) => f.debug_tuple("Endpoint").field(&config.base_url).finish(),
+            ModelSource::Cassette { path, model } => {
+                f.debug_struct("Cassette").field("path", path).field("model", model).finish()
+            }
+            ModelSource::Provider { model, .. } => f.debug_struct("Provider").field("model", model).finish(),
+            ModelSource::None => f.write_str("None"),
+        }
+    }
+}
+
+/// The model an [`EngineSetup`] gives each engine it makes, resolved once.
+#[derive(Clone)]
+pub struct ModelPlan {
+    provider: Option<Arc<dyn Provider>>,
+    model: String,
+    limits: BudgetLimits,
+    /// Where it runs, for people: never the key.
+    shown: String,
+}
+
+impl fmt::Debug for ModelPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelPlan").field("model", &self.shown).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+/// `model `NAME` at URL`, or why there is none; never the key.
+impl fmt::Display for ModelPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl ModelPlan {
+    /// Whether the model tasks have somewhere to run.
+    pub fn is_configured(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// The turn's budget each engine runs with.
+    pub fn limits(&self) -> BudgetLimits {
+        self.limits
+    }
+
+    fn none(why: &str) -> ModelPlan {
+        ModelPlan {
+            provider: None,
+            model: String::new(),
+            limits: BudgetLimits::default(),
+            shown: format!(
+                "no model is configured ({why}): every semantic check fails, so the acts that need one are asked, and a reply on a path with `claims_coverage` goes out as fallback copy"
+            ),
+        }
+    }
+
+    fn endpoint(config: EndpointConfig, limits: BudgetLimits) -> Result<ModelPlan, BuildError> {
+        let key = if config.key.is_some() { "with a key" } else { "without a key" };
+        let shown = format!("model `{}` at {} ({key})", config.model, config.base_url);
+        let model = config.model.clone();
+        let provider = OpenAiProvider::new(config).map_err(|e| BuildError::Model(e.to_string()))?;
+        Ok(ModelPlan { provider: Some(Arc::new(provider)), model, limits, shown })
+    }
+
+    fn cassette(path: &Path, model: &str, limits: BudgetLimits) -> Result<ModelPlan, BuildError> {
+        let provider = RecordedProvider::load(path).map_err(|e| BuildError::Model(e.to_string()))?;
+        let shown = format!("model `{model}` answered from the cassette `{}`", path.display());
+        Ok(ModelPlan { provider: Some(Arc::new(provider)), model: model.to_owned(), limits, shown })
+    }
+
+    /// The setup of one engine; `None` without a model.
+    fn setup(&self) -> Option<ModelSetup> {
+        let provider = Arc::clone(self.provider.as_ref()?);
+        let mut setup = ModelSetup::new(Box::new(provider), &self.model);
+        setup.limits = self.limits;
+        Some(setup)
+    }
+}
+
+/// Reads one variable of the process (or of a test's own environment).
+type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+#[derive(Clone)]
+enum ContractSource {
+    File(PathBuf),
+    Loaded { contract: Box<Contract>, folder: PathBuf },
+}
+
+/// Makes engines: say which contract, where the model runs, then [`prepare`](Self::prepare) or
+/// go straight to [`open`](Self::open) a store URL or [`build`](Self::build) over a store.
+#[derive(Clone)]
+pub struct EngineBuilder {
+    contract: Option<ContractSource>,
+    model: ModelSource,
+    env: Env,
+}
+
+impl fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineBuilder").field("model", &self.model).finish_non_exhaustive()
+    }
+}
+
+impl Default for EngineBuilder {
+    fn default() -> EngineBuilder {
+        EngineBuilder::new()
+    }
+}
+
+impl EngineBuilder {
+    /// A builder with no contract yet, the model from the environment, and the process's
+    /// environment.
+    pub fn new() -> EngineBuilder {
+        EngineBuilder {
+            contract: None,
+            model: ModelSource::Environment,
+            env: Arc::new(|name| std::env::var(name).ok()),
+        }
+    }
+
+    /// The contract file (its companion files beside it).
+    pub fn contract_file(mut self, path: impl Into<PathBuf>) -> EngineBuilder {
+        self.contract = Some(ContractSource::File(path.into()));
+        self
+    }
+
+    /// A contract already loaded, from `folder` (where its data files are).
+    pub fn contract(mut self, contract: Contract, folder: impl Into<PathBuf>) -> EngineBuilder {
+        self.contract = Some(ContractSource::Loaded { contract: Box::new(contract), folder: folder.into() });
+        self
+    }
+
+    /// Where the model tasks run (by default [`ModelSource::Environment`]).
+    pub fn model(mut self, source: ModelSource) -> EngineBuilder {
+        self.model = source;
+        self
+    }
+
+    /// Reads the `WARRANT_MODEL_*` variables through `env` instead of the process's
+    /// environment.
+    pub fn environment(mut self, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> EngineBuilder {
+        self.env = Arc::new(env);
+        self
+    }
+
+    /// Loads the contract and resolves the model, once.
+    pub fn prepare(self) -> Result<EngineSetup, BuildError> {
+        let (contract, folder) = match self.contract.ok_or(BuildError::NoContract)? {
+            ContractSource::File(path) => load_contract(&path)?,
+            ContractSource::Loaded { contract, folder } => (*contract, folder),
+        };
+        let config = contract.model();
+        let contract_limits = BudgetLimits::from_contract(config);
+        let model = match self.model {
+            ModelSource::Environment => from_environment(config, self.env.as_ref())?,
+            ModelSource::Endpoint(endpoint) => ModelPlan::endpoint(endpoint, contract_limits)?,
+            ModelSource::Cassette { path, model } => ModelPlan::cassette(&path, &model, contract_limits)?,
+            ModelSource::Provider { provider, model } => ModelPlan {
+                shown: format!("model `{model}` from a provider given by the caller"),
+                provider: Some(provider),
+                model,
+                limits: contract_limits,
+            },
+            ModelSource::None => ModelPlan::none("none was asked for"),
+        };
+        Ok(EngineSetup { contract, folder, model })
+    }
+
+    /// An engine over the store `url` names.
+    pub fn open(self, url: &str) -> Result<Engine<AnyStore>, BuildError> {
+        let url = StoreUrl::parse(url)?;
+        self.prepare()?.open(&url)
+    }
+
+    /// An engine over `store`.
+    pub fn build<S: Store>(self, store: S) -> Result<Engine<S>, BuildError> {
+        self.prepare()?.build(store)
+    }
+}
+
+/// The model the environment names over the contract's `[model]`.
+fn from_environment(
+    config: &ModelConfig,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> Result<ModelPlan, BuildError> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    let limits = budget_from_env(BudgetLimits::from_contract(config), &var)?;
+    if let Some(path) = var(ENV_CASSETTE) {
+        let model = var(openai::ENV_MODEL).unwrap_or_else(|| "default".to_owned());
+        return ModelPlan::cassette(Path::new(&path), &model, limits);
+    }
+    match EndpointConfig::resolve(config, &|name| env(name)) {
+        Some(endpoint) => ModelPlan::endpoint(endpoint, limits),
+        None => Ok(ModelPlan::none(&format!(
+            "neither the contract's `[model] base_url` nor `{}` names an endpoint, and `{ENV_CASSETTE}` is unset",
+            openai::ENV_BASE_URL
+        ))),
+    }
+}
+
+/// A turn's budget: `base` (the contract's, or the defaults) with each of
+/// `WARRANT_MODEL_CALLS`, `WARRANT_MODEL_TOKENS` and `WARRANT_MODEL_DEADLINE_MS` that is set over it.
+fn budget_from_env(base: BudgetLimits, var: &dyn Fn(&str) -> Option<String>) -> Result<BudgetLimits, BuildError> {
+    let read = |name: &str| -> Result<Option<u64>, BuildError> {
+        var(name)
+            .map(|text| {
+                text.parse::<u64>().map_err(|_| BuildError::Model(format!("`{name}={text}` is not a whole number")))
+            })
+            .transpose()
+    };
+    let narrow = |n: u64, name: &str| u32::try_from(n).map_err(|_| BuildError::Model(format!("`{name}` is too large")));
+    let mut limits = base;
+    if let Some(n) = read(ENV_CALLS)? {
+        limits.calls = narrow(n, ENV_CALLS)?;
+    }
+    if let Some(n) = read(ENV_TOKENS)? {
+        limits.tokens = narrow(n, ENV_TOKENS)?;
+    }
+    if let Some(n) = read(ENV_DEADLINE_MS)? {
+        limits.deadline = std::time::Duration::from_millis(n);
+    }
+    Ok(limits)
+}
+
+/// A loaded contract and a resolved model: makes engines, each over its own store, all with the
+/// same model.
+#[derive(Debug, Clone)]
+pub struct EngineSetup {
+    contract: Contract,
+    folder: PathBuf,
+    model: ModelPlan,
+}
+
+impl EngineSetup {
+    /// The contract.
+    pub fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    /// Where the model tasks run.
+    pub fn model(&self) -> &ModelPlan {
+        &self.model
+    }
+
+    /// An engine over `store`: migrated, seeded, with the model and the prompt versions the
+    /// store's registry made active.
+    pub fn build<S: Store>(&self, store: S) -> Result<Engine<S>, BuildError> {
+        let engine = Engine::new(self.contract.clone(), &self.folder, store)?;
+        Ok(match self.model.setup() {
+            Some(setup) => engine.with_model(setup)?,
+            None => engine,
+        })
+    }
+
+    /// An engine over the store `url` names.
+    pub fn open(&self, url: &StoreUrl) -> Result<Engine<AnyStore>, BuildError> {
+        self.build(url.open()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls_parse() {
+        assert_eq!(StoreUrl::parse("sqlite:/tmp/x.db").ok(), Some(StoreUrl::Sqlite("/tmp/x.db".into())));
+        assert_eq!(
+            StoreUrl::parse("postgres://postgres@127.0.0.1/test?schema=w1&sslmode=disable").ok(),
+            Some(StoreUrl::Postgres {
+                conninfo: "postgres://postgres@127.0.0.1/test?sslmode=disable".into(),
+                schema: "w1".into()
+            })
+        );
+        let error = |text: &str| StoreUrl::parse(text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error("mysql://x").contains("give `sqlite:PATH`"));
+        assert!(error("postgres://x?schema=Bad-Name").contains("lowercase SQL name"));
+        assert!(error("sqlite:").contains("needs a path"));
+    }
+
+    #[test]
+    fn the_environment_names_the_model_over_the_contract_and_never_shows_the_key() {
+        let contract = ModelConfig::default();
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
+        };
+        let none = from_environment(&contract, &env(&[])).unwrap();
+        assert!(!none.is_configured());
+        assert!(none.to_string().starts_with("no model is configured"), "{none}");
+        let set = env(&[
+            ("WARRANT_MODEL_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("WARRANT_MODEL", "smollm2"),
+            ("WARRANT_MODEL_KEY", "sk-secret"),
+            ("WARRANT_MODEL_CALLS", "5"),
+        ]);
+        let plan = from_environment(&contract, &set).unwrap();
+        assert!(plan.is_configured());
+        assert_eq!(plan.to_string(), "model `smollm2` at http://127.0.0.1:9/v1 (with a key)");
+        assert!(!format!("{plan} {plan:?}").contains("sk-secret"));
+        assert_eq!(plan.limits().calls, 5);
+        let bad = from_environment(&contract, &env(&[("WARRANT_MODEL_TOKENS", "lots")])).err().unwrap();
+        assert!(bad.to_string().contains("`WARRANT_MODEL_TOKENS=lots` is not a whole number"), "{bad}");
+        let missing = from_environment(&contract, &env(&[("WARRANT_MODEL_CASSETTE", "/nonexistent/c.jsonl")]));
+        assert!(matches!(missing, Err(BuildError::Model(m)) if m.contains("/nonexistent/c.jsonl")));
+    }
+}
