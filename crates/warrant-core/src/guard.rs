@@ -608,7 +608,7 @@ impl Hasher {
 mod tests {
     use super::*;
     use crate::contract::Contract;
-    use crate::ladder::{AuditSummary, Bars, CorpusRun, Ladder};
+    use crate::ladder::{AuditSummary, Bars, CorpusRun, Label, Ladder};
 
     pub(crate) const CONTRACT: &str = r#"
 [sources]
@@ -734,18 +734,11 @@ read_file = ["그 파일을"]
     }
 
     fn promotion_for(g: &AnnouncementGuard) -> PromotionRecord {
-        let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
-        Ladder::promote(
-            g.subject(),
-            audits,
-            CorpusRun { passed: 10, failed: 0 },
-            Bars::default(),
-            "ana".into(),
-            "t".into(),
-        )
-        .unwrap()
-        .record()
-        .clone()
+        let audits = AuditSummary::of([Label::TruePositive; 50]);
+        Ladder::promote(g.subject(), audits, CorpusRun::counted(10, 0), Bars::default(), "ana".into(), "t".into())
+            .unwrap()
+            .record()
+            .clone()
     }
 
     #[test]

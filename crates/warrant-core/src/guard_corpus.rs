@@ -85,24 +85,54 @@ pub fn run_case(guard: &AnnouncementGuard, case: &Case) -> Result<(), Failure> {
     }
 }
 
-/// The tally of a run.
+/// The tally of a run. Its counts are only what [`run_text`] counted, so the [`CorpusRun`] it
+/// hands to the ladder is evidence of a run, not a number someone wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
-    /// Cases passed.
-    pub passed: u64,
-    /// Cases failed (any kind).
-    pub failed: u64,
-    /// Of those, overreaches.
-    pub overreach: u64,
-    /// Cases expecting a flag.
-    pub must_flag: u64,
-    /// Cases expecting none.
-    pub must_clear: u64,
+    passed: u64,
+    failed: u64,
+    overreach: u64,
+    must_flag: u64,
+    must_clear: u64,
 }
 
 impl Tally {
+    /// Cases passed.
+    pub fn passed(&self) -> u64 {
+        self.passed
+    }
+
+    /// Cases failed (any kind).
+    pub fn failed(&self) -> u64 {
+        self.failed
+    }
+
+    /// Of those, overreaches.
+    pub fn overreach(&self) -> u64 {
+        self.overreach
+    }
+
+    /// Cases expecting a flag.
+    pub fn must_flag(&self) -> u64 {
+        self.must_flag
+    }
+
+    /// Cases expecting none.
+    pub fn must_clear(&self) -> u64 {
+        self.must_clear
+    }
+
+    /// Adds the tally of another file of the same run.
+    pub fn add(&mut self, other: Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.overreach += other.overreach;
+        self.must_flag += other.must_flag;
+        self.must_clear += other.must_clear;
+    }
+
     /// Counts one case's result.
-    pub fn count(&mut self, case: Option<&Case>, result: &Result<(), Failure>) {
+    fn count(&mut self, case: Option<&Case>, result: &Result<(), Failure>) {
         match case.map(|c| c.expect) {
             Some(Expect::Flag) => self.must_flag += 1,
             Some(Expect::Clear) => self.must_clear += 1,
@@ -121,7 +151,7 @@ impl Tally {
 
     /// The run as the ladder takes it.
     pub fn run(&self) -> CorpusRun {
-        CorpusRun { passed: self.passed, failed: self.failed }
+        CorpusRun::counted(self.passed, self.failed)
     }
 }
 

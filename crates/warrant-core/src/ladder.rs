@@ -7,9 +7,50 @@
 //! them on fresh evidence, [`Promotion::admit`] checks them again on a stored record. Code that
 //! needs authority (the guard's enforcing branch) takes a `&Promotion`, so the compiler keeps it
 //! out of reach of everything that has not climbed.
+//!
+//! The evidence is counted, never stated: a [`CorpusRun`] comes from running a corpus (the
+//! guard's adversarial corpus, run here by `guard_corpus`; a prompt's recorded corpus, counted
+//! by [`CorpusRun::of_recorded_cases`] from each case's expected verdict and the one the model
+//! gave), and an [`AuditSummary`] from the labels read from the audits ([`AuditSummary::of`]).
+//! Neither has public fields, `Default` or `Deserialize`, so no caller writes the numbers down:
+//!
+//! ```compile_fail
+//! use warrant_core::ladder::CorpusRun;
+//! let run = CorpusRun { passed: 138, failed: 0 };
+//! ```
+//!
+//! ```compile_fail
+//! use warrant_core::ladder::CorpusRun;
+//! let run: CorpusRun = serde_json::from_str(r#"{"passed":138,"failed":0}"#).unwrap();
+//! ```
+//!
+//! ```compile_fail
+//! use warrant_core::ladder::CorpusRun;
+//! let run = CorpusRun::default();
+//! ```
+//!
+//! ```compile_fail
+//! use warrant_core::ladder::AuditSummary;
+//! let audits = AuditSummary { audited: 50, false_positives: 0, sampled: 0, misses: 0 };
+//! ```
+//!
+//! ```compile_fail
+//! use warrant_core::ladder::AuditSummary;
+//! let audits: AuditSummary = serde_json::from_str(r#"{"audited":50,"false_positives":0,"sampled":0,"misses":0}"#).unwrap();
+//! ```
+//!
+//! ```compile_fail
+//! use warrant_core::guard_corpus::Tally;
+//! let tally = Tally { passed: 138, ..Tally::default() };
+//! ```
+//!
+//! A stored [`PromotionRecord`] reads back with the evidence it was promoted on, and is
+//! admitted only after [`Promotion::admit`] has checked that evidence against its bars again,
+//! for the version in force.
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::CheckVerdict;
 use crate::reason::ReasonCode;
 
 /// What is promoted: a kind (`guard:announcement`, later `prompt:<task>`) and the version
@@ -59,23 +100,20 @@ impl Label {
 }
 
 /// The audited record of one version: how many flags were audited and how many were wrong,
-/// how many unflagged samples were audited and how many were misses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// how many unflagged samples were audited and how many were misses. Counted from labels by
+/// [`AuditSummary::of`], never written down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AuditSummary {
-    /// Flags audited.
-    pub audited: u64,
-    /// Of those, false positives.
-    pub false_positives: u64,
-    /// Unflagged samples audited.
-    pub sampled: u64,
-    /// Of those, misses.
-    pub misses: u64,
+    audited: u64,
+    false_positives: u64,
+    sampled: u64,
+    misses: u64,
 }
 
 impl AuditSummary {
-    /// Counts `labels`.
+    /// Counts `labels`, as read from the audits of one version.
     pub fn of(labels: impl IntoIterator<Item = Label>) -> AuditSummary {
-        let mut summary = AuditSummary::default();
+        let mut summary = AuditSummary { audited: 0, false_positives: 0, sampled: 0, misses: 0 };
         for label in labels {
             match label {
                 Label::TruePositive => summary.audited += 1,
@@ -91,6 +129,26 @@ impl AuditSummary {
             }
         }
         summary
+    }
+
+    /// Flags audited.
+    pub fn audited(&self) -> u64 {
+        self.audited
+    }
+
+    /// Of those, false positives.
+    pub fn false_positives(&self) -> u64 {
+        self.false_positives
+    }
+
+    /// Unflagged samples audited.
+    pub fn sampled(&self) -> u64 {
+        self.sampled
+    }
+
+    /// Of those, misses.
+    pub fn misses(&self) -> u64 {
+        self.misses
     }
 
     /// The observed false-positive rate, or `None` before any audit.
@@ -147,17 +205,91 @@ impl Default for Bars {
     }
 }
 
-/// The result of a fresh adversarial run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The result of a fresh run of a corpus: made only by running one (see the module's
+/// documentation), never written down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CorpusRun {
-    /// Cases passed.
-    pub passed: u64,
-    /// Cases failed.
-    pub failed: u64,
+    passed: u64,
+    failed: u64,
 }
 
-/// Everything a promotion was decided on; stored with it.
+impl CorpusRun {
+    /// The count of a run that core itself made (the guard's adversarial corpus).
+    pub(crate) const fn counted(passed: u64, failed: u64) -> CorpusRun {
+        CorpusRun { passed, failed }
+    }
+
+    /// Counts a recorded corpus that a prompt version was run on: for each case, the verdict
+    /// it must get and the verdict the model gave (`None` when it gave none). A case passes
+    /// only when the two are equal.
+    pub fn of_recorded_cases(cases: impl IntoIterator<Item = (CheckVerdict, Option<CheckVerdict>)>) -> CorpusRun {
+        let (mut passed, mut failed) = (0, 0);
+        for (expect, got) in cases {
+            if got == Some(expect) {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        CorpusRun { passed, failed }
+    }
+
+    /// Cases passed.
+    pub fn passed(&self) -> u64 {
+        self.passed
+    }
+
+    /// Cases failed.
+    pub fn failed(&self) -> u64 {
+        self.failed
+    }
+}
+
+/// The evidence of a stored record as it reads back: the same fields, read only into the record
+/// (see [`PromotionRecord`]'s `Deserialize`), so that no caller can read evidence out of JSON
+/// of its own on its way to [`Ladder::promote`].
+#[derive(Deserialize)]
+struct StoredAudits {
+    audited: u64,
+    false_positives: u64,
+    sampled: u64,
+    misses: u64,
+}
+
+#[derive(Deserialize)]
+struct StoredCorpus {
+    passed: u64,
+    failed: u64,
+}
+
+#[derive(Deserialize)]
+struct StoredRecord {
+    subject: Subject,
+    audits: StoredAudits,
+    corpus: StoredCorpus,
+    bars: Bars,
+    who: String,
+    at: String,
+}
+
+impl From<StoredRecord> for PromotionRecord {
+    fn from(stored: StoredRecord) -> PromotionRecord {
+        let StoredAudits { audited, false_positives, sampled, misses } = stored.audits;
+        PromotionRecord {
+            subject: stored.subject,
+            audits: AuditSummary { audited, false_positives, sampled, misses },
+            corpus: CorpusRun { passed: stored.corpus.passed, failed: stored.corpus.failed },
+            bars: stored.bars,
+            who: stored.who,
+            at: stored.at,
+        }
+    }
+}
+
+/// Everything a promotion was decided on; stored with it. Read back from the store, it is only
+/// admitted by [`Promotion::admit`], which checks its evidence against its bars again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredRecord")]
 pub struct PromotionRecord {
     /// What was promoted, at which version.
     pub subject: Subject,
@@ -345,7 +477,7 @@ mod tests {
         let subject = Subject { name: "prompt:value_stated".into(), version: "abc".into() };
         let ok = Ladder::promote(
             subject.clone(),
-            AuditSummary::default(),
+            AuditSummary::of([]),
             CorpusRun { passed: 4, failed: 0 },
             Bars::corpus_only(),
             "ops".into(),
@@ -355,7 +487,7 @@ mod tests {
         assert!(Promotion::admit(promotion.record(), &subject).is_ok());
         let regressed = Ladder::promote(
             subject.clone(),
-            AuditSummary::default(),
+            AuditSummary::of([]),
             CorpusRun { passed: 3, failed: 1 },
             Bars::corpus_only(),
             "ops".into(),
@@ -365,7 +497,7 @@ mod tests {
         // A guard's bar still needs its audits: the corpus alone does not promote a guard.
         let guard = Ladder::promote(
             Subject { name: "guard:announcement".into(), version: "v".into() },
-            AuditSummary::default(),
+            AuditSummary::of([]),
             CorpusRun { passed: 138, failed: 0 },
             Bars::default(),
             "ops".into(),
@@ -406,7 +538,7 @@ mod tests {
     }
 
     fn promote(audited: u64, fp: u64, failed: u64) -> Result<Promotion, Refusal> {
-        let audits = AuditSummary { audited, false_positives: fp, ..AuditSummary::default() };
+        let audits = AuditSummary { audited, false_positives: fp, sampled: 0, misses: 0 };
         Ladder::promote(
             subject("v1"),
             audits,
@@ -423,9 +555,9 @@ mod tests {
         assert!(matches!(promote(50, 1, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(100, 2, 0), Err(Refusal::FalsePositiveRate { .. })));
         assert!(matches!(promote(50, 0, 1), Err(Refusal::Corpus { .. })));
-        let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
+        let audits = AuditSummary { audited: 50, false_positives: 0, sampled: 0, misses: 0 };
         let empty =
-            Ladder::promote(subject("v1"), audits, CorpusRun::default(), Bars::default(), "ana".into(), "t".into());
+            Ladder::promote(subject("v1"), audits, CorpusRun::counted(0, 0), Bars::default(), "ana".into(), "t".into());
         assert!(matches!(empty, Err(Refusal::Corpus { passed: 0, .. })), "an empty corpus run is no adversarial pass");
         assert!(promote(50, 0, 0).is_ok());
         assert!(promote(101, 2, 0).is_ok());

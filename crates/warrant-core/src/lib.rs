@@ -4,6 +4,7 @@
 //! the same decisions, and a replay can prove it.
 
 pub mod args;
+pub mod change;
 pub mod check;
 pub mod claim;
 pub mod contract;

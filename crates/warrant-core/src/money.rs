@@ -375,6 +375,23 @@ pub fn parse_record_amount(value: &Value, currency: Currency) -> Result<Money, M
     exact(&numeral, currency, &text)
 }
 
+/// The minor units of a record's amount (`54.04` in USD is 5404), read as
+/// [`parse_record_amount`] reads it. Records and effects compute in minor units; this is the
+/// one way a stored number becomes them.
+pub fn record_units(value: &Value, currency: Currency) -> Result<i64, MoneyError> {
+    parse_record_amount(value, currency)?.to_minor_units()
+}
+
+/// `units` minor units of `currency` as the JSON number a record holds (5404 in USD is
+/// `54.04`), written from its exact decimal text. A number that would not read back as the
+/// same units (an amount past the roughly 15 significant digits a JSON reader keeps in an
+/// `f64`) is refused as overflow rather than stored changed.
+pub fn record_number(units: i64, currency: Currency) -> Result<Value, MoneyError> {
+    let money = Money::from_minor_units(units, currency)?;
+    let value: Value = serde_json::from_str(&money.amount.to_string()).map_err(|_| MoneyError::Overflow)?;
+    if record_units(&value, currency) == Ok(units) { Ok(value) } else { Err(MoneyError::Overflow) }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 mod tests {
@@ -587,6 +604,28 @@ mod tests {
     }
 
     #[test]
+    fn a_record_amount_finer_than_its_currency_is_refused_not_rounded() {
+        // 47.845 USD is no number of cents; reading it as 4784 or 4785 would be a decision.
+        let value: Value = serde_json::from_str("47.845").unwrap();
+        let err = record_units(&value, Currency::USD).unwrap_err();
+        assert_eq!(err, MoneyError::TooPrecise { amount: "47.845".into(), currency: Currency::USD, minor_digits: 2 });
+        assert_eq!(record_units(&json!(47.84), Currency::USD), Ok(4784));
+        assert_eq!(code(parse_record_amount(&json!(0.5), Currency::JPY)), "money_too_precise");
+        assert_eq!(record_units(&json!(1.234), Currency::KWD), Ok(1234));
+    }
+
+    #[test]
+    fn record_numbers_are_written_from_their_exact_decimal_text() {
+        assert_eq!(record_number(5404, Currency::USD).unwrap().to_string(), "54.04");
+        assert_eq!(record_number(-5, Currency::USD).unwrap().to_string(), "-0.05");
+        assert_eq!(record_number(0, Currency::USD).unwrap(), json!(0.0));
+        assert_eq!(record_number(1200, Currency::JPY).unwrap(), json!(1200));
+        assert_eq!(record_number(-5, Currency::KWD).unwrap().to_string(), "-0.005");
+        // Past what an f64 keeps, the number would not read back as the same cents.
+        assert_eq!(record_number(i64::MAX, Currency::USD), Err(MoneyError::Overflow));
+    }
+
+    #[test]
     fn exponents_far_out_of_range_do_not_panic() {
         for text in [
             "1e99999999999999999999",
@@ -686,6 +725,35 @@ mod tests {
             let price = serde_json::Number::from_f64(cents as f64 / 100.0).unwrap();
             let m = parse_record_amount(&Value::Number(price), Currency::USD).unwrap();
             prop_assert_eq!(m.to_minor_units(), Ok(cents));
+        }
+
+        // Fifteen significant digits: every one of them survives the f64 a JSON reader keeps.
+        #[test]
+        fn record_amounts_round_trip_through_their_json_number(units in -999_999_999_999_999i64..=999_999_999_999_999, c in currency()) {
+            let value = record_number(units, c).unwrap();
+            prop_assert!(matches!(value, Value::Number(_)));
+            prop_assert_eq!(record_units(&value, c), Ok(units));
+            // The number's text has no more decimal places than the currency has.
+            let text = value.to_string();
+            let places = text.split_once('.').map_or(0, |(_, f)| f.len());
+            prop_assert!(places <= usize::from(c.exponent().unwrap()), "{}", text);
+            // And it reads back through the data file's own JSON reader unchanged.
+            let reread: Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(record_units(&reread, c), Ok(units));
+        }
+
+        #[test]
+        fn a_record_amount_with_a_digit_below_the_minor_unit_is_refused(
+            units in -999_999_999_999i64..=999_999_999_999,
+            extra in 1u8..=9,
+            c in currency(),
+        ) {
+            // The amount's exact text with one more non-zero digit: 47.84 becomes 47.845.
+            let shown = Money::from_minor_units(units, c).unwrap().amount().to_string();
+            let text = if shown.contains('.') { format!("{shown}{extra}") } else { format!("{shown}.{extra}") };
+            let value: Value = serde_json::from_str(&text).unwrap();
+            let refused = record_units(&value, c);
+            prop_assert!(matches!(refused, Err(MoneyError::TooPrecise { .. })), "{} read as {:?}", text, refused);
         }
 
         #[test]

@@ -257,6 +257,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) kinds: &'a SourceKinds,
     pub(crate) tables: &'a [Table],
     pub(crate) has_actor: bool,
+    /// Whether `[records] currency` is declared: a money argument is read in that currency.
+    pub(crate) has_currency: bool,
 }
 
 pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Operation>, ContractError> {
@@ -415,6 +417,9 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
         }
         "text" => ArgKind::Text { allow_empty: raw.allow_empty },
         "date" => ArgKind::Date,
+        "money" if !scope.has_currency => {
+            return Err(format!("argument `{name}` is money, which needs `records.currency`"));
+        }
         "money" => ArgKind::Money,
         "integer" => {
             let (min, max) = (raw.min.unwrap_or(i64::MIN), raw.max.unwrap_or(i64::MAX));

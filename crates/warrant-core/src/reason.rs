@@ -88,6 +88,9 @@ reason_codes! {
     DateInvalid => "date_invalid",
     /// A Money value is malformed, of an unknown currency, or finer than its minor units.
     MoneyInvalid => "money_invalid",
+    /// A Money argument names a currency other than the contract's (`[records] currency`);
+    /// its minor units would be compared with amounts of another currency, so it is refused.
+    CurrencyNotAccepted => "currency_not_accepted",
     /// An integer argument is outside its declared bounds.
     OutOfBounds => "out_of_bounds",
     /// The actor is not a row of the contract's actor table.

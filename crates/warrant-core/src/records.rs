@@ -3,11 +3,13 @@
 //! values only through committed effects, with the revision it read.
 //!
 //! Amounts in data files arrive as JSON numbers. Fields declared as money are read exactly as
-//! decimal text into minor units; any other fractional number is refused when the data loads,
-//! because a policy must never compare floating-point values.
+//! decimal text into minor units of the contract's currency, by the one exact-money reader
+//! ([`money::parse_record_amount`]); any other fractional number is refused when the data
+//! loads, because a policy must never compare floating-point values.
 
 use serde_json::{Map, Value};
 
+use crate::money::{self, Currency, MoneyError};
 use crate::text;
 
 /// One stored row of a records table, as the store hands it over.
@@ -85,13 +87,21 @@ pub enum DataError {
     /// A money number with more digits than the currency allows.
     #[error("table `{table}`, row `{key}`: `{path}` holds {number}, more digits than {exponent} minor units allow")]
     TooPrecise { table: String, key: String, path: String, number: String, exponent: u32 },
+    /// A money number that is no exact amount of the contract's currency for another reason:
+    /// beyond what warrant computes exactly.
+    #[error("table `{table}`, row `{key}`: `{path}` holds {number}: {reason}")]
+    NotMoney { table: String, key: String, path: String, number: String, reason: String },
     /// The nested source field is missing or not an object.
     #[error("table `{table}`, row `{key}`: `{path}` is not an object of rows")]
     NestedNotObject { table: String, key: String, path: String },
 }
 
 /// Splits a parsed data file into rows, checking every number.
-pub fn rows_from_file(table: &Table, data: Value, exponent: u32) -> Result<Vec<(String, Value)>, DataError> {
+pub fn rows_from_file(
+    table: &Table,
+    data: Value,
+    currency: Option<Currency>,
+) -> Result<Vec<(String, Value)>, DataError> {
     let Value::Object(map) = data else {
         return Err(DataError::NotKeyed { table: table.name.clone() });
     };
@@ -100,7 +110,7 @@ pub fn rows_from_file(table: &Table, data: Value, exponent: u32) -> Result<Vec<(
         if !value.is_object() {
             return Err(DataError::RowNotObject { table: table.name.clone(), key });
         }
-        check_numbers(table, &key, "", &value, exponent)?;
+        check_numbers(table, &key, "", &value, currency)?;
         rows.push((key, value));
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -113,7 +123,7 @@ pub fn rows_from_parent(
     parent_rows: &[(String, Value)],
     path: &str,
     parent_field: &str,
-    exponent: u32,
+    currency: Option<Currency>,
 ) -> Result<Vec<(String, Value)>, DataError> {
     let mut rows = Vec::new();
     for (parent_key, parent) in parent_rows {
@@ -131,7 +141,7 @@ pub fn rows_from_parent(
             let mut fields = fields.clone();
             fields.insert(parent_field.to_owned(), Value::String(parent_key.clone()));
             let value = Value::Object(fields);
-            check_numbers(table, key, "", &value, exponent)?;
+            check_numbers(table, key, "", &value, currency)?;
             rows.push((key.clone(), value));
         }
     }
@@ -139,32 +149,38 @@ pub fn rows_from_parent(
     Ok(rows)
 }
 
-fn check_numbers(table: &Table, key: &str, path: &str, value: &Value, exponent: u32) -> Result<(), DataError> {
+fn check_numbers(
+    table: &Table,
+    key: &str,
+    path: &str,
+    value: &Value,
+    currency: Option<Currency>,
+) -> Result<(), DataError> {
     match value {
         Value::Object(map) => {
             for (field, inner) in map {
                 let path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
-                if let Value::Number(n) = inner
+                // Without a currency there are no money fields (the loader refuses them), and
+                // a number is checked as any other.
+                if let (Value::Number(n), Some(currency)) = (inner, currency)
                     && table.money.iter().any(|m| m == field)
                 {
-                    if minor_units(n, exponent).is_none() {
-                        return Err(DataError::TooPrecise {
-                            table: table.name.clone(),
-                            key: key.to_owned(),
-                            path,
-                            number: n.to_string(),
-                            exponent,
-                        });
-                    }
-                    continue;
+                    let Err(reason) = money::record_units(inner, currency) else { continue };
+                    let (table, key, number) = (table.name.clone(), key.to_owned(), n.to_string());
+                    return Err(match reason {
+                        MoneyError::TooPrecise { minor_digits, .. } => {
+                            DataError::TooPrecise { table, key, path, number, exponent: minor_digits }
+                        }
+                        reason => DataError::NotMoney { table, key, path, number, reason: reason.to_string() },
+                    });
                 }
-                check_numbers(table, key, &path, inner, exponent)?;
+                check_numbers(table, key, &path, inner, currency)?;
             }
             Ok(())
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                check_numbers(table, key, &format!("{path}[{i}]"), inner, exponent)?;
+                check_numbers(table, key, &format!("{path}[{i}]"), inner, currency)?;
             }
             Ok(())
         }
@@ -178,54 +194,10 @@ fn check_numbers(table: &Table, key: &str, path: &str, value: &Value, exponent: 
     }
 }
 
-/// The exact minor units of a JSON number read as decimal text (`54.04` with exponent 2 is
-/// 5404), or `None` when it has more fractional digits than `exponent`, an exponent part, or
-/// does not fit.
-pub fn minor_units(number: &serde_json::Number, exponent: u32) -> Option<i64> {
-    parse_minor_units(&number.to_string(), exponent)
-}
-
-/// The exact minor units of a plain decimal text.
-pub fn parse_minor_units(text: &str, exponent: u32) -> Option<i64> {
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.len() > exponent as usize {
-        return None;
-    }
-    let scale = 10i64.checked_pow(exponent)?;
-    let mut units = whole.parse::<i64>().ok()?.checked_mul(scale)?;
-    if !fraction.is_empty() {
-        let padded = format!("{fraction:0<width$}", width = exponent as usize);
-        units = units.checked_add(padded.parse::<i64>().ok()?)?;
-    }
-    Some(if negative { -units } else { units })
-}
-
-/// Minor units back to an exact JSON number (`5404` with exponent 2 is `54.04`).
-pub fn units_to_json(units: i64, exponent: u32) -> Value {
-    let scale = 10i64.pow(exponent.min(18));
-    let sign = if units < 0 { "-" } else { "" };
-    let abs = units.unsigned_abs();
-    let text = if exponent == 0 {
-        format!("{sign}{abs}")
-    } else {
-        let scale = scale.unsigned_abs();
-        format!("{sign}{}.{:0width$}", abs / scale, abs % scale, width = exponent as usize)
-    };
-    serde_json::from_str(&text).unwrap_or(Value::Null)
-}
-
 /// A row as a Cedar entity's attributes: money fields as minor units, `null`s dropped (Cedar
 /// has no null), the row key added as `key` so policies can compare it.
-pub fn cedar_attrs(table: &Table, key: &str, value: &Value, exponent: u32) -> Value {
-    let mut attrs = match cedar_value(table, value, exponent, None) {
+pub fn cedar_attrs(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Value {
+    let mut attrs = match cedar_value(table, value, currency, None) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),
     };
@@ -233,12 +205,12 @@ pub fn cedar_attrs(table: &Table, key: &str, value: &Value, exponent: u32) -> Va
     Value::Object(attrs)
 }
 
-fn cedar_value(table: &Table, value: &Value, exponent: u32, field: Option<&str>) -> Option<Value> {
+fn cedar_value(table: &Table, value: &Value, currency: Option<Currency>, field: Option<&str>) -> Option<Value> {
     match value {
         Value::Null => None,
         Value::Number(n) => {
             if field.is_some_and(|f| table.money.iter().any(|m| m == f)) {
-                minor_units(n, exponent).map(Value::from)
+                money::record_units(value, currency?).ok().map(Value::from)
             } else {
                 n.as_i64().map(Value::from)
             }
@@ -249,13 +221,13 @@ fn cedar_value(table: &Table, value: &Value, exponent: u32, field: Option<&str>)
                 .iter()
                 .filter_map(|(k, v)| {
                     let name = if k.starts_with("__") { format!("_{k}") } else { k.clone() };
-                    cedar_value(table, v, exponent, Some(k)).map(|v| (name, v))
+                    cedar_value(table, v, currency, Some(k)).map(|v| (name, v))
                 })
                 .collect();
             Some(Value::Object(out))
         }
         Value::Array(items) => {
-            Some(Value::Array(items.iter().filter_map(|v| cedar_value(table, v, exponent, field)).collect()))
+            Some(Value::Array(items.iter().filter_map(|v| cedar_value(table, v, currency, field)).collect()))
         }
         Value::String(s) => Some(Value::String(s.clone())),
         Value::Bool(b) => Some(Value::Bool(*b)),
@@ -272,19 +244,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn minor_units_read_decimal_text_exactly() {
-        assert_eq!(parse_minor_units("54.04", 2), Some(5404));
-        assert_eq!(parse_minor_units("0.1", 2), Some(10));
-        assert_eq!(parse_minor_units("12", 2), Some(1200));
-        assert_eq!(parse_minor_units("-3.50", 2), Some(-350));
-        assert_eq!(parse_minor_units("1.005", 2), None);
-        assert_eq!(parse_minor_units("1e3", 2), None);
-        assert_eq!(parse_minor_units("", 2), None);
-        assert_eq!(units_to_json(5404, 2).to_string(), "54.04");
-        assert_eq!(units_to_json(-5, 2).to_string(), "-0.05");
-    }
-
-    #[test]
     fn an_undeclared_fraction_refuses_the_data() {
         let table = Table {
             name: "order".into(),
@@ -294,10 +253,32 @@ mod tests {
             visibility: Visibility::Everyone,
         };
         let ok = serde_json::json!({"a": {"items": [{"price": 1.25}], "n": 3}});
-        assert!(rows_from_file(&table, ok, 2).is_ok());
+        assert!(rows_from_file(&table, ok, Some(Currency::USD)).is_ok());
         let bad = serde_json::json!({"a": {"weight": 1.25}});
-        assert!(matches!(rows_from_file(&table, bad, 2), Err(DataError::UndeclaredFraction { .. })));
+        assert!(matches!(rows_from_file(&table, bad, Some(Currency::USD)), Err(DataError::UndeclaredFraction { .. })));
         let precise = serde_json::json!({"a": {"price": 1.255}});
-        assert!(matches!(rows_from_file(&table, precise, 2), Err(DataError::TooPrecise { .. })));
+        assert!(matches!(rows_from_file(&table, precise, Some(Currency::USD)), Err(DataError::TooPrecise { .. })));
+    }
+
+    #[test]
+    fn a_record_price_finer_than_the_contract_s_currency_refuses_the_data() {
+        let table = Table {
+            name: "product".into(),
+            source: TableSource::File("products.json".into()),
+            entity: "Product".into(),
+            money: vec!["price".into()],
+            visibility: Visibility::Everyone,
+        };
+        let data: Value = serde_json::from_str(r#"{"p1": {"items": [{"price": 47.845}]}}"#).unwrap();
+        let err = rows_from_file(&table, data, Some(Currency::USD)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "table `product`, row `p1`: `items[0].price` holds 47.845, more digits than 2 minor units allow"
+        );
+        // The same number is a whole amount of a currency with three decimal places.
+        let data: Value = serde_json::from_str(r#"{"p1": {"price": 47.845}}"#).unwrap();
+        assert!(rows_from_file(&table, data, Some(Currency::KWD)).is_ok());
+        let big: Value = serde_json::from_str(r#"{"p1": {"price": 1e300}}"#).unwrap();
+        assert!(matches!(rows_from_file(&table, big, Some(Currency::USD)), Err(DataError::NotMoney { .. })));
     }
 }

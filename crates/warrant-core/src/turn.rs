@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
+use crate::change::{self, RowChange};
 use crate::check::{self, CheckAnswers, CheckRequest};
 use crate::claim::PathName;
 use crate::contract::Contract;
@@ -300,6 +301,10 @@ pub struct EffectRecord {
     pub effect: EffectOut,
     /// The rows it changed.
     pub rows: Vec<RowRef>,
+    /// What it changed in each of those rows, field by field: reverting a failed effect undoes
+    /// these fields alone, never another effect's of the same turn.
+    #[serde(default)]
+    pub changes: Vec<RowChange>,
 }
 
 /// A committed fact for the ledger.
@@ -490,6 +495,22 @@ impl<'f> Workspace<'f> {
                 slot.current = current;
             }
         }
+    }
+
+    /// What changed in each of `rows` since `since`, field by field.
+    fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
+        let null = Value::Null;
+        rows.iter()
+            .filter_map(|row| {
+                let slot = self.rows.get(row)?;
+                let before = match since.get(row) {
+                    Some(before) => before.as_deref(),
+                    None => slot.read.as_ref().map(|r| &r.value),
+                };
+                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
+                Some(RowChange { row: row.clone(), fields })
+            })
+            .collect()
     }
 
     fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
@@ -721,6 +742,7 @@ pub fn decide_answered(
             clock: valid.clock(),
             actor_row: actor_row.clone(),
             user_text: proposal.user_text.as_deref(),
+            currency: contract.currency(),
         };
         match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
             Err(finding) => {
@@ -769,6 +791,7 @@ pub fn decide_answered(
                 // one effect can be no other effect's.
                 let idempotency_key = derive_id("key", &[&request.conversation, &request.turn, "effect", &n]);
                 let rows = work.changed_rows(&before);
+                let changes = work.changes(&before, &rows);
                 let effect =
                     EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
                 events.push(EventRecord {
@@ -778,7 +801,7 @@ pub fn decide_answered(
                     effect: Some(id.clone()),
                 });
                 response.effects.push(effect.clone());
-                decision_effects.push(EffectRecord { effect, rows });
+                decision_effects.push(EffectRecord { effect, rows, changes });
                 out.effect = Some(id);
             }
         }
@@ -924,12 +947,12 @@ fn decide_act(
     eval.derive_all(work, op)?;
 
     // Policy.
-    let exponent = contract.currency().map_or(0, |c| c.exponent);
+    let currency = contract.currency();
     let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t)), &ctx.actor_row) {
         (Some(record), Some(table), Some(row)) => PolicyEntity {
             entity_type: table.entity.clone(),
             id: row.key.clone(),
-            attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+            attrs: cedar_attrs(table, &row.key, &record.value, currency),
         },
         _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
     };
@@ -940,7 +963,7 @@ fn decide_act(
             PolicyEntity {
                 entity_type: table.entity.clone(),
                 id: row.key.clone(),
-                attrs: cedar_attrs(table, &row.key, &record.value, exponent),
+                attrs: cedar_attrs(table, &row.key, &record.value, currency),
             }
         }
         _ => principal.clone(),
@@ -954,7 +977,7 @@ fn decide_act(
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
             let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), exponent).get("m").cloned().unwrap_or(Value::Null))
+            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), currency).get("m").cloned().unwrap_or(Value::Null))
         };
         match value {
             Checked::Member(m) => {

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use warrant_core::change::RowChange;
 use warrant_core::check::CheckAnswers;
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::{GateAnswers, LedgerFacts};
@@ -98,10 +99,12 @@ impl TurnResult {
     }
 }
 
-/// A point where a test may stop the engine, to prove that nothing half-commits. Set with the
-/// environment variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
+/// A point where a test may stop the engine, to prove that nothing half-commits. Compiled only
+/// with the `failpoints` feature, which only test builds turn on. Set with the environment
+/// variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
 /// `pause_before_commit:PATH` creates `PATH` and waits (up to a minute) until `PATH.go` exists,
 /// so that a test can kill the process there, or release several at once.
+#[cfg(feature = "failpoints")]
 fn failpoint(name: &str) {
     let Ok(setting) = std::env::var("WARRANT_FAILPOINT") else { return };
     if setting == name {
@@ -116,6 +119,10 @@ fn failpoint(name: &str) {
         }
     }
 }
+
+/// Without the `failpoints` feature there is no failpoint: the environment is not even read.
+#[cfg(not(feature = "failpoints"))]
+fn failpoint(_name: &str) {}
 
 /// The engine over one store. Made by [`Engine::builder`] (or [`Engine::new`] and
 /// [`Engine::with_model`], the builder's own steps). It hands out no store: every write goes
@@ -254,7 +261,7 @@ impl<S: Store> Engine<S> {
     /// Loads every records table's data into the store; rows already there are kept as they
     /// are, so seeding again never undoes a committed change.
     pub fn seed(&mut self) -> Result<usize, EngineError> {
-        let exponent = self.contract.currency().map_or(0, |c| c.exponent);
+        let currency = self.contract.currency();
         let mut loaded: Vec<(String, Vec<(String, Value)>)> = Vec::new();
         let mut inserted = 0;
         for table in self.contract.tables() {
@@ -265,12 +272,12 @@ impl<S: Store> Engine<S> {
                         .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
                     let data: Value = serde_json::from_str(&text)
                         .map_err(|e| EngineError::File { path: path.display().to_string(), message: e.to_string() })?;
-                    records::rows_from_file(table, data, exponent)?
+                    records::rows_from_file(table, data, currency)?
                 }
                 TableSource::Nested { table: parent, path, parent_field } => {
                     let parent_rows =
                         loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
-                    records::rows_from_parent(table, parent_rows, path, parent_field, exponent)?
+                    records::rows_from_parent(table, parent_rows, path, parent_field, currency)?
                 }
             };
             if let Some((first, _)) = rows.first()
@@ -362,8 +369,10 @@ impl<S: Store> Engine<S> {
         turn::decide_answered(&self.contract, valid, &facts, conflicts, answers)
     }
 
-    /// Records an effect's outcome as the executor reports it. A failed effect's record
-    /// changes are undone when no later commit has touched those rows.
+    /// Records an effect's outcome as the executor reports it. A failed effect's own field
+    /// changes are undone, each row's only where it still holds what the effect left there; if
+    /// any of them was written since (by another effect of the same turn or by a later
+    /// commit), the outcome is recorded and no row is touched.
     pub fn report_outcome(&mut self, effect_id: &str, outcome: &str) -> Result<Value, EngineError> {
         if !matches!(outcome, "done" | "failed" | "unknown") {
             return Ok(
@@ -375,20 +384,8 @@ impl<S: Store> Engine<S> {
                 json!({"error": {"code": ReasonCode::UnknownEffect, "field": "effect", "message": format!("no effect `{effect_id}`")}}),
             );
         };
-        let writes: Vec<RecordWrite> = if outcome == "failed" {
-            let reverts: Vec<turn::RowWrite> = serde_json::from_value(
-                effect.payload.get("writes").cloned().unwrap_or(Value::Array(vec![])),
-            )
-            .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
-            reverts
-                .into_iter()
-                .map(|w| RecordWrite {
-                    table: w.row.table,
-                    key: w.row.key,
-                    expected_revision: w.expected_revision + 1,
-                    value: w.before,
-                })
-                .collect()
+        let writes = if outcome == "failed" && effect.outcome.is_none() {
+            self.reverts(effect_id, &effect.payload)?
         } else {
             Vec::new()
         };
@@ -427,6 +424,31 @@ impl<S: Store> Engine<S> {
             }
             OutcomeResult::StaleRevision { .. } => json!({"effect": effect_id, "outcome": outcome, "recorded": false}),
         })
+    }
+
+    /// The writes that undo a failed effect's own changes on the rows as they are now; none
+    /// when any changed field has been written since. An effect stored before effects kept
+    /// their own changes has none to undo, and is not reverted.
+    fn reverts(&mut self, effect_id: &str, payload: &Value) -> Result<Vec<RecordWrite>, EngineError> {
+        let changes: Vec<RowChange> =
+            serde_json::from_value(payload.get("changes").cloned().unwrap_or(Value::Array(vec![])))
+                .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
+        let mut writes = Vec::with_capacity(changes.len());
+        for change in changes {
+            let Some(current) = self.store.record(&change.row.table, &change.row.key)? else { return Ok(Vec::new()) };
+            let Some(value) = warrant_core::change::revert(&current.value, &change.fields) else {
+                return Ok(Vec::new());
+            };
+            // The revision read now: a commit between this read and the write makes the
+            // write stale, and the outcome is then recorded without it.
+            writes.push(RecordWrite {
+                table: change.row.table,
+                key: change.row.key,
+                expected_revision: current.revision,
+                value,
+            });
+        }
+        Ok(writes)
     }
 
     /// Re-decides every stored turn from its recorded inputs and facts, and reports every
@@ -495,14 +517,15 @@ fn to_commit(
     });
     let mut effects = Vec::new();
     for record in &decision.effects {
-        let writes: Vec<&turn::RowWrite> = decision.writes.iter().filter(|w| record.rows.contains(&w.row)).collect();
+        // Each effect keeps its own field changes, not the turn's write of a row it shares
+        // with other effects: a failed one is undone alone (`report_outcome`).
         effects.push(EffectRow {
             id: record.effect.id.clone(),
             idempotency_key: record.effect.idempotency_key.clone(),
             conversation: request.conversation.clone(),
             turn: request.turn.clone(),
             op: record.effect.op.clone(),
-            payload: json!({"args": record.effect.args, "writes": writes}),
+            payload: json!({"args": record.effect.args, "changes": record.changes}),
             outcome: None,
         });
     }

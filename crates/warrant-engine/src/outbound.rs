@@ -24,7 +24,7 @@ use warrant_model::tasks::{ClaimsCoverage, ClaimsCoverageInput, Rewrite, Rewrite
 use warrant_model::{ModelCall, Outcome, Runner, TurnBudget};
 use warrant_store::{Enqueued, Lease, NewJob, OutboxMessage, Store};
 
-use crate::outbox::{JobsRun, job_key, run_due_jobs};
+use crate::outbox::{JobsRun, run_due_jobs};
 
 use crate::model::ModelSetup;
 use crate::{Engine, EngineError};
@@ -251,7 +251,11 @@ impl<S: Store + ?Sized> Sender for OutboxSender<'_, S> {
 
 /// The outbox row of a cleared message: its body is the message as the gate cleared it, its
 /// id follows from its idempotency key.
-fn outbox_message(message: &ClearedMessage, record: Value, key: String) -> Result<OutboxMessage, EngineError> {
+pub(crate) fn outbox_message(
+    message: &ClearedMessage,
+    record: Value,
+    key: String,
+) -> Result<OutboxMessage, EngineError> {
     let body = serde_json::to_value(message)
         .map_err(|e| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() })?;
     Ok(OutboxMessage {
@@ -371,12 +375,7 @@ pub fn run_due(
             .map_err(|e| format!("the stored request does not parse: {e}"))?;
         let request = OutboundRequest { at: at.clone(), due: None, ..request };
         let valid = outbound::validate_request(contract, request).map_err(|e| format!("{}: {}", e.field, e.message))?;
-        let cleared = clear_valid(contract, model, store, &valid).and_then(|run| {
-            let record = serde_json::to_value(&run.record)
-                .map_err(|e| EngineError::Corrupt { what: "outbound record".into(), message: e.to_string() })?;
-            outbox_message(&run.message, record, job_key(&job.job.id))
-        });
-        cleared.map_err(|e| {
+        clear_valid(contract, model, store, &valid).map_err(|e| {
             let why = e.to_string();
             broken.get_or_insert(e);
             why

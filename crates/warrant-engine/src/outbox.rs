@@ -3,8 +3,28 @@
 //! module makes the step safe to repeat. A job taken again after its scheduler died enqueues
 //! under the same idempotency key, derived from the job's id, so it is stored once however
 //! often it runs, and the job completes with the id of the one stored message.
+//!
+//! What the caller composes is an [`OutboundRun`], the gate's cleared message with its record,
+//! never an outbox row: the only ways this crate puts a message in the outbox are this step and
+//! [`OutboxSender`](crate::OutboxSender), and both take only what `outbound::clear` returned.
+//! A composition that hands over a row of its own does not compile:
+//!
+//! ```compile_fail
+//! use warrant_engine::outbox::run_due_jobs;
+//! use warrant_store::{Lease, OutboxMessage, SqliteStore, Store};
+//! fn forge(store: &mut SqliteStore, lease: &Lease, row: OutboxMessage) {
+//!     run_due_jobs(store, lease, 10, |_, _| Ok::<_, String>(row.clone()));
+//! }
+//! ```
+//!
+//! The raw [`Store::enqueue`] is the store's own primitive, for warrant-store and its tests:
+//! code above the store reaches the outbox through the engine (a test scans the service and
+//! the CLI for any other call).
 
-use warrant_store::{DueJob, Enqueued, Lease, OutboxMessage, Store, StoreError};
+use warrant_store::{DueJob, Enqueued, Lease, Store};
+
+use crate::outbound::outbox_message;
+use crate::{EngineError, OutboundRun};
 
 /// The idempotency key of the message a due job becomes.
 pub fn job_key(job: &str) -> String {
@@ -24,26 +44,28 @@ pub struct JobsRun<E> {
     pub failed: Vec<(String, E)>,
 }
 
-/// Takes the jobs due under `lease` (at most `limit`), turns each into a message with
-/// `compose` (which may read the store), stores it in the outbox and completes the job with its id. `compose` chooses
-/// everything but the idempotency key, which is [`job_key`].
+/// Takes the jobs due under `lease` (at most `limit`), has `compose` clear each through the
+/// outbound gate (it may read the store), stores the cleared message in the outbox under
+/// [`job_key`] and completes the job with the stored message's id.
 pub fn run_due_jobs<E>(
     store: &mut dyn Store,
     lease: &Lease,
     limit: usize,
-    mut compose: impl FnMut(&mut dyn Store, &DueJob) -> Result<OutboxMessage, E>,
-) -> Result<JobsRun<E>, StoreError> {
+    mut compose: impl FnMut(&mut dyn Store, &DueJob) -> Result<OutboundRun, E>,
+) -> Result<JobsRun<E>, EngineError> {
     let jobs = store.take_due_jobs(lease, limit)?;
     let mut run = JobsRun { taken: jobs.len(), enqueued: 0, already_enqueued: 0, failed: Vec::new() };
     for job in &jobs {
-        let mut message = match compose(&mut *store, job) {
-            Ok(message) => message,
+        let cleared = match compose(&mut *store, job) {
+            Ok(cleared) => cleared,
             Err(error) => {
                 run.failed.push((job.job.id.clone(), error));
                 continue;
             }
         };
-        message.idempotency_key = job_key(&job.job.id);
+        let record = serde_json::to_value(&cleared.record)
+            .map_err(|e| EngineError::Corrupt { what: "outbound record".into(), message: e.to_string() })?;
+        let message = outbox_message(&cleared.message, record, job_key(&job.job.id))?;
         let stored = match store.enqueue(&message, lease.now)? {
             Enqueued::Stored => {
                 run.enqueued += 1;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 pub use api::{ROUTES, router};
 pub use pool::PoolError;
-pub use tenants::{StoreLocation, TenantName, add_tenant};
+pub use tenants::{StoreLocation, TenantName, add_tenant, list_tenants, revoke_tenant, rotate_key};
 pub use warrant_store::AnyStore;
 
 /// What stops the server from starting.
@@ -30,10 +30,21 @@ pub enum ServerError {
     Store(#[from] warrant_store::StoreError),
     #[error(transparent)]
     Engine(#[from] warrant_engine::EngineError),
+    /// Boxed: the builder's error is as large as the engine's, and the enum would be larger
+    /// still beside the others.
     #[error(transparent)]
-    Build(#[from] warrant_engine::BuildError),
+    Build(Box<warrant_engine::BuildError>),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The listening address cannot be bound (taken, not this machine's, not permitted).
+    #[error("cannot listen on `{addr}`: {source}")]
+    Bind { addr: String, source: std::io::Error },
+}
+
+impl From<warrant_engine::BuildError> for ServerError {
+    fn from(error: warrant_engine::BuildError) -> ServerError {
+        ServerError::Build(Box::new(error))
+    }
 }
 
 /// How a server is set up.
@@ -79,10 +90,9 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     pools: Arc<pool::Pools>,
-    /// `None` only while the state is dropped.
+    /// `None` only while the state is dropped. Read on every request, never cached, so that a
+    /// rotated or revoked key stops working at once.
     registry: Arc<Mutex<Option<warrant_store::Registry>>>,
-    /// Key hashes already read from the registry, by tenant.
-    keys: Mutex<std::collections::BTreeMap<TenantName, String>>,
     metrics: metrics::Metrics,
     body_limit: usize,
 }
@@ -99,7 +109,6 @@ impl AppState {
             inner: Arc::new(Inner {
                 pools: Arc::new(pool::Pools::new(setup, location, config.engines_per_tenant)),
                 registry: Arc::new(Mutex::new(Some(registry))),
-                keys: Mutex::new(std::collections::BTreeMap::new()),
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
             }),
@@ -146,8 +155,19 @@ pub async fn bind(
     let state = tokio::task::spawn_blocking(move || AppState::new(&owned))
         .await
         .map_err(|e| ServerError::Config(format!("the registry task did not finish: {e}")))??;
-    let listener = tokio::net::TcpListener::bind(&config.listen).await?;
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|source| ServerError::Bind { addr: config.listen.clone(), source })?;
     let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        // warrant serves plain HTTP: beyond this machine, keys and turns cross the network as
+        // written unless a TLS proxy sits in front.
+        tracing::warn!(
+            target: "warrant::serve",
+            "listening on {addr} without TLS: API keys and turns cross the network in the clear; \
+             serve on a loopback address behind a TLS-terminating proxy"
+        );
+    }
     let model = state.model().clone();
     let serving = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).into_future();
     Ok((addr, model, serving))

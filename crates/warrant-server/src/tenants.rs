@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use warrant_store::{Added, PgStore, Registry, SqliteStore, StoreError};
+use warrant_store::{Added, PgStore, Registry, SqliteStore, StoreError, TenantEntry};
 
 use crate::ServerError;
 use warrant_store::AnyStore;
@@ -128,9 +128,29 @@ pub fn claimed_tenant(key: &str) -> Option<TenantName> {
 
 /// Whether `key` hashes to `stored` (hex), compared in constant time.
 pub fn key_matches(key: &str, stored: &str) -> bool {
+    #[cfg(test)]
+    COMPARED.with(|n| n.set(n.get() + 1));
     let Ok(stored) = hex::decode(stored) else { return false };
     let computed = Sha256::digest(key.as_bytes());
     bool::from(computed.as_slice().ct_eq(stored.as_slice()))
+}
+
+/// The hash a key is compared with when its tenant is unknown or revoked: a SHA-256 no key is
+/// known to have, so that such a key takes the same work as a wrong secret and fails the same way.
+const NO_TENANT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Whether `key` opens the tenant whose stored hash is `stored` (`None`: no such tenant, or one
+/// revoked). Every key is hashed and compared once, against a stand-in hash when there is none,
+/// so an unknown tenant is refused by the same work as a wrong secret.
+pub fn key_opens(key: &str, stored: Option<&str>) -> bool {
+    let matched = key_matches(key, stored.unwrap_or(NO_TENANT));
+    matched & stored.is_some()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many keys this thread has compared with a hash, for the tests of one path.
+    static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Adds the tenant `name` to the registry at `location` and returns its
@@ -149,6 +169,30 @@ pub fn add_tenant(location: &StoreLocation, name: &str) -> Result<String, Server
     }
 }
 
+/// Gives the tenant `name` a new key and returns it (shown once): the old key stops working at
+/// once, in every server that reads this registry, and a revoked tenant is reinstated.
+pub fn rotate_key(location: &StoreLocation, name: &str) -> Result<String, ServerError> {
+    let tenant = TenantName::parse(name).ok_or_else(|| unknown_tenant(name))?;
+    let key = new_key(&tenant)?;
+    let mut registry = location.registry()?;
+    if registry.rotate(tenant.as_str(), &key_hash(&key))? { Ok(key) } else { Err(unknown_tenant(name)) }
+}
+
+/// Revokes the tenant `name` at `at`: every key of it is refused until it is rotated.
+pub fn revoke_tenant(location: &StoreLocation, name: &str, at: &str) -> Result<(), ServerError> {
+    let mut registry = location.registry()?;
+    if registry.revoke(name, at)? { Ok(()) } else { Err(unknown_tenant(name)) }
+}
+
+/// Every tenant of the registry at `location`, with its revocation if it has one.
+pub fn list_tenants(location: &StoreLocation) -> Result<Vec<TenantEntry>, ServerError> {
+    Ok(location.registry()?.list()?)
+}
+
+fn unknown_tenant(name: &str) -> ServerError {
+    ServerError::Config(format!("no tenant `{}`", warrant_core::text::visible(name)))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -164,6 +208,24 @@ mod tests {
         let other = new_key(&TenantName::parse("acme_2").unwrap()).unwrap();
         assert!(!key_matches(&other, &hash));
         assert!(!key_matches(&key, "zz"));
+    }
+
+    #[test]
+    fn an_unknown_tenant_and_a_wrong_secret_are_refused_by_the_same_work() {
+        let tenant = TenantName::parse("acme").unwrap();
+        let key = new_key(&tenant).unwrap();
+        let hash = key_hash(&key);
+        let wrong = new_key(&tenant).unwrap();
+        let compared = |key: &str, stored: Option<&str>| {
+            let before = COMPARED.with(std::cell::Cell::get);
+            let opens = key_opens(key, stored);
+            (opens, COMPARED.with(std::cell::Cell::get) - before)
+        };
+        assert_eq!(compared(&key, Some(&hash)), (true, 1));
+        assert_eq!(compared(&wrong, Some(&hash)), (false, 1), "a wrong secret: one compare");
+        assert_eq!(compared(&key, None), (false, 1), "an unknown tenant: one compare too");
+        // Not even a key whose hash is the stand-in's would open a tenant that is not there.
+        assert!(!key_opens("", None) && !key_opens(&key, Some(NO_TENANT)));
     }
 
     #[test]

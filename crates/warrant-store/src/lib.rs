@@ -27,7 +27,7 @@ pub use outbox::{
     RetryPolicy,
 };
 pub use pg::PgStore;
-pub use registry::{Added, Registry};
+pub use registry::{Added, Registry, TenantEntry};
 pub use rows::{
     EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn,
 };

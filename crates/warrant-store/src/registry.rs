@@ -1,6 +1,8 @@
-//! The tenant registry: which tenants exist and the hash of each one's API key, in a small
-//! control store of its own (a SQLite file, or one PostgreSQL schema). Tenants' records never
-//! live here; each tenant has a store of its own, so no query can reach another's rows.
+//! The tenant registry: which tenants exist, the hash of each one's API key and which are
+//! revoked, in a small control store of its own (a SQLite file, or one PostgreSQL schema).
+//! Tenants' records never live here; each tenant has a store of its own, so no query can reach
+//! another's rows. A key is rotated by replacing its hash, so the old key stops working at once
+//! for every server that reads the registry.
 
 use postgres::{Client, NoTls};
 use rusqlite::{Connection, OptionalExtension};
@@ -10,6 +12,8 @@ use crate::error::StoreError;
 /// The registry's table, the same text for both backends. Separate from the store's numbered
 /// migrations: the registry is owned by the server and changes on its own schedule.
 const TENANTS: &str = include_str!("../migrations/registry/0001_tenants.sql");
+/// Revoked tenants; created the same way, after the first.
+const REVOCATIONS: &str = include_str!("../migrations/registry/0002_revocations.sql");
 
 /// The advisory lock under which a registry schema is created, so that two processes starting
 /// at once do not both try.
@@ -21,6 +25,14 @@ pub enum Added {
     Added,
     /// A tenant of that name exists; nothing changed.
     Exists,
+}
+
+/// A tenant as `warrant tenant list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantEntry {
+    pub name: String,
+    /// When its keys were revoked (as the caller's clock said), if they are.
+    pub revoked_at: Option<String>,
 }
 
 /// A connection to the tenant registry.
@@ -44,6 +56,7 @@ impl Registry {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(TENANTS)?;
+        conn.execute_batch(REVOCATIONS)?;
         Ok(Registry::Sqlite(conn))
     }
 
@@ -57,7 +70,7 @@ impl Registry {
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CREATE_REGISTRY, &schema])?;
         tx.batch_execute(&format!(
-            "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"; {TENANTS}"
+            "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"; {TENANTS} {REVOCATIONS}"
         ))?;
         tx.commit()?;
         client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
@@ -79,28 +92,77 @@ impl Registry {
         Ok(if inserted == 1 { Added::Added } else { Added::Exists })
     }
 
-    /// The key hash of the tenant `name`, if it exists.
+    /// The key hash of the tenant `name`, if it exists and is not revoked.
     pub fn key_hash(&mut self, name: &str) -> Result<Option<String>, StoreError> {
+        const SQLITE: &str = "SELECT key_hash FROM tenants WHERE name = ?1 \
+                              AND NOT EXISTS (SELECT 1 FROM revocations WHERE revocations.name = tenants.name)";
+        const PG: &str = "SELECT key_hash FROM tenants WHERE name = $1 \
+                          AND NOT EXISTS (SELECT 1 FROM revocations WHERE revocations.name = tenants.name)";
+        Ok(match self {
+            Registry::Sqlite(conn) => conn.query_row(SQLITE, [name], |row| row.get(0)).optional()?,
+            Registry::Postgres(client) => client.query_opt(PG, &[&name])?.map(|row| row.get(0)),
+        })
+    }
+
+    /// Replaces the key hash of the tenant `name` with `key_hash`, and lifts a revocation: the
+    /// old key stops working and the new one works. `false` when there is no such tenant.
+    pub fn rotate(&mut self, name: &str, key_hash: &str) -> Result<bool, StoreError> {
         Ok(match self {
             Registry::Sqlite(conn) => {
-                conn.query_row("SELECT key_hash FROM tenants WHERE name = ?1", [name], |row| row.get(0)).optional()?
+                let tx = conn.transaction()?;
+                let updated = tx.execute("UPDATE tenants SET key_hash = ?1 WHERE name = ?2", [key_hash, name])?;
+                tx.execute("DELETE FROM revocations WHERE name = ?1", [name])?;
+                tx.commit()?;
+                updated == 1
             }
             Registry::Postgres(client) => {
-                client.query_opt("SELECT key_hash FROM tenants WHERE name = $1", &[&name])?.map(|row| row.get(0))
+                let mut tx = client.transaction()?;
+                let updated = tx.execute("UPDATE tenants SET key_hash = $1 WHERE name = $2", &[&key_hash, &name])?;
+                tx.execute("DELETE FROM revocations WHERE name = $1", &[&name])?;
+                tx.commit()?;
+                updated == 1
             }
         })
     }
 
+    /// Revokes the tenant `name`: every key of it is refused until it is rotated. Revoking
+    /// again keeps the first time. `false` when there is no such tenant.
+    pub fn revoke(&mut self, name: &str, at: &str) -> Result<bool, StoreError> {
+        const SQLITE: &str = "INSERT INTO revocations (name, revoked_at) SELECT name, ?2 FROM tenants \
+                              WHERE name = ?1 ON CONFLICT (name) DO NOTHING";
+        const PG: &str = "INSERT INTO revocations (name, revoked_at) SELECT name, $2 FROM tenants \
+                          WHERE name = $1 ON CONFLICT (name) DO NOTHING";
+        if self.list()?.iter().all(|t| t.name != name) {
+            return Ok(false);
+        }
+        match self {
+            Registry::Sqlite(conn) => conn.execute(SQLITE, [name, at])?,
+            Registry::Postgres(client) => usize::try_from(client.execute(PG, &[&name, &at])?).unwrap_or(usize::MAX),
+        };
+        Ok(true)
+    }
+
     /// Every tenant's name, in order.
     pub fn names(&mut self) -> Result<Vec<String>, StoreError> {
+        Ok(self.list()?.into_iter().map(|t| t.name).collect())
+    }
+
+    /// Every tenant, in order of name, with its revocation if it has one.
+    pub fn list(&mut self) -> Result<Vec<TenantEntry>, StoreError> {
+        const LIST: &str = "SELECT tenants.name, revocations.revoked_at FROM tenants \
+                            LEFT JOIN revocations ON revocations.name = tenants.name ORDER BY tenants.name";
         Ok(match self {
             Registry::Sqlite(conn) => {
-                let mut statement = conn.prepare("SELECT name FROM tenants ORDER BY name")?;
-                statement.query_map([], |row| row.get(0))?.collect::<Result<Vec<String>, _>>()?
+                let mut statement = conn.prepare(LIST)?;
+                statement
+                    .query_map([], |row| Ok(TenantEntry { name: row.get(0)?, revoked_at: row.get(1)? }))?
+                    .collect::<Result<Vec<_>, _>>()?
             }
-            Registry::Postgres(client) => {
-                client.query("SELECT name FROM tenants ORDER BY name", &[])?.iter().map(|row| row.get(0)).collect()
-            }
+            Registry::Postgres(client) => client
+                .query(LIST, &[])?
+                .iter()
+                .map(|row| TenantEntry { name: row.get(0), revoked_at: row.get(1) })
+                .collect(),
         })
     }
 }

@@ -11,6 +11,8 @@ mod prompts;
 mod receiver;
 mod score;
 mod serve;
+mod service;
+mod streams;
 mod turns;
 
 use std::path::PathBuf;

@@ -323,25 +323,100 @@ fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
 }
 
 #[test]
-fn the_demo_plays_its_script() {
-    let out = warrant(&["demo"], "");
+fn the_demo_runs_from_any_folder_and_shows_each_rule_at_work() {
+    // From a folder that is not the repository: the example is in the binary.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_warrant")).arg("demo").current_dir(elsewhere.path()).output().unwrap();
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", crate::stderr(&out));
-    for expected in [
-        "cancel_pending_order -> hold (confirmation_required)",
-        "cancel_pending_order -> commit, effect eff_",
-        "a turn seen before: its recorded result comes back and nothing runs again",
-        "rule order_not_pending",
-        // Another customer's order is, to this one, an order that does not exist.
-        "unknown_record at `args.order_id`: table `order` has no row `#W2611340`",
-        "not_in_closed_set at `args.reason`",
-        "pair_mismatch at `args.new_item_ids`",
-        "not_a_member at `args.payment_method_id`",
-        "order #W6679257 is now return requested (revision 2)",
-        "modify_pending_order_address -> refuse (declined_by_user)",
-        "request refused whole: invalid_input at `tool`",
-        "11 turns, 11 identical, 0 verdicts changed",
-    ] {
-        assert!(text.contains(expected), "the demo lacks `{expected}`:\n{text}");
+    let scenes: &[(&str, &[&str])] = &[
+        (
+            "rule 1: a question with the right words stays inert",
+            &[
+                r#""We can close this ticket now." -> close_ticket"#,
+                r#""Can we close this ticket now?" -> nothing (unregistered_sentence: "Can we close this ticket now?")"#,
+                r#""She said we can close this ticket now." -> nothing (unregistered_sentence"#,
+            ],
+        ),
+        (
+            "the acts",
+            &[
+                "cancel_pending_order -> hold (confirmation_required)",
+                "cancel_pending_order -> commit, effect eff_",
+                "a turn seen before: its recorded result comes back and nothing runs again",
+                "rule order_not_pending",
+                // Another customer's order is, to this one, an order that does not exist.
+                "unknown_record at `args.order_id`: table `order` has no row `#W2611340`",
+                "not_in_closed_set at `args.reason`",
+                "pair_mismatch at `args.new_item_ids`",
+                "not_a_member at `args.payment_method_id`",
+                "order #W6679257 is now return requested (revision 2)",
+            ],
+        ),
+        (
+            "rule 5: a pointer sliced from the user's words",
+            &[
+                r#"code slices them: address1 = "12 Elm St", city = "Springfield", state = "IL", zip = "62701""#,
+                "modify_pending_order_address -> refuse (declined_by_user)",
+            ],
+        ),
+        (
+            "rule 4: a value the user never gave is asked about, not written",
+            &[
+                "modify_pending_order_address -> ask (check_unfinished at `args.city`: check `locate`",
+                "nothing is written: order #W4776164 still ships to Philadelphia (revision 1)",
+            ],
+        ),
+        (
+            "rule 2: an announcement with no call is found, in observe mode",
+            &[
+                r#"guard finding announcement_without_call in observe mode: "Let me check your order." announces get_order_details"#,
+                r#"the reply goes out fallback (nothing_backed, fallback_sent): "Thanks for your message."#,
+            ],
+        ),
+        (
+            "rule 3: seed 003's follow-up goes out as fallback copy, a backed one as is",
+            &[
+                "goes out fallback (claim_unbacked, nothing_backed, fallback_sent): \"We're following up on your recent request.",
+                r#"goes out cleared: "Your order #W6247578 is cancelled.""#,
+            ],
+        ),
+        (
+            "the wire format and replay",
+            &["request refused whole: invalid_input at `tool`", "13 turns, 13 identical, 0 verdicts changed"],
+        ),
+    ];
+    for (scene, lines) in scenes {
+        for expected in *lines {
+            assert!(text.contains(expected), "{scene}: the demo lacks `{expected}`:\n{text}");
+        }
     }
+    // The scenes come in the order the demo tells them.
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no `{needle}`"));
+    let order = ["rule 1:", "the acts:", "rule 5:", "rule 4:", "rule 2:", "rule 3:", "replay of the stored turns"];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
+    assert!(std::fs::read_dir(elsewhere.path()).unwrap().next().is_none(), "the demo wrote into the current folder");
+}
+
+/// The features warrant-engine is built with for the `warrant` binary, as `cargo tree` resolves
+/// them: with the test targets' dev-dependencies, or for the binary alone (`no-dev`), which is
+/// what `cargo build --release -p warrant-cli` builds.
+fn engine_features(edges: &str) -> String {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["tree", "--locked", "--offline", "-p", "warrant-cli", "-i", "warrant-engine", "-e", edges])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_release_build_of_warrant_has_no_failpoint() {
+    // The test build has it (the kill tests above stop there), through the dev-dependency
+    // alone; the binary's own dependency tree does not turn it on.
+    assert!(engine_features("features").contains(r#"warrant-engine feature "failpoints""#));
+    let release = engine_features("features,no-dev");
+    assert!(release.contains(r#"warrant-engine feature "default""#), "{release}");
+    assert!(!release.contains("failpoints"), "a release build of warrant compiles the failpoint:\n{release}");
 }

@@ -38,3 +38,21 @@ fn kept_guard_inputs_never_panic_and_never_flag_framed_or_called_announcements()
 fn kept_outbound_inputs_are_refused_on_one_line_or_fall_back() {
     assert!(replay("outbound", checks::outbound) >= 5);
 }
+
+#[test]
+fn kept_turn_inputs_are_refused_on_one_line_or_decided_without_a_write() {
+    assert!(replay("turn", checks::turn) >= 10);
+}
+
+#[test]
+fn the_kept_turn_inputs_reach_the_decision_not_only_the_parser() {
+    let (contract, facts) = checks::retail();
+    let mut verdicts = Vec::new();
+    for name in ["cancel.json", "another-users-order.json", "address-pointers.json", "draft-with-claims.json"] {
+        let text = std::fs::read_to_string(root().join("fuzz/corpus/turn").join(name)).unwrap();
+        let valid = warrant_core::request::parse(contract, &text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let decision = warrant_core::turn::decide(contract, &valid, facts, &Default::default());
+        verdicts.push(format!("{:?}", decision.response.acts[0].verdict));
+    }
+    assert_eq!(verdicts, ["Hold", "Refuse", "Hold", "Commit"]);
+}

@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use serde_json::json;
 use warrant_core::Contract;
 use warrant_core::guard::{AnnouncementGuard, Mode};
-use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, PromotionRecord, Subject};
+use warrant_core::guard_corpus;
+use warrant_core::ladder::{AuditSummary, Bars, Label, Ladder, PromotionRecord, Subject};
 use warrant_core::records::Record;
 use warrant_core::request;
 use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, RecordedFacts};
@@ -71,12 +72,14 @@ fn decide(draft: &str, calls: &[&str], facts: &dyn Facts) -> Decision {
     turn::decide(&contract, &valid, facts, &BTreeSet::new())
 }
 
+/// A promotion of `subject` on evidence counted as the ladder counts it: 50 labels read as
+/// true positives, and a run of one passing case of the adversarial corpus.
 pub(crate) fn promotion(subject: Subject) -> PromotionRecord {
-    let audits = AuditSummary { audited: 50, ..AuditSummary::default() };
-    Ladder::promote(subject, audits, CorpusRun { passed: 1, failed: 0 }, Bars::default(), "ana".into(), "t".into())
-        .unwrap()
-        .record()
-        .clone()
+    let audits = AuditSummary::of([Label::TruePositive; 50]);
+    let case = r#"{"text":"Let me check that file.","expect":"flag","class":"bare","why":"a bare announcement"}"#;
+    let corpus = guard_corpus::run_text(&guard(), case, |_, _, failure| panic!("{failure}"));
+    assert_eq!((corpus.passed(), corpus.failed()), (1, 0));
+    Ladder::promote(subject, audits, corpus.run(), Bars::default(), "ana".into(), "t".into()).unwrap().record().clone()
 }
 
 #[test]

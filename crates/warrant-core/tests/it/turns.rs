@@ -150,3 +150,19 @@ fn each_malformed_value_asks_or_refuses_with_its_reason() {
 fn the_same_inputs_give_the_same_decision() {
     assert_eq!(decide(good()), decide(good()));
 }
+
+#[test]
+fn a_money_argument_in_another_currency_than_the_contract_s_is_refused() {
+    // The policy compares the deposit's minor units with the credit's cents: 12.50 EUR read as
+    // 1250 cents would pass a check written for dollars, and 1500 yen would be read as $15.00.
+    for (amount, currency) in [("12.50", "EUR"), ("1500", "JPY"), ("1.000", "KWD")] {
+        let mut args = good();
+        args["deposit"] = json!({"amount": amount, "currency": currency});
+        let decision = decide(args);
+        assert_eq!(first(&decision), (Verdict::Refuse, "currency_not_accepted".to_owned()), "{currency}");
+        let reason = &decision.response.acts[0].reasons[0];
+        assert_eq!(reason.field.as_deref(), Some("args.deposit"));
+        assert!(decision.writes.is_empty() && decision.effects.is_empty(), "{currency} wrote");
+    }
+    assert_eq!(first(&decide(good())), (Verdict::Commit, String::new()));
+}

@@ -1,14 +1,18 @@
 //! Delivery over a real SQLite store, where no receiver is needed: a message whose leases kept
 //! expiring goes to the dead letter instead of being delivered again, a due job run again
 //! after its scheduler died is stored in the outbox once, and each channel goes to the webhook
-//! its own `url_env` names.
+//! its own `url_env` names. A job's message is what the gate cleared; the rows stored by hand
+//! here stand for what a scheduler that died had stored.
 
 use std::time::Duration;
 
 use serde_json::json;
 use warrant_engine::dispatch::{DispatchConfig, Dispatched, Dispatcher};
 use warrant_engine::outbox::{job_key, run_due_jobs};
+use warrant_engine::{OutboundResult, OutboundRun};
 use warrant_store::{DueJob, JobState, Lease, NewJob, OutboxMessage, OutboxState, SqliteStore, Store};
+
+use crate::retail_engine;
 
 #[test]
 fn a_message_whose_leases_kept_expiring_goes_to_the_dead_letter_undelivered() {
@@ -48,7 +52,18 @@ fn job(id: &str, due_at: i64) -> NewJob {
     NewJob { id: id.to_owned(), conversation: "c1".to_owned(), due_at, draft: json!({"text": "Any news?"}) }
 }
 
-/// What the gate would hand over for a job; `n` tells the two compositions apart.
+/// What the gate clears for a follow-up; `n` tells the compositions apart.
+fn cleared(n: usize) -> OutboundRun {
+    let (mut engine, _dir) = retail_engine();
+    let request = json!({"conversation": "c1", "actor": "yusuf_rossi_9620", "path": "scheduled", "at": "2026-11-29T16:00:00Z", "locale": "en-US",
+        "draft": {"text": format!("Any news? ({n})"), "claims": []}});
+    match engine.outbound(&request.to_string()).unwrap() {
+        OutboundResult::Cleared(run) => run,
+        OutboundResult::Rejected(error) => panic!("rejected: {error}"),
+    }
+}
+
+/// The row a scheduler that died had stored for a job; `n` tells the two compositions apart.
 fn composed(job: &DueJob, n: usize) -> OutboxMessage {
     OutboxMessage {
         id: format!("{}-message-{n}", job.job.id),
@@ -78,7 +93,8 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
     // Its successor takes j1 again once the lease expired; the gate may compose another text,
     // but the job's key finds the stored message, and the job completes with it.
     let next = Lease { holder: "next".to_owned(), now: 200, until: 300 };
-    let run = run_due_jobs(&mut store, &next, 10, |_, job| Ok::<_, String>(composed(job, 2))).unwrap();
+    let second = cleared(2);
+    let run = run_due_jobs(&mut store, &next, 10, |_, _| Ok::<_, String>(second.clone())).unwrap();
     assert_eq!((run.taken, run.enqueued, run.already_enqueued, run.failed.len()), (1, 0, 1, 0));
     let outbox = store.outbox(None, 10).unwrap();
     assert_eq!(outbox.len(), 1);
@@ -92,15 +108,17 @@ fn a_due_job_run_again_after_its_scheduler_died_is_one_outbox_message() {
     store.schedule_job(&job("j2", 300)).unwrap();
     store.schedule_job(&job("j3", 300)).unwrap();
     let at = Lease { holder: "next".to_owned(), now: 300, until: 400 };
+    let third = cleared(3);
     let run = run_due_jobs(&mut store, &at, 10, |_, job| {
-        if job.job.id == "j2" { Err("no order in the record".to_owned()) } else { Ok(composed(job, 3)) }
+        if job.job.id == "j2" { Err("no order in the record".to_owned()) } else { Ok(third.clone()) }
     })
     .unwrap();
     assert_eq!(run.failed, [("j2".to_owned(), "no order in the record".to_owned())]);
     assert_eq!(run.enqueued, 1);
     assert_eq!(store.due_job("j2").unwrap().unwrap().state, JobState::Taken);
-    let j3 = store.outbox(None, 10).unwrap().into_iter().find(|r| r.message.id == "j3-message-3").unwrap();
-    assert_eq!(j3.message.idempotency_key, job_key("j3"));
+    let j3 = store.outbox(None, 10).unwrap().into_iter().find(|r| r.message.idempotency_key == job_key("j3")).unwrap();
+    assert_eq!(j3.message.body, serde_json::to_value(&third.message).unwrap());
+    assert_eq!(j3.message.record, serde_json::to_value(&third.record).unwrap());
 }
 
 /// Each channel of the retail contract to the URL its `url_env` names; a variable that is unset

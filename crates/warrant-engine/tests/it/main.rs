@@ -6,10 +6,12 @@ mod checks;
 mod dispatch;
 mod endpoint;
 mod every_answer;
+mod invariants;
 mod keys;
 mod lifecycle;
 mod outbound;
 mod retail;
+mod reverts;
 mod turn_checks;
 mod visibility;
 
@@ -18,7 +20,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use warrant_engine::{Engine, load_contract};
-use warrant_store::SqliteStore;
+use warrant_store::{PgStore, SqliteStore};
 
 /// The retail example's folder.
 pub fn retail_dir() -> PathBuf {
@@ -56,4 +58,39 @@ pub fn data() -> Data {
         }
     }
     Data { orders: read("orders.json"), users: read("users.json"), items }
+}
+
+/// A PostgreSQL schema no other test uses (named by process id and a counter), dropped when the
+/// test ends, also when it fails. `WARRANT_TEST_POSTGRES` names another server.
+#[derive(Debug)]
+pub struct PgSchema {
+    conninfo: String,
+    schema: String,
+}
+
+impl PgSchema {
+    pub fn fresh() -> PgSchema {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let conninfo = std::env::var("WARRANT_TEST_POSTGRES")
+            .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".to_owned());
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let schema = format!("warrant_engine_test_{}_{n}", std::process::id());
+        let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at `{conninfo}`: {e}"));
+        admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+        PgSchema { conninfo, schema }
+    }
+
+    /// A new connection to the schema.
+    pub fn connect(&self) -> PgStore {
+        PgStore::connect(&self.conninfo, &self.schema).unwrap()
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.conninfo, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
 }

@@ -6,6 +6,7 @@
 mod api;
 mod input;
 mod isolation;
+mod keys;
 mod ladder;
 mod openapi;
 mod outbound;

@@ -10,6 +10,7 @@ mod conformance;
 mod fixture;
 mod guards;
 mod outbox;
+mod registry;
 mod roundtrip;
 mod schema;
 
