@@ -68,6 +68,7 @@ conformance! {
     guards::a_promotion_supersedes_the_active_one_and_a_demotion_leaves_none,
     guards::ladder_input_with_nul_is_refused,
     roundtrip::json_reads_back_as_written,
+    roundtrip::a_large_float_and_key_order_read_back_as_written,
     roundtrip::nul_is_refused_and_never_found,
     concurrency::two_writers_of_one_record_one_commits_one_is_stale,
     concurrency::two_commits_of_one_turn_one_commits_one_is_a_duplicate,
