@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the clause-gate corpus for the two example scores (DESIGN.md section 4).
+"""Writes the clause-gate corpus for the two example scores (docs/design.md section 4).
 
     python3 corpus/generate.py
 
@@ -237,7 +237,7 @@ def ko_paraphrases():
 def ko_mixed():
     return [
         inert(f"근데 아직은 아니야. {JOIN}", UNREG, "An unregistered sentence before the clause disables the reply."),
-        inert(f"{JOIN} 근데 아직은 아니야.", UNREG, "DESIGN.md's example: an unregistered sentence after the clause (index 1) disables the reply."),
+        inert(f"{JOIN} 근데 아직은 아니야.", UNREG, "the design's example (docs/design.md section 4): an unregistered sentence after the clause (index 1) disables the reply."),
         inert(f"{JOIN} 음. {DELEGATE}", UNREG, "An unregistered sentence between two scored clauses disables both."),
         inert(f"{JOIN}\n이건 예시야.", UNREG, "A clause followed on the next line by a remark that it is an example."),
         inert(" ".join(KO_ALL) + " 다 거짓말이야.", UNREG, "All four clauses then one unregistered sentence at the end: nothing at all is performed."),

@@ -1,4 +1,4 @@
-//! Structure (DESIGN.md §3 step 3): each argument of an act is checked against its declared
+//! Structure (docs/design.md §3 step 3): each argument of an act is checked against its declared
 //! kind by closed-set membership, record existence and revision, pointers into the user's
 //! message, and typed evaluation. Nothing here compares natural-language strings.
 

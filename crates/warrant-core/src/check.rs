@@ -1,4 +1,4 @@
-//! Semantic checks as the pure core sees them (DESIGN.md §3 step 4, rule 4): the questions a
+//! Semantic checks as the pure core sees them (docs/design.md §3 step 4, rule 4): the questions a
 //! decision needs a model task to answer, and the answers, supplied as inputs. The core never
 //! calls a model. It names the checks an act needs once the act has passed structure, and it
 //! reads their answers, which can only take away: a missing, failed, blocking or unsure answer

@@ -617,7 +617,7 @@ pub enum ContractErrorKind {
     BadLimit(String),
 }
 
-// The `[model]` section (DESIGN.md §6): where the model tasks run and within what limits. The
+// The `[model]` section (docs/design.md §6): where the model tasks run and within what limits. The
 // contract names the environment variable that holds the key, never the key; the engine reads
 // the environment, whose `WARRANT_MODEL_*` settings override what is written here.
 

@@ -1,4 +1,4 @@
-//! The announcement guard (rule 2, DESIGN.md §8): a reply sentence that announces a tool action
+//! The announcement guard (rule 2, docs/design.md §8): a reply sentence that announces a tool action
 //! ("Let me check that file.") when no matching call happened in the turn.
 //!
 //! The guard matches only the positive, anchored shape of the bad sentence. The contract

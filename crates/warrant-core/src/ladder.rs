@@ -192,14 +192,14 @@ const fn audits_required() -> bool {
 }
 
 impl Bars {
-    /// The bar of a prompt version (DESIGN.md §6): its recorded corpus, with no case regressing.
+    /// The bar of a prompt version (docs/design.md §6): its recorded corpus, with no case regressing.
     pub const fn corpus_only() -> Bars {
         Bars { min_audited: 0, max_false_positive_rate: 1.0, max_corpus_failures: 0, audits_required: false }
     }
 }
 
 impl Default for Bars {
-    /// DESIGN.md §8: 50 audited findings, under 2% false positives, a passing corpus.
+    /// docs/design.md §8: 50 audited findings, under 2% false positives, a passing corpus.
     fn default() -> Bars {
         Bars { min_audited: 50, max_false_positive_rate: 0.02, max_corpus_failures: 0, audits_required: true }
     }

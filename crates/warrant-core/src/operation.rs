@@ -53,7 +53,7 @@ pub struct Arg {
     pub checks: Vec<String>,
 }
 
-/// The kinds of argument (DESIGN.md §5).
+/// The kinds of argument (docs/design.md §5).
 #[derive(Debug, Clone)]
 pub enum ArgKind {
     /// An id from a closed set.

@@ -1,4 +1,4 @@
-//! The JSON a reading is reported as: the wire format of `warrant score` (DESIGN.md §4), which
+//! The JSON a reading is reported as: the wire format of `warrant score` (docs/design.md §4), which
 //! other tools and tests rely on. Fields are only ever added, never renamed or reshaped.
 
 use serde::{Deserialize, Serialize};

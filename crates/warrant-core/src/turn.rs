@@ -1,4 +1,4 @@
-//! The turn as a pure decision (DESIGN.md §3): given a valid request, the contract and a source
+//! The turn as a pure decision (docs/design.md §3): given a valid request, the contract and a source
 //! of stored facts, it decides every act in order (clauses, structure, policy, confirmation) and
 //! returns what to commit: record writes with the revisions they expect, effects, events,
 //! interactions, and the response. It reads facts through the [`Facts`] trait and records each
@@ -551,7 +551,7 @@ pub fn decide(contract: &Contract, valid: &ValidRequest, facts: &dyn Facts, conf
     decide_checked(contract, valid, facts, conflicts, &CheckAnswers::new())
 }
 
-/// Decides a turn with the answers of its semantic checks (DESIGN.md §3 step 4), by check id.
+/// Decides a turn with the answers of its semantic checks (docs/design.md §3 step 4), by check id.
 /// An answer can only take away: an act needing a check that is missing, failed or not passing
 /// is asked instead; a passing one lets the act go on to policy.
 pub fn decide_checked(
@@ -565,7 +565,7 @@ pub fn decide_checked(
 }
 
 /// Decides a turn with the answers of its semantic checks and of the outbound gate's questions
-/// about its reply (DESIGN.md §3 step 7). A gate question without an answer counts as failed:
+/// about its reply (docs/design.md §3 step 7). A gate question without an answer counts as failed:
 /// the reply goes out as the rewrite or the fallback copy, never unchecked.
 pub fn decide_answered(
     contract: &Contract,

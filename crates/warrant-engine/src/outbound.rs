@@ -1,4 +1,4 @@
-//! The outbound gate with IO (DESIGN.md §7): an outbound request's draft checked against the
+//! The outbound gate with IO (docs/design.md §7): an outbound request's draft checked against the
 //! store's records and the conversation's ledger, its coverage checks and its one rewrite run as
 //! model tasks, and the cleared message returned with its replay record. Without a model, a
 //! question the gate needs cannot be answered, which counts as a failed check: an unbacked draft

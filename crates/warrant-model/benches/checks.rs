@@ -1,4 +1,4 @@
-//! What a turn's checks add to its latency (DESIGN.md §14: its slowest check plus at most 1 ms,
+//! What a turn's checks add to its latency (docs/design.md §15: its slowest check plus at most 1 ms,
 //! not the sum). Four `value_stated` checks against a provider that takes 5 ms per answer, run
 //! concurrently as the engine runs them and, in the same run, one after another as a naive
 //! baseline. The concurrent time less 5 ms is the overhead of threads, budget, prompt

@@ -1,4 +1,4 @@
-//! Budgets (DESIGN.md §6): a turn may spend so many model calls, so many tokens and so much
+//! Budgets (docs/design.md §6): a turn may spend so many model calls, so many tokens and so much
 //! time on its checks, and each task so many calls. A budget that runs out fails the check; it
 //! never lets one pass.
 

@@ -1,5 +1,5 @@
 //! The recorded corpus of a task: cases, each an input with the verdict it must get. A prompt
-//! version is promoted only if it gets every case's verdict (DESIGN.md §6); run against a
+//! version is promoted only if it gets every case's verdict (docs/design.md §6); run against a
 //! cassette, this needs no network, so the decision is the same wherever it is made.
 
 use serde::{Deserialize, Serialize};

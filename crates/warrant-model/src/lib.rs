@@ -1,4 +1,4 @@
-//! Model providers and the small model tasks that can only take away (DESIGN.md §6, rule 4).
+//! Model providers and the small model tasks that can only take away (docs/design.md §6, rule 4).
 //! Only this crate talks to a model endpoint. A task's answer is parsed by code against its
 //! schema and read into a verdict with no variant that authorizes: pass, block, repair, ask;
 //! a budget that runs out or a provider that fails makes the check fail, never pass.

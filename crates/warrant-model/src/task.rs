@@ -1,4 +1,4 @@
-//! How a model task runs (DESIGN.md §6): the task's prompt (versioned by content hash) and the
+//! How a model task runs (docs/design.md §6): the task's prompt (versioned by content hash) and the
 //! question go to the provider with the output schema; the answer is parsed all or nothing; a
 //! structural mistake gets one repair round quoting the exact error; a transport failure is
 //! retried once in place; every call, its tokens and latency, is kept for the replay record.
@@ -84,7 +84,7 @@ impl Prompts {
 
 /// The built-in version of `T`'s prompt, hashed once per process: hashing the prompt text and
 /// its schema again on every run of every check was part of what a turn's checks added to its
-/// latency (DESIGN.md §14).
+/// latency (docs/design.md §15).
 fn builtin_once<T: Task>() -> PromptVersion {
     static BUILTIN: std::sync::OnceLock<std::sync::Mutex<BTreeMap<&'static str, PromptVersion>>> =
         std::sync::OnceLock::new();

@@ -1,5 +1,5 @@
 //! The ladder over HTTP: a guard's findings with their audits, a person's audit of one finding,
-//! and where every guard and every model task's prompt stands (DESIGN.md §8). Each handler is
+//! and where every guard and every model task's prompt stands (docs/design.md §8). Each handler is
 //! one engine call on the tenant's own store, like every other route; the decisions (which
 //! label fits, whether a promotion holds) stay in the engine, the store and warrant-core.
 

@@ -1,4 +1,4 @@
-//! `warrant score` prints exactly the JSON of DESIGN.md §4.
+//! `warrant score` prints exactly the JSON of docs/design.md §4.
 
 use serde_json::{Value, json};
 
