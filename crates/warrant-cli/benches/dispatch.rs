@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use warrant_engine::dispatch::{DispatchConfig, Dispatcher};
-use warrant_store::{OutboxMessage, OutboxState, PgStore, SqliteStore, Store};
+use warrant_store::prelude::*;
+use warrant_store::{OutboxMessage, OutboxState, PgStore, SqliteStore};
 
 use receiver::{Behaviour, Webhook};
 

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::guards::FindingRow;
+use crate::ladder::FindingRow;
 use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn};
 
 /// The outcomes an executor may report for an effect.

@@ -8,6 +8,56 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 
+/// The outbox of a store: every cleared message, stored before it is sent, with its delivery
+/// state. Times are milliseconds since the Unix epoch, given by the caller.
+pub trait Outbox: Send {
+    /// Stores a message for delivery, `queued` and due at `now`. A message whose idempotency
+    /// key is stored already is not stored again: the answer names the stored one.
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError>;
+
+    /// Takes up to `limit` deliverable messages (queued and due, or `sending` under an expired
+    /// lease) in the order they were stored, counts an attempt on each and leases them to
+    /// `lease.holder` until `lease.until`. Two takers never get the same message while its lease
+    /// holds.
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Records that the channel accepted these messages, in one transaction; how many this
+    /// changed (a message recorded sent before, or unknown, is not counted). The channel's
+    /// acceptance is the truth, so it is recorded whoever holds the lease.
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError>;
+
+    /// Records a failed attempt by `holder`: queued again after the policy's backoff, or dead
+    /// after its last attempt or at once for a permanent refusal.
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError>;
+
+    /// Outbox messages in the order they were stored, of one state or all, at most `limit`.
+    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+}
+
+/// The scheduler's due jobs of a store: follow-ups composed and cleared when they are due.
+pub trait Jobs: Send {
+    /// Stores a due job, `pending`; whether it was new (a job id stored before is a no-op).
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError>;
+
+    /// Takes up to `limit` jobs that are due (pending at or before `lease.now`, or taken under
+    /// an expired lease), in due order, and leases them as [`Outbox::take_outbox`] does.
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError>;
+
+    /// Marks a job `holder` has taken as done with its result (the outbox message id); whether
+    /// it was still held by `holder`.
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError>;
+
+    /// A stored due job.
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError>;
+}
+
 /// Where a message is in its delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

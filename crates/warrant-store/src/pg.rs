@@ -17,9 +17,10 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::guards::{
+use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
 };
+use crate::migrations;
 use crate::outbox::{
     DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
 };
@@ -29,7 +30,7 @@ use crate::storable::{
     check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
-use crate::{Store, migrations};
+use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry};
 
 /// The first key of warrant's advisory locks, one per purpose; the second key is a hash of
 /// the schema (and of the turn, for turn claims). Two different keys that hash alike only
@@ -142,7 +143,7 @@ fn settle<T>(tx: Transaction<'_>, settled: Settled<T>) -> Result<T, StoreError> 
 const SELECT_TURN: &str = "SELECT seq, conversation, turn, request, response, replay
      FROM turns WHERE conversation = $1 AND turn = $2";
 
-impl Store for PgStore {
+impl Ledger for PgStore {
     fn migrate(&mut self) -> Result<(), StoreError> {
         let (mut tx, statements, schema) = self.begin()?;
         tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_MIGRATE, &schema])?;
@@ -315,7 +316,9 @@ impl Store for PgStore {
             })
             .collect()
     }
+}
 
+impl Ladder for PgStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {
         if !storable(guard) {
             return Ok(Vec::new());
@@ -371,14 +374,14 @@ impl Store for PgStore {
     fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError> {
         check_audit(audit)?;
         let (mut tx, statements, schema) = self.begin()?;
-        let settled = guards::audit(&mut PgTxn { tx: &mut tx, statements, schema }, audit)?;
+        let settled = ladder::audit(&mut PgTxn { tx: &mut tx, statements, schema }, audit)?;
         settle(tx, settled)
     }
 
     fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
         check_promotion(promotion)?;
         let (mut tx, statements, schema) = self.begin()?;
-        let settled = guards::promote(&mut PgTxn { tx: &mut tx, statements, schema }, promotion)?;
+        let settled = ladder::promote(&mut PgTxn { tx: &mut tx, statements, schema }, promotion)?;
         settle(tx, settled)
     }
 
@@ -412,7 +415,9 @@ impl Store for PgStore {
         tx.commit()?;
         Ok(demoted)
     }
+}
 
+impl PromptRegistry for PgStore {
     fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
         check_prompt(prompt)?;
         let rows = self.query(
@@ -462,7 +467,9 @@ impl Store for PgStore {
         })
         .collect()
     }
+}
 
+impl Outbox for PgStore {
     fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         self.outbox_enqueue(message, now)
     }
@@ -489,7 +496,9 @@ impl Store for PgStore {
     fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         self.outbox_list(state, limit)
     }
+}
 
+impl Jobs for PgStore {
     fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         self.jobs_schedule(job)
     }

@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::guards::{
+use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
 };
+use crate::migrations;
 use crate::outbox::{
     DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
 };
@@ -25,7 +26,7 @@ use crate::storable::{
     check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
-use crate::{Store, migrations};
+use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry};
 
 /// How long a writer waits for another process's transaction before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -98,7 +99,7 @@ fn settle<T>(tx: Transaction<'_>, settled: Settled<T>) -> Result<T, StoreError> 
     }
 }
 
-impl Store for SqliteStore {
+impl Ledger for SqliteStore {
     fn migrate(&mut self) -> Result<(), StoreError> {
         let tx = self.begin()?;
         tx.execute_batch(
@@ -285,7 +286,9 @@ impl Store for SqliteStore {
             })
             .collect()
     }
+}
 
+impl Ladder for SqliteStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {
         if !storable(guard) {
             return Ok(Vec::new());
@@ -362,14 +365,14 @@ impl Store for SqliteStore {
     fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError> {
         check_audit(audit)?;
         let tx = self.begin()?;
-        let settled = guards::audit(&mut SqliteTxn(&tx), audit)?;
+        let settled = ladder::audit(&mut SqliteTxn(&tx), audit)?;
         settle(tx, settled)
     }
 
     fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
         check_promotion(promotion)?;
         let tx = self.begin()?;
-        let settled = guards::promote(&mut SqliteTxn(&tx), promotion)?;
+        let settled = ladder::promote(&mut SqliteTxn(&tx), promotion)?;
         settle(tx, settled)
     }
 
@@ -407,7 +410,9 @@ impl Store for SqliteStore {
         tx.commit()?;
         Ok(demoted)
     }
+}
 
+impl PromptRegistry for SqliteStore {
     fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {
         check_prompt(prompt)?;
         let inserted = self
@@ -466,7 +471,9 @@ impl Store for SqliteStore {
             })
             .collect()
     }
+}
 
+impl Outbox for SqliteStore {
     fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         self.outbox_enqueue(message, now)
     }
@@ -493,7 +500,9 @@ impl Store for SqliteStore {
     fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         self.outbox_list(state, limit)
     }
+}
 
+impl Jobs for SqliteStore {
     fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         self.jobs_schedule(job)
     }

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
-use crate::guards::{AuditRow, Demotion, FindingRow, PromotionRow};
+use crate::ladder::{AuditRow, Demotion, FindingRow, PromotionRow};
 use crate::rows::{EventRow, PromptPromotionRow, PromptRow};
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::guards::FindingRow;
+use crate::ladder::FindingRow;
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.

@@ -247,7 +247,7 @@ fn sqlite_the_ladder_end_to_end() {
     let path = dir.path().join("w.sqlite");
     the_ladder_end_to_end(&format!("sqlite:{}", path.display()));
     // The replay record of the enforcing turn keeps its findings and the promotion it read.
-    use warrant_store::Store;
+    use warrant_store::prelude::*;
     let mut store = warrant_store::SqliteStore::open(&path).unwrap();
     let replay = store.turn("g", "t7").unwrap().unwrap().replay;
     assert_eq!(replay["findings"][0]["mode"], "enforce", "{replay}");

@@ -10,7 +10,8 @@ use serde_json::json;
 use warrant_engine::dispatch::{DispatchConfig, Dispatched, Dispatcher};
 use warrant_engine::outbox::{job_key, run_due_jobs};
 use warrant_engine::{OutboundResult, OutboundRun};
-use warrant_store::{DueJob, JobState, Lease, NewJob, OutboxMessage, OutboxState, SqliteStore, Store};
+use warrant_store::prelude::*;
+use warrant_store::{DueJob, JobState, Lease, NewJob, OutboxMessage, OutboxState, SqliteStore};
 
 use crate::retail_engine;
 

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 use warrant_engine::{Engine, Submitted, TurnResult};
-use warrant_store::{SqliteStore, Store};
+use warrant_store::SqliteStore;
+use warrant_store::prelude::*;
 
 use crate::retail_engine;
 

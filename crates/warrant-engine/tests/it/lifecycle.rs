@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use warrant_core::Contract;
 use warrant_core::turn::{TurnResponse, Verdict};
 use warrant_engine::{Engine, FolderFiles, TurnResult};
-use warrant_store::{SqliteStore, Store};
+use warrant_store::SqliteStore;
+use warrant_store::prelude::*;
 
 use crate::{retail_dir, retail_engine};
 

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 use warrant_core::pointer::NumberedText;
 use warrant_core::turn::{TurnResponse, Verdict};
 use warrant_engine::{Engine, TurnResult};
-use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, Store, StoredTurn};
+use warrant_store::prelude::*;
+use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, StoredTurn};
 
 use crate::{data, retail_engine};
 

@@ -120,6 +120,30 @@ pub struct PromotionRow {
     pub demoted: Option<Demotion>,
 }
 
+/// The ladder of a store: findings and their audits, promotions and demotions.
+pub trait Ladder: Send {
+    /// The findings of `guard` (every version), in the order they were stored, each with its
+    /// audit.
+    fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError>;
+
+    /// Stores sampled findings whose id is not stored yet, in one transaction; how many were
+    /// new. Sampling the same reply twice is a no-op.
+    fn add_samples(&mut self, samples: &[FindingRow]) -> Result<usize, StoreError>;
+
+    /// Labels a finding, once.
+    fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError>;
+
+    /// Stores an active promotion, demoting the active one of the same subject in the same
+    /// transaction; answers its sequence number.
+    fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError>;
+
+    /// The active promotion of `subject`, if any.
+    fn promotion(&mut self, subject: &str) -> Result<Option<PromotionRow>, StoreError>;
+
+    /// Demotes the active promotion of `subject`; how many were demoted (0 or 1).
+    fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
+}
+
 /// The steps of the ladder's writes, inside one open transaction.
 pub(crate) trait GuardTxn {
     /// The finding's kind, `None` when there is no such finding.

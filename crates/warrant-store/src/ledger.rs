@@ -1,0 +1,55 @@
+//! The ledger: what every turn committed (records with revisions, effects and their outcomes,
+//! events, interactions, the stored turn with its replay record), written by [`Ledger::commit`]
+//! in one transaction and read back by key or in commit order. The steps of a commit are
+//! written once, in `txn.rs`.
+
+use serde_json::Value;
+
+use crate::commit::{Commit, CommitOutcome, OutcomeReport, OutcomeResult};
+use crate::error::StoreError;
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+
+/// The ledger of a store: the schema, the records, and every turn's commit.
+pub trait Ledger: Send {
+    /// Creates or upgrades the schema (of every concern, not only the ledger's). Idempotent,
+    /// and safe to run from several processes at once: the steps not yet recorded in
+    /// `schema_version` run in one transaction.
+    fn migrate(&mut self) -> Result<(), StoreError>;
+
+    /// Inserts rows of a records table at revision 1, in one transaction. Rows whose key
+    /// already exists are left untouched, so seeding twice is a no-op. Returns how many rows
+    /// were inserted.
+    fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError>;
+
+    /// The record `key` of `table`, with its revision.
+    fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
+
+    /// The stored turn `turn` of `conversation`.
+    fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
+
+    /// A stored interaction, open or answered.
+    fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;
+
+    /// A stored effect, with its outcome once reported.
+    fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError>;
+
+    /// Writes everything of one turn in one transaction, or nothing. A turn stored before
+    /// comes back as [`CommitOutcome::Duplicate`], also when a concurrent commit of the same
+    /// turn wins the race.
+    fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
+
+    /// Records an effect's outcome once, with its event and record writes, in one
+    /// transaction. A second report, agreeing or not, writes nothing and answers the stored
+    /// outcome.
+    fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError>;
+
+    /// Stored turns in commit order with a sequence number above `after`, at most `limit`.
+    fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
+
+    /// Stored turns newest first, with a sequence number below `before` (every turn when
+    /// `None`), at most `limit`: the review page's recent turns, paged by the last `seq` seen.
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
+
+    /// Events in commit order, of every conversation or of one.
+    fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+}

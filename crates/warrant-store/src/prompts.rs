@@ -1,0 +1,24 @@
+//! The prompt registry: every prompt version a model task ran with, kept by content hash, and
+//! the log of promotion decisions about them. Which version is active is the ladder's
+//! promotion of subject `prompt:TASK` ([`crate::Ladder::promotion`]).
+
+use crate::error::StoreError;
+use crate::rows::{PromptPromotionRow, PromptRow};
+
+/// The prompt registry of a store.
+pub trait PromptRegistry: Send {
+    /// Keeps a prompt version unless one of that task and version is kept already; whether it
+    /// was new. A version is a content hash, so the kept text is the same text.
+    fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError>;
+
+    /// A kept prompt version.
+    fn prompt(&mut self, task: &str, version: &str) -> Result<Option<PromptRow>, StoreError>;
+
+    /// Records a promotion decision (accepted or refused) of a kept version; its sequence
+    /// number.
+    fn record_promotion(&mut self, promotion: &PromptPromotionRow) -> Result<i64, StoreError>;
+
+    /// Every promotion decided for `task`, in decision order: the log of decisions. Which
+    /// version is active is the ladder's promotion of subject `prompt:TASK` (`promotion`).
+    fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
+}
