@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::StoreError;
+use crate::storable::{check_text, storable};
+use crate::txn::Settled;
 
 /// The outbox of a store: every cleared message, stored before it is sent, with its delivery
 /// state. Times are milliseconds since the Unix epoch, given by the caller.
@@ -353,10 +355,131 @@ impl RawJob {
     }
 }
 
-/// Rows a take returned, in the order they were stored (RETURNING keeps no order).
-pub(crate) fn in_order<T>(mut rows: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
-    rows.sort_by_key(seq);
-    rows
+/// Whether a new message went in, or its idempotency key was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MessageInsert {
+    Inserted,
+    KeyTaken,
+}
+
+/// The statements of delivery, as one backend performs them: inside the transaction the
+/// backend opened for the step, or on the connection where the step is one statement. The
+/// rules (which rows a take may lease, the backoff, what an unknown id means) are the
+/// functions below, written once for both backends.
+pub(crate) trait DeliverySteps {
+    /// Inserts the message, `queued` and due at `now`, unless its idempotency key is stored.
+    /// An id stored already is [`StoreError::IdTaken`].
+    fn insert_message(&mut self, message: &OutboxMessage, now: i64) -> Result<MessageInsert, StoreError>;
+
+    /// The id of the message stored under `key`.
+    fn message_with_key(&mut self, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// Leases up to `limit` deliverable messages (queued and due at `lease.now`, or `sending`
+    /// under a lease expired by then), oldest first, counting an attempt on each; in any order.
+    fn lease_messages(&mut self, lease: &Lease, limit: i64) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Marks these messages sent unless they are; how many it marked.
+    fn set_sent(&mut self, ids: &[&str], now: i64) -> Result<usize, StoreError>;
+
+    /// The attempts of the message while `holder` holds it (`sending` under its lease), locking
+    /// it against a concurrent record; `None` when it is not held by `holder`.
+    fn held_attempts(&mut self, id: &str, holder: &str) -> Result<Option<i64>, StoreError>;
+
+    /// Ends the lease of a message with the state a failure left it in.
+    fn set_failed(&mut self, id: &str, state: OutboxState, next_attempt_at: i64, error: &str)
+    -> Result<(), StoreError>;
+
+    /// Inserts a job, `pending`, unless its id is stored; whether it did.
+    fn insert_job(&mut self, job: &NewJob) -> Result<bool, StoreError>;
+
+    /// Leases up to `limit` due jobs (pending and due at `lease.now`, or taken under a lease
+    /// expired by then), earliest due first; in any order.
+    fn lease_jobs(&mut self, lease: &Lease, limit: i64) -> Result<Vec<DueJob>, StoreError>;
+
+    /// Marks the job done with `result` if `holder` holds it; whether it did.
+    fn set_done(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError>;
+}
+
+/// A count as the `LIMIT` of a statement.
+pub(crate) fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Stores a message, or names the one stored under its idempotency key.
+pub(crate) fn enqueue(
+    steps: &mut impl DeliverySteps,
+    message: &OutboxMessage,
+    now: i64,
+) -> Result<Enqueued, StoreError> {
+    match steps.insert_message(message, now)? {
+        MessageInsert::Inserted => Ok(Enqueued::Stored),
+        MessageInsert::KeyTaken => match steps.message_with_key(&message.idempotency_key)? {
+            Some(id) => Ok(Enqueued::Duplicate { id }),
+            None => Err(StoreError::Corrupt {
+                what: format!("the outbox message with key `{}` conflicted but is not stored", message.idempotency_key),
+            }),
+        },
+    }
+}
+
+/// Leases deliverable messages, answered in the order they were stored.
+pub(crate) fn take(steps: &mut impl DeliverySteps, lease: &Lease, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    let mut rows = steps.lease_messages(lease, limit(n))?;
+    // RETURNING keeps no order.
+    rows.sort_by_key(|r| r.seq);
+    Ok(rows)
+}
+
+/// Marks messages sent; an id that cannot be stored names no message.
+pub(crate) fn mark_sent(steps: &mut impl DeliverySteps, ids: &[String], now: i64) -> Result<usize, StoreError> {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).filter(|id| storable(id)).collect();
+    steps.set_sent(&ids, now)
+}
+
+/// Records a failed attempt by the message's holder: the rule of [`after_failure`], applied
+/// only while `holder` holds the message (an id or holder that cannot be stored holds nothing).
+pub(crate) fn mark_failed(
+    steps: &mut impl DeliverySteps,
+    id: &str,
+    holder: &str,
+    failure: &Failure,
+    policy: &RetryPolicy,
+    now: i64,
+) -> Result<Settled<FailureRecorded>, StoreError> {
+    if !storable(id) || !storable(holder) {
+        return Ok(Settled::Discard(FailureRecorded::NotHeld));
+    }
+    let Some(attempts) = steps.held_attempts(id, holder)? else {
+        return Ok(Settled::Discard(FailureRecorded::NotHeld));
+    };
+    let (state, next) = after_failure(attempts, failure, policy, now);
+    steps.set_failed(id, state, next, &failure.message().replace('\0', "\u{FFFD}"))?;
+    Ok(Settled::Keep(if state == OutboxState::Dead {
+        FailureRecorded::Dead
+    } else {
+        FailureRecorded::Retry { at: next }
+    }))
+}
+
+/// Leases due jobs, answered in due order.
+pub(crate) fn take_jobs(steps: &mut impl DeliverySteps, lease: &Lease, n: usize) -> Result<Vec<DueJob>, StoreError> {
+    let mut jobs = steps.lease_jobs(lease, limit(n))?;
+    jobs.sort_by_key(|j| (j.job.due_at, j.seq));
+    Ok(jobs)
+}
+
+/// Marks a held job done; an id or holder that cannot be stored holds nothing.
+pub(crate) fn complete_job(
+    steps: &mut impl DeliverySteps,
+    id: &str,
+    holder: &str,
+    result: &str,
+) -> Result<bool, StoreError> {
+    if !storable(id) || !storable(holder) {
+        return Ok(false);
+    }
+    check_text("the job's result", result)?;
+    steps.set_done(id, holder, result)
 }
 
 #[cfg(test)]

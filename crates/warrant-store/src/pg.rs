@@ -12,7 +12,7 @@ use std::fmt;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, IsolationLevel, NoTls, Row, Statement, Transaction};
+use postgres::{Client, GenericClient, IsolationLevel, NoTls, Row, Statement, Transaction};
 use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
@@ -21,16 +21,13 @@ use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
 };
 use crate::migrations;
-use crate::outbox::{
-    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
-};
 use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
     check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
     check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
-use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry};
+use crate::{Ladder, Ledger, PromptRegistry};
 
 /// The first key of warrant's advisory locks, one per purpose; the second key is a hash of
 /// the schema (and of the turn, for turn claims). Two different keys that hash alike only
@@ -85,6 +82,11 @@ impl PgStore {
     fn begin(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {
         let tx = self.client.build_transaction().isolation_level(IsolationLevel::ReadCommitted);
         Ok((tx.start()?, &mut self.statements, &self.schema))
+    }
+
+    /// The steps of a write that is one statement, on the connection.
+    fn steps(&mut self) -> PgTxn<'_, Client> {
+        PgTxn { tx: &mut self.client, statements: &mut self.statements, schema: &self.schema }
     }
 
     fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
@@ -469,54 +471,7 @@ impl PromptRegistry for PgStore {
     }
 }
 
-impl Outbox for PgStore {
-    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
-        self.outbox_enqueue(message, now)
-    }
-
-    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        self.outbox_take(lease, limit)
-    }
-
-    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
-        self.outbox_mark_sent(ids, now)
-    }
-
-    fn mark_failed(
-        &mut self,
-        id: &str,
-        holder: &str,
-        failure: &Failure,
-        policy: &RetryPolicy,
-        now: i64,
-    ) -> Result<FailureRecorded, StoreError> {
-        self.outbox_mark_failed(id, holder, failure, policy, now)
-    }
-
-    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        self.outbox_list(state, limit)
-    }
-}
-
-impl Jobs for PgStore {
-    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
-        self.jobs_schedule(job)
-    }
-
-    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
-        self.jobs_take(lease, limit)
-    }
-
-    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
-        self.jobs_complete(id, holder, result)
-    }
-
-    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
-        self.jobs_get(id)
-    }
-}
-
-impl GuardTxn for PgTxn<'_, '_> {
+impl<C: GenericClient> GuardTxn for PgTxn<'_, C> {
     fn finding_kind(&mut self, id: &str) -> Result<Option<FindingKind>, StoreError> {
         let row = self.query_opt("SELECT kind FROM findings WHERE id = $1", &[&id])?;
         row.map(|row| {
@@ -584,14 +539,20 @@ fn decode_turn(row: &Row) -> Result<StoredTurn, StoreError> {
     })
 }
 
-/// The steps of a commit inside one PostgreSQL transaction.
-struct PgTxn<'a, 'c> {
-    tx: &'a mut Transaction<'c>,
+/// The steps of a write inside one PostgreSQL transaction (`C` is a [`Transaction`]), or on the
+/// connection itself where the step is one statement (`C` is the [`Client`]).
+struct PgTxn<'a, C: GenericClient> {
+    tx: &'a mut C,
     statements: &'a mut Statements,
     schema: &'a str,
 }
 
-impl PgTxn<'_, '_> {
+impl<C: GenericClient> PgTxn<'_, C> {
+    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
+        let statement = self.prepared(sql)?;
+        self.tx.query(&statement, params)
+    }
+
     fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.execute(&statement, params)
@@ -612,7 +573,7 @@ impl PgTxn<'_, '_> {
     }
 }
 
-impl Txn for PgTxn<'_, '_> {
+impl<C: GenericClient> Txn for PgTxn<'_, C> {
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         // Waits for a concurrent commit of the same turn to end. The lookup must be a
         // statement of its own: at READ COMMITTED each statement sees what was committed when

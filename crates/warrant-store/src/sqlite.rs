@@ -17,16 +17,13 @@ use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, GuardTxn, PromotionRow,
 };
 use crate::migrations;
-use crate::outbox::{
-    DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RetryPolicy,
-};
 use crate::rows::{EffectRow, EventRow, InteractionRow, PromptPromotionRow, PromptRow, Record, StoredTurn};
 use crate::storable::{
     check_audit, check_commit, check_demotion, check_finding, check_promotion, check_prompt, check_prompt_promotion,
     check_report, check_seed, storable,
 };
 use crate::txn::{self, EffectInsert, Settled, Txn};
-use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry};
+use crate::{Ladder, Ledger, PromptRegistry};
 
 /// How long a writer waits for another process's transaction before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -470,53 +467,6 @@ impl PromptRegistry for SqliteStore {
                 })
             })
             .collect()
-    }
-}
-
-impl Outbox for SqliteStore {
-    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
-        self.outbox_enqueue(message, now)
-    }
-
-    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        self.outbox_take(lease, limit)
-    }
-
-    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
-        self.outbox_mark_sent(ids, now)
-    }
-
-    fn mark_failed(
-        &mut self,
-        id: &str,
-        holder: &str,
-        failure: &Failure,
-        policy: &RetryPolicy,
-        now: i64,
-    ) -> Result<FailureRecorded, StoreError> {
-        self.outbox_mark_failed(id, holder, failure, policy, now)
-    }
-
-    fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        self.outbox_list(state, limit)
-    }
-}
-
-impl Jobs for SqliteStore {
-    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
-        self.jobs_schedule(job)
-    }
-
-    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
-        self.jobs_take(lease, limit)
-    }
-
-    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
-        self.jobs_complete(id, holder, result)
-    }
-
-    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
-        self.jobs_get(id)
     }
 }
 

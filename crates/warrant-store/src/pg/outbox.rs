@@ -2,20 +2,16 @@
 //! `FOR UPDATE SKIP LOCKED`, so several processes taking at once each get rows no other holds,
 //! and none waits for another; the lease then keeps them after the transaction ends.
 
-use postgres::Row;
 use postgres::error::SqlState;
+use postgres::{GenericClient, Row};
 
-use super::{PgStore, violated};
+use super::{PgStore, PgTxn, settle, violated};
 use crate::error::StoreError;
 use crate::outbox::{
-    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RawJob,
-    RawOutbox, RetryPolicy, job_columns, outbox_columns,
+    self, DeliverySteps, DueJob, Enqueued, Failure, FailureRecorded, Jobs, Lease, MessageInsert, NewJob, Outbox,
+    OutboxMessage, OutboxRow, OutboxState, RawJob, RawOutbox, RetryPolicy, job_columns, limit, outbox_columns,
 };
 use crate::storable::{check_job, check_outbox_message, check_text, storable};
-
-fn limit(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
 
 fn decode_outbox(row: &Row) -> Result<OutboxRow, StoreError> {
     RawOutbox {
@@ -54,19 +50,80 @@ fn decode_job(row: &Row) -> Result<DueJob, StoreError> {
     .decode()
 }
 
-impl PgStore {
-    pub(super) fn outbox_enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
+impl Outbox for PgStore {
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         check_outbox_message(message)?;
+        outbox::enqueue(&mut self.steps(), message, now)
+    }
+
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        check_text("the lease holder", &lease.holder)?;
+        outbox::take(&mut self.steps(), lease, limit)
+    }
+
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        outbox::mark_sent(&mut self.steps(), ids, now)
+    }
+
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError> {
+        let (mut tx, statements, schema) = self.begin()?;
+        let steps = &mut PgTxn { tx: &mut tx, statements, schema };
+        let settled = outbox::mark_failed(steps, id, holder, failure, policy, now)?;
+        settle(tx, settled)
+    }
+
+    fn outbox(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        let rows = self.query(
+            concat!(
+                "SELECT ",
+                outbox_columns!(),
+                " FROM outbox WHERE $1::text IS NULL OR state = $1 ORDER BY seq LIMIT $2"
+            ),
+            &[&state.map(OutboxState::as_str), &limit(n)],
+        )?;
+        rows.iter().map(decode_outbox).collect()
+    }
+}
+
+impl Jobs for PgStore {
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
+        check_job(job)?;
+        self.steps().insert_job(job)
+    }
+
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
+        check_text("the lease holder", &lease.holder)?;
+        outbox::take_jobs(&mut self.steps(), lease, limit)
+    }
+
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
+        outbox::complete_job(&mut self.steps(), id, holder, result)
+    }
+
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let row = self.query_opt(concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = $1"), &[&id])?;
+        row.as_ref().map(decode_job).transpose()
+    }
+}
+
+impl<C: GenericClient> DeliverySteps for PgTxn<'_, C> {
+    fn insert_message(&mut self, message: &OutboxMessage, now: i64) -> Result<MessageInsert, StoreError> {
         // A concurrent insert of the same key makes this wait for it, then do nothing.
-        let statement = self.statements.get(
-            &mut self.client,
+        let inserted = self.query(
             "INSERT INTO outbox (id, conversation, path, channel, body, record, idempotency_key, state,
                                  next_attempt_at, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $8)
              ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1",
-        )?;
-        let inserted = self.client.query(
-            &statement,
             &[
                 &message.id,
                 &message.conversation,
@@ -81,18 +138,15 @@ impl PgStore {
         if violated(&inserted, &SqlState::UNIQUE_VIOLATION) == Some("outbox_id_key") {
             return Err(StoreError::IdTaken { kind: "outbox message", id: message.id.clone() });
         }
-        if !inserted?.is_empty() {
-            return Ok(Enqueued::Stored);
-        }
-        let row = self.query_opt("SELECT id FROM outbox WHERE idempotency_key = $1", &[&message.idempotency_key])?;
-        let row = row.ok_or_else(|| StoreError::Corrupt {
-            what: format!("the outbox message with key `{}` conflicted but is not stored", message.idempotency_key),
-        })?;
-        Ok(Enqueued::Duplicate { id: row.try_get(0)? })
+        Ok(if inserted?.is_empty() { MessageInsert::KeyTaken } else { MessageInsert::Inserted })
     }
 
-    pub(super) fn outbox_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        check_text("the lease holder", &lease.holder)?;
+    fn message_with_key(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        let row = self.query_opt("SELECT id FROM outbox WHERE idempotency_key = $1", &[&key])?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn lease_messages(&mut self, lease: &Lease, n: i64) -> Result<Vec<OutboxRow>, StoreError> {
         let rows = self.query(
             concat!(
                 "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_holder = $1, lease_until = $2
@@ -104,14 +158,12 @@ impl PgStore {
                  RETURNING ",
                 outbox_columns!()
             ),
-            &[&lease.holder, &lease.until, &lease.now, &limit(n)],
+            &[&lease.holder, &lease.until, &lease.now, &n],
         )?;
-        let rows = rows.iter().map(decode_outbox).collect::<Result<Vec<_>, _>>()?;
-        Ok(outbox::in_order(rows, |r| r.seq))
+        rows.iter().map(decode_outbox).collect()
     }
 
-    pub(super) fn outbox_mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
-        let ids: Vec<&str> = ids.iter().map(String::as_str).filter(|id| storable(id)).collect();
+    fn set_sent(&mut self, ids: &[&str], now: i64) -> Result<usize, StoreError> {
         let rows = self.query(
             "UPDATE outbox SET state = 'sent', sent_at = $2, lease_holder = NULL, lease_until = NULL
              WHERE id = ANY($1) AND state <> 'sent' RETURNING 1",
@@ -120,52 +172,24 @@ impl PgStore {
         Ok(rows.len())
     }
 
-    pub(super) fn outbox_mark_failed(
-        &mut self,
-        id: &str,
-        holder: &str,
-        failure: &Failure,
-        policy: &RetryPolicy,
-        now: i64,
-    ) -> Result<FailureRecorded, StoreError> {
-        if !storable(id) || !storable(holder) {
-            return Ok(FailureRecorded::NotHeld);
-        }
-        let (mut tx, statements, _) = self.begin()?;
-        let select = statements.get(
-            &mut tx,
+    fn held_attempts(&mut self, id: &str, holder: &str) -> Result<Option<i64>, StoreError> {
+        let row = self.query_opt(
             "SELECT attempts FROM outbox WHERE id = $1 AND state = 'sending' AND lease_holder = $2 FOR UPDATE",
+            &[&id, &holder],
         )?;
-        let Some(row) = tx.query_opt(&select, &[&id, &holder])? else {
-            return Ok(FailureRecorded::NotHeld);
-        };
-        let attempts: i64 = row.try_get(0)?;
-        let (state, next) = outbox::after_failure(attempts, failure, policy, now);
-        let update = statements.get(
-            &mut tx,
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn set_failed(&mut self, id: &str, state: OutboxState, next: i64, error: &str) -> Result<(), StoreError> {
+        self.execute(
             "UPDATE outbox SET state = $2, next_attempt_at = $3, last_error = $4, lease_holder = NULL, lease_until = NULL
              WHERE id = $1",
+            &[&id, &state.as_str(), &next, &error],
         )?;
-        let error = failure.message().replace('\0', "\u{FFFD}");
-        tx.execute(&update, &[&id, &state.as_str(), &next, &error])?;
-        tx.commit()?;
-        Ok(if state == OutboxState::Dead { FailureRecorded::Dead } else { FailureRecorded::Retry { at: next } })
+        Ok(())
     }
 
-    pub(super) fn outbox_list(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let rows = self.query(
-            concat!(
-                "SELECT ",
-                outbox_columns!(),
-                " FROM outbox WHERE $1::text IS NULL OR state = $1 ORDER BY seq LIMIT $2"
-            ),
-            &[&state.map(OutboxState::as_str), &limit(n)],
-        )?;
-        rows.iter().map(decode_outbox).collect()
-    }
-
-    pub(super) fn jobs_schedule(&mut self, job: &NewJob) -> Result<bool, StoreError> {
-        check_job(job)?;
+    fn insert_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         let rows = self.query(
             "INSERT INTO due_jobs (id, conversation, due_at, draft, state) VALUES ($1, $2, $3, $4, 'pending')
              ON CONFLICT (id) DO NOTHING RETURNING 1",
@@ -174,8 +198,7 @@ impl PgStore {
         Ok(!rows.is_empty())
     }
 
-    pub(super) fn jobs_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<DueJob>, StoreError> {
-        check_text("the lease holder", &lease.holder)?;
+    fn lease_jobs(&mut self, lease: &Lease, n: i64) -> Result<Vec<DueJob>, StoreError> {
         let rows = self.query(
             concat!(
                 "UPDATE due_jobs SET state = 'taken', lease_holder = $1, lease_until = $2
@@ -187,31 +210,17 @@ impl PgStore {
                  RETURNING ",
                 job_columns!()
             ),
-            &[&lease.holder, &lease.until, &lease.now, &limit(n)],
+            &[&lease.holder, &lease.until, &lease.now, &n],
         )?;
-        let mut jobs = rows.iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
-        jobs.sort_by_key(|j| (j.job.due_at, j.seq));
-        Ok(jobs)
+        rows.iter().map(decode_job).collect()
     }
 
-    pub(super) fn jobs_complete(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
-        if !storable(id) || !storable(holder) {
-            return Ok(false);
-        }
-        check_text("the job's result", result)?;
+    fn set_done(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
         let rows = self.query(
             "UPDATE due_jobs SET state = 'done', result = $3, lease_holder = NULL, lease_until = NULL
              WHERE id = $1 AND state = 'taken' AND lease_holder = $2 RETURNING 1",
             &[&id, &holder, &result],
         )?;
         Ok(!rows.is_empty())
-    }
-
-    pub(super) fn jobs_get(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
-        if !storable(id) {
-            return Ok(None);
-        }
-        let row = self.query_opt(concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = $1"), &[&id])?;
-        row.as_ref().map(decode_job).transpose()
     }
 }

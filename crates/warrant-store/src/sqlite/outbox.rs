@@ -5,17 +5,13 @@
 use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
-use super::{SqliteStore, json};
+use super::{SqliteStore, SqliteTxn, json, settle};
 use crate::error::StoreError;
 use crate::outbox::{
-    self, DueJob, Enqueued, Failure, FailureRecorded, Lease, NewJob, OutboxMessage, OutboxRow, OutboxState, RawJob,
-    RawOutbox, RetryPolicy, job_columns, outbox_columns,
+    self, DeliverySteps, DueJob, Enqueued, Failure, FailureRecorded, Jobs, Lease, MessageInsert, NewJob, Outbox,
+    OutboxMessage, OutboxRow, OutboxState, RawJob, RawOutbox, RetryPolicy, job_columns, limit, outbox_columns,
 };
 use crate::storable::{check_job, check_outbox_message, check_text, storable};
-
-fn limit(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
 
 fn raw_outbox(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RawOutbox, String, String)> {
     let raw = RawOutbox {
@@ -65,30 +61,102 @@ fn decode_job((mut raw, draft): (RawJob, String)) -> Result<DueJob, StoreError> 
     raw.decode()
 }
 
-impl SqliteStore {
-    /// Runs a take (an `UPDATE … RETURNING` whose parameters are the lease and the limit) in
-    /// one write transaction.
-    fn take<R>(
-        &mut self,
-        sql: &str,
-        lease: &Lease,
-        n: usize,
-        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
-    ) -> Result<Vec<R>, StoreError> {
-        check_text("the lease holder", &lease.holder)?;
-        let tx = self.begin()?;
-        let raws = tx
-            .prepare_cached(sql)?
-            .query_map(params![lease.holder, lease.until, lease.now, limit(n)], read)?
-            .collect::<Result<Vec<_>, _>>()?;
-        tx.commit()?;
-        Ok(raws)
-    }
-
-    pub(super) fn outbox_enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
+impl Outbox for SqliteStore {
+    fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         check_outbox_message(message)?;
         let tx = self.begin()?;
-        let inserted = tx
+        let enqueued = outbox::enqueue(&mut SqliteTxn(&tx), message, now)?;
+        tx.commit()?;
+        Ok(enqueued)
+    }
+
+    fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        check_text("the lease holder", &lease.holder)?;
+        let tx = self.begin()?;
+        let rows = outbox::take(&mut SqliteTxn(&tx), lease, limit)?;
+        tx.commit()?;
+        Ok(rows)
+    }
+
+    fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
+        // One transaction, so a batch costs one synchronous commit, not one per message.
+        let tx = self.begin()?;
+        let updated = outbox::mark_sent(&mut SqliteTxn(&tx), ids, now)?;
+        tx.commit()?;
+        Ok(updated)
+    }
+
+    fn mark_failed(
+        &mut self,
+        id: &str,
+        holder: &str,
+        failure: &Failure,
+        policy: &RetryPolicy,
+        now: i64,
+    ) -> Result<FailureRecorded, StoreError> {
+        let tx = self.begin()?;
+        let settled = outbox::mark_failed(&mut SqliteTxn(&tx), id, holder, failure, policy, now)?;
+        settle(tx, settled)
+    }
+
+    fn outbox(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        let sql =
+            concat!("SELECT ", outbox_columns!(), " FROM outbox WHERE ?1 IS NULL OR state = ?1 ORDER BY seq LIMIT ?2");
+        let raws = self
+            .conn
+            .prepare_cached(sql)?
+            .query_map(params![state.map(OutboxState::as_str), limit(n)], raw_outbox)?
+            .collect::<Result<Vec<_>, _>>()?;
+        raws.into_iter().map(decode_outbox).collect()
+    }
+}
+
+impl Jobs for SqliteStore {
+    fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
+        check_job(job)?;
+        SqliteTxn(&self.conn).insert_job(job)
+    }
+
+    fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
+        check_text("the lease holder", &lease.holder)?;
+        let tx = self.begin()?;
+        let jobs = outbox::take_jobs(&mut SqliteTxn(&tx), lease, limit)?;
+        tx.commit()?;
+        Ok(jobs)
+    }
+
+    fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
+        outbox::complete_job(&mut SqliteTxn(&self.conn), id, holder, result)
+    }
+
+    fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let sql = concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = ?1");
+        let raw = self.conn.prepare_cached(sql)?.query_row([id], raw_job).optional()?;
+        raw.map(decode_job).transpose()
+    }
+}
+
+/// A take: an `UPDATE … RETURNING` whose parameters are the lease and the limit.
+fn lease<R>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    lease: &Lease,
+    n: i64,
+    read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+) -> Result<Vec<R>, StoreError> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_map(params![lease.holder, lease.until, lease.now, n], read)?
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+impl DeliverySteps for SqliteTxn<'_> {
+    fn insert_message(&mut self, message: &OutboxMessage, now: i64) -> Result<MessageInsert, StoreError> {
+        let inserted = self
+            .0
             .prepare_cached(
                 "INSERT INTO outbox (id, conversation, path, channel, body, record, idempotency_key, state,
                                      next_attempt_at, created_at)
@@ -105,25 +173,26 @@ impl SqliteStore {
                 message.idempotency_key,
                 now
             ]);
-        let enqueued = match inserted {
-            Ok(1) => Enqueued::Stored,
-            Ok(_) => {
-                let id: String = tx
-                    .prepare_cached("SELECT id FROM outbox WHERE idempotency_key = ?1")?
-                    .query_row([&message.idempotency_key], |row| row.get(0))?;
-                Enqueued::Duplicate { id }
-            }
+        match inserted {
+            Ok(1) => Ok(MessageInsert::Inserted),
+            Ok(_) => Ok(MessageInsert::KeyTaken),
             // The key did not conflict, so the id did.
             Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
-                return Err(StoreError::IdTaken { kind: "outbox message", id: message.id.clone() });
+                Err(StoreError::IdTaken { kind: "outbox message", id: message.id.clone() })
             }
-            Err(e) => return Err(e.into()),
-        };
-        tx.commit()?;
-        Ok(enqueued)
+            Err(e) => Err(e.into()),
+        }
     }
 
-    pub(super) fn outbox_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    fn message_with_key(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT id FROM outbox WHERE idempotency_key = ?1")?
+            .query_row([key], |row| row.get(0))
+            .optional()?)
+    }
+
+    fn lease_messages(&mut self, lease: &Lease, n: i64) -> Result<Vec<OutboxRow>, StoreError> {
         let sql = concat!(
             "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_holder = ?1, lease_until = ?2
              WHERE seq IN (
@@ -133,72 +202,44 @@ impl SqliteStore {
              RETURNING ",
             outbox_columns!()
         );
-        let rows =
-            self.take(sql, lease, n, raw_outbox)?.into_iter().map(decode_outbox).collect::<Result<Vec<_>, _>>()?;
-        Ok(outbox::in_order(rows, |r| r.seq))
+        self::lease(self.0, sql, lease, n, raw_outbox)?.into_iter().map(decode_outbox).collect()
     }
 
-    pub(super) fn outbox_mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
-        // One transaction, so a batch costs one synchronous commit, not one per message.
-        let tx = self.begin()?;
+    fn set_sent(&mut self, ids: &[&str], now: i64) -> Result<usize, StoreError> {
+        let mut update = self.0.prepare_cached(
+            "UPDATE outbox SET state = 'sent', sent_at = ?2, lease_holder = NULL, lease_until = NULL
+             WHERE id = ?1 AND state <> 'sent'",
+        )?;
         let mut updated = 0;
-        {
-            let mut update = tx.prepare_cached(
-                "UPDATE outbox SET state = 'sent', sent_at = ?2, lease_holder = NULL, lease_until = NULL
-                 WHERE id = ?1 AND state <> 'sent'",
-            )?;
-            for id in ids.iter().filter(|id| storable(id)) {
-                updated += update.execute(params![id, now])?;
-            }
+        for id in ids {
+            updated += update.execute(params![id, now])?;
         }
-        tx.commit()?;
         Ok(updated)
     }
 
-    pub(super) fn outbox_mark_failed(
-        &mut self,
-        id: &str,
-        holder: &str,
-        failure: &Failure,
-        policy: &RetryPolicy,
-        now: i64,
-    ) -> Result<FailureRecorded, StoreError> {
-        if !storable(id) || !storable(holder) {
-            return Ok(FailureRecorded::NotHeld);
-        }
-        let tx = self.begin()?;
-        let attempts: Option<i64> = tx
+    fn held_attempts(&mut self, id: &str, holder: &str) -> Result<Option<i64>, StoreError> {
+        // The write lock is held already, so reading is enough.
+        Ok(self
+            .0
             .prepare_cached("SELECT attempts FROM outbox WHERE id = ?1 AND state = 'sending' AND lease_holder = ?2")?
             .query_row(params![id, holder], |row| row.get(0))
-            .optional()?;
-        let Some(attempts) = attempts else {
-            return Ok(FailureRecorded::NotHeld);
-        };
-        let (state, next) = outbox::after_failure(attempts, failure, policy, now);
-        tx.prepare_cached(
-            "UPDATE outbox SET state = ?2, next_attempt_at = ?3, last_error = ?4, lease_holder = NULL, lease_until = NULL
-             WHERE id = ?1",
-        )?
-        .execute(params![id, state.as_str(), next, failure.message().replace('\0', "\u{FFFD}")])?;
-        tx.commit()?;
-        Ok(if state == OutboxState::Dead { FailureRecorded::Dead } else { FailureRecorded::Retry { at: next } })
+            .optional()?)
     }
 
-    pub(super) fn outbox_list(&mut self, state: Option<OutboxState>, n: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let sql =
-            concat!("SELECT ", outbox_columns!(), " FROM outbox WHERE ?1 IS NULL OR state = ?1 ORDER BY seq LIMIT ?2");
-        let raws = self
-            .conn
-            .prepare_cached(sql)?
-            .query_map(params![state.map(OutboxState::as_str), limit(n)], raw_outbox)?
-            .collect::<Result<Vec<_>, _>>()?;
-        raws.into_iter().map(decode_outbox).collect()
+    fn set_failed(&mut self, id: &str, state: OutboxState, next: i64, error: &str) -> Result<(), StoreError> {
+        self.0
+            .prepare_cached(
+                "UPDATE outbox SET state = ?2, next_attempt_at = ?3, last_error = ?4, lease_holder = NULL,
+                                   lease_until = NULL
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, state.as_str(), next, error])?;
+        Ok(())
     }
 
-    pub(super) fn jobs_schedule(&mut self, job: &NewJob) -> Result<bool, StoreError> {
-        check_job(job)?;
+    fn insert_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         let inserted = self
-            .conn
+            .0
             .prepare_cached(
                 "INSERT INTO due_jobs (id, conversation, due_at, draft, state) VALUES (?1, ?2, ?3, ?4, 'pending')
                  ON CONFLICT (id) DO NOTHING",
@@ -207,7 +248,7 @@ impl SqliteStore {
         Ok(inserted == 1)
     }
 
-    pub(super) fn jobs_take(&mut self, lease: &Lease, n: usize) -> Result<Vec<DueJob>, StoreError> {
+    fn lease_jobs(&mut self, lease: &Lease, n: i64) -> Result<Vec<DueJob>, StoreError> {
         let sql = concat!(
             "UPDATE due_jobs SET state = 'taken', lease_holder = ?1, lease_until = ?2
              WHERE seq IN (
@@ -217,32 +258,17 @@ impl SqliteStore {
              RETURNING ",
             job_columns!()
         );
-        let mut jobs = self.take(sql, lease, n, raw_job)?.into_iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
-        jobs.sort_by_key(|j| (j.job.due_at, j.seq));
-        Ok(jobs)
+        self::lease(self.0, sql, lease, n, raw_job)?.into_iter().map(decode_job).collect()
     }
 
-    pub(super) fn jobs_complete(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
-        if !storable(id) || !storable(holder) {
-            return Ok(false);
-        }
-        check_text("the job's result", result)?;
+    fn set_done(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
         let updated = self
-            .conn
+            .0
             .prepare_cached(
                 "UPDATE due_jobs SET state = 'done', result = ?3, lease_holder = NULL, lease_until = NULL
                  WHERE id = ?1 AND state = 'taken' AND lease_holder = ?2",
             )?
             .execute(params![id, holder, result])?;
         Ok(updated == 1)
-    }
-
-    pub(super) fn jobs_get(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {
-        if !storable(id) {
-            return Ok(None);
-        }
-        let sql = concat!("SELECT ", job_columns!(), " FROM due_jobs WHERE id = ?1");
-        let raw = self.conn.prepare_cached(sql)?.query_row([id], raw_job).optional()?;
-        raw.map(decode_job).transpose()
     }
 }
