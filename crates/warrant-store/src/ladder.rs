@@ -144,12 +144,17 @@ pub trait Ladder: Send {
     fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
 }
 
-/// The steps of the ladder's writes, inside one open transaction.
-pub(crate) trait GuardTxn {
+/// The steps of the ladder's writes, as one backend performs them inside one open transaction.
+/// The rules (a label fits its finding's kind, a finding is audited once, a promotion
+/// supersedes the active one of its subject) are the functions below, written once.
+pub(crate) trait LadderTxn {
+    /// Inserts the finding unless its id is stored; whether it did.
+    fn insert_finding(&mut self, finding: &FindingRow) -> Result<bool, StoreError>;
     /// The finding's kind, `None` when there is no such finding.
     fn finding_kind(&mut self, id: &str) -> Result<Option<FindingKind>, StoreError>;
     /// The label of the finding's audit, if it has one.
     fn audit_label(&mut self, id: &str) -> Result<Option<String>, StoreError>;
+    /// Inserts the audit of a finding that has none.
     fn insert_audit(&mut self, audit: &AuditRow) -> Result<(), StoreError>;
     /// Demotes the active promotion of `subject`, if any; how many it demoted.
     fn demote_active(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError>;
@@ -157,7 +162,19 @@ pub(crate) trait GuardTxn {
     fn insert_promotion(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError>;
 }
 
-pub(crate) fn audit(tx: &mut impl GuardTxn, audit: &AuditRow) -> Result<Settled<AuditResult>, StoreError> {
+/// Stores the samples not stored yet; how many were new.
+pub(crate) fn add_samples(tx: &mut impl LadderTxn, samples: &[FindingRow]) -> Result<usize, StoreError> {
+    let mut added = 0;
+    for sample in samples {
+        if tx.insert_finding(sample)? {
+            added += 1;
+        }
+    }
+    Ok(added)
+}
+
+/// Labels a finding once, with a label its kind allows.
+pub(crate) fn audit(tx: &mut impl LadderTxn, audit: &AuditRow) -> Result<Settled<AuditResult>, StoreError> {
     let Some(kind) = tx.finding_kind(&audit.finding)? else {
         return Ok(Settled::Discard(AuditResult::UnknownFinding));
     };
@@ -172,7 +189,7 @@ pub(crate) fn audit(tx: &mut impl GuardTxn, audit: &AuditRow) -> Result<Settled<
 }
 
 /// A new promotion supersedes the active one of the same subject, which is demoted first.
-pub(crate) fn promote(tx: &mut impl GuardTxn, promotion: &PromotionRow) -> Result<Settled<i64>, StoreError> {
+pub(crate) fn promote(tx: &mut impl LadderTxn, promotion: &PromotionRow) -> Result<Settled<i64>, StoreError> {
     let superseded = Demotion {
         who: promotion.promoted_by.clone(),
         at: promotion.promoted_at.clone(),
@@ -180,4 +197,9 @@ pub(crate) fn promote(tx: &mut impl GuardTxn, promotion: &PromotionRow) -> Resul
     };
     tx.demote_active(&promotion.subject, &superseded)?;
     Ok(Settled::Keep(tx.insert_promotion(promotion)?))
+}
+
+/// Ends the active promotion of `subject`, if it has one; how many it ended (0 or 1).
+pub(crate) fn demote(tx: &mut impl LadderTxn, subject: &str, demotion: &Demotion) -> Result<usize, StoreError> {
+    tx.demote_active(subject, demotion)
 }

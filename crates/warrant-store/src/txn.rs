@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::ladder::FindingRow;
+use crate::ladder::LadderTxn;
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.
@@ -27,7 +27,7 @@ pub(crate) enum Settled<T> {
 }
 
 /// The steps of a commit, as one backend performs them inside one open transaction.
-pub(crate) trait Txn {
+pub(crate) trait Txn: LadderTxn {
     /// The stored turn (conversation, turn), if any. A backend that lets commits run
     /// concurrently first waits here for any commit of the same turn in flight, so that the
     /// duplicate is found before its record writes could be mistaken for stale ones.
@@ -66,9 +66,6 @@ pub(crate) trait Txn {
     fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError>;
 
     fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError>;
-
-    /// Inserts the finding unless its id is stored; whether it did.
-    fn insert_finding(&mut self, finding: &FindingRow) -> Result<bool, StoreError>;
 }
 
 /// The steps of seeding: each row goes in unless its key is there.

@@ -1,0 +1,339 @@
+//! The ledger on PostgreSQL: the statements of a commit (`txn.rs` decides their order) and
+//! the reads of records, turns, effects, interactions and events.
+
+use postgres::error::SqlState;
+use postgres::{GenericClient, Row};
+use serde_json::Value;
+
+use super::{LOCK_COMMIT_ORDER, LOCK_MIGRATE, LOCK_TURN, PgStore, PgTxn, settle, violated};
+use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::error::StoreError;
+use crate::ledger::Ledger;
+use crate::migrations;
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::storable::{check_commit, check_report, check_seed, storable};
+use crate::txn::{self, EffectInsert, Txn};
+
+const SELECT_TURN: &str = "SELECT seq, conversation, turn, request, response, replay
+     FROM turns WHERE conversation = $1 AND turn = $2";
+
+impl Ledger for PgStore {
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let (mut tx, statements, schema) = self.begin()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_MIGRATE, &schema])?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (
+                version    bigint      NOT NULL PRIMARY KEY,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )",
+        )?;
+        let applied: std::collections::BTreeSet<i64> = tx
+            .query("SELECT version FROM schema_version", &[])?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let steps = migrations::pending(migrations::POSTGRES, &applied)?;
+        for step in &steps {
+            tx.batch_execute(step.sql)?;
+            tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&step.version])?;
+        }
+        tx.commit()?;
+        // A prepared statement may describe a table as it was before the steps.
+        if !steps.is_empty() {
+            statements.0.clear();
+        }
+        Ok(())
+    }
+
+    fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError> {
+        check_seed(table, rows)?;
+        let (mut tx, statements, schema) = self.begin()?;
+        let inserted = txn::seed(&mut PgTxn { tx: &mut tx, statements, schema }, table, rows)?;
+        tx.commit()?;
+        Ok(inserted)
+    }
+
+    fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError> {
+        if !storable(table) || !storable(key) {
+            return Ok(None);
+        }
+        let row = self.query_opt("SELECT revision, value FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
+        row.map(|row| {
+            Ok(Record {
+                table: table.to_owned(),
+                key: key.to_owned(),
+                revision: row.try_get(0)?,
+                value: row.try_get(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
+        if !storable(conversation) || !storable(turn) {
+            return Ok(None);
+        }
+        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
+    }
+
+    fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let Some(row) = self.query_opt(
+            "SELECT conversation, turn, payload, options, state, answer_option, answer_turn
+             FROM interactions WHERE id = $1",
+            &[&id],
+        )?
+        else {
+            return Ok(None);
+        };
+        let state: String = row.try_get(4)?;
+        Ok(Some(InteractionRow {
+            id: id.to_owned(),
+            conversation: row.try_get(0)?,
+            turn: row.try_get(1)?,
+            payload: row.try_get(2)?,
+            options: txn::interaction_options(id, row.try_get(3)?)?,
+            state: txn::interaction_state(id, &state, row.try_get(5)?, row.try_get(6)?)?,
+        }))
+    }
+
+    fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let Some(row) = self.query_opt(
+            "SELECT idempotency_key, conversation, turn, op, payload, outcome
+             FROM effects WHERE id = $1",
+            &[&id],
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(EffectRow {
+            id: id.to_owned(),
+            idempotency_key: row.try_get(0)?,
+            conversation: row.try_get(1)?,
+            turn: row.try_get(2)?,
+            op: row.try_get(3)?,
+            payload: row.try_get(4)?,
+            outcome: row.try_get(5)?,
+        }))
+    }
+
+    fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        check_commit(commit)?;
+        let (mut tx, statements, schema) = self.begin()?;
+        let settled = txn::commit(&mut PgTxn { tx: &mut tx, statements, schema }, commit)?;
+        if let Some(outcome) = settle(tx, settled)? {
+            return Ok(outcome);
+        }
+        let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
+        match self.query_opt(SELECT_TURN, &[conversation, turn])? {
+            Some(row) => Ok(CommitOutcome::Duplicate(decode_turn(&row)?)),
+            None => Err(txn::vanished(conversation, turn)),
+        }
+    }
+
+    fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError> {
+        check_report(report)?;
+        let (mut tx, statements, schema) = self.begin()?;
+        let settled = txn::report_outcome(&mut PgTxn { tx: &mut tx, statements, schema }, report)?;
+        settle(tx, settled)
+    }
+
+    fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.query(
+            "SELECT seq, conversation, turn, request, response, replay
+             FROM turns WHERE seq > $1 ORDER BY seq LIMIT $2",
+            &[&after, &limit],
+        )?
+        .iter()
+        .map(decode_turn)
+        .collect()
+    }
+
+    fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
+        let (before, limit) = (before.unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+        self.query(
+            "SELECT seq, conversation, turn, request, response, replay
+             FROM turns WHERE seq < $1 ORDER BY seq DESC LIMIT $2",
+            &[&before, &limit],
+        )?
+        .iter()
+        .map(decode_turn)
+        .collect()
+    }
+
+    fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError> {
+        let rows = match conversation {
+            Some(conversation) if !storable(conversation) => Vec::new(),
+            Some(conversation) => self.query(
+                "SELECT seq, id, conversation, kind, payload, effect
+                 FROM events WHERE conversation = $1 ORDER BY seq",
+                &[&conversation],
+            )?,
+            None => self.query("SELECT seq, id, conversation, kind, payload, effect FROM events ORDER BY seq", &[])?,
+        };
+        rows.iter()
+            .map(|row| {
+                Ok(EventRow {
+                    seq: row.try_get(0)?,
+                    id: row.try_get(1)?,
+                    conversation: row.try_get(2)?,
+                    kind: row.try_get(3)?,
+                    payload: row.try_get(4)?,
+                    effect: row.try_get(5)?,
+                })
+            })
+            .collect()
+    }
+}
+
+impl<C: GenericClient> Txn for PgTxn<'_, C> {
+    fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
+        // Waits for a concurrent commit of the same turn to end. The lookup must be a
+        // statement of its own: at READ COMMITTED each statement sees what was committed when
+        // it began, and this one begins after the wait.
+        let schema = self.schema;
+        self.execute(
+            "SELECT pg_advisory_xact_lock($1, hashtext($2::text || '/' || $3::text || '/' || $4::text))",
+            &[&LOCK_TURN, &schema, &conversation, &turn],
+        )?;
+        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
+    }
+
+    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError> {
+        let inserted = self.execute(
+            "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, 1, $3)
+             ON CONFLICT (tbl, key) DO NOTHING",
+            &[&table, &key, value],
+        )?;
+        Ok(inserted == 1)
+    }
+
+    fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError> {
+        let updated = self.execute(
+            "UPDATE records SET value = $4, revision = revision + 1
+             WHERE tbl = $1 AND key = $2 AND revision = $3",
+            &[&write.table, &write.key, &write.expected_revision, &write.value],
+        )?;
+        Ok(updated == 1)
+    }
+
+    fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
+        let row = self.query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn insert_effect(&mut self, effect: &EffectRow) -> Result<EffectInsert, StoreError> {
+        // A concurrent commit of the same idempotency key makes this wait until it ends, then
+        // fail on the constraint, so the key is decided here and nowhere else.
+        let inserted = self.execute(
+            "INSERT INTO effects (id, idempotency_key, conversation, turn, op, payload)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&effect.id, &effect.idempotency_key, &effect.conversation, &effect.turn, &effect.op, &effect.payload],
+        );
+        match violated(&inserted, &SqlState::UNIQUE_VIOLATION) {
+            Some("effects_idempotency_key_key") => Ok(EffectInsert::KeyTaken),
+            Some("effects_pkey") => Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() }),
+            _ => {
+                inserted?;
+                Ok(EffectInsert::Inserted)
+            }
+        }
+    }
+
+    fn insert_interaction(&mut self, interaction: &InteractionRow) -> Result<(), StoreError> {
+        let inserted = self.execute(
+            "INSERT INTO interactions (id, conversation, turn, payload, options, state)
+             VALUES ($1, $2, $3, $4, $5, 'open')",
+            &[
+                &interaction.id,
+                &interaction.conversation,
+                &interaction.turn,
+                &interaction.payload,
+                &txn::options_json(&interaction.options),
+            ],
+        );
+        if violated(&inserted, &SqlState::UNIQUE_VIOLATION) == Some("interactions_pkey") {
+            return Err(StoreError::IdTaken { kind: "interaction", id: interaction.id.clone() });
+        }
+        inserted?;
+        Ok(())
+    }
+
+    fn answer(&mut self, answer: &Answer, turn: &str) -> Result<bool, StoreError> {
+        // A concurrent answer makes this wait, then check `state` again on the answered row.
+        let updated = self.execute(
+            "UPDATE interactions SET state = 'answered', answer_option = $2, answer_turn = $3
+             WHERE id = $1 AND state = 'open'",
+            &[&answer.interaction, &answer.option, &turn],
+        )?;
+        Ok(updated == 1)
+    }
+
+    fn lock_commit_order(&mut self) -> Result<(), StoreError> {
+        // Held until the transaction ends, so the next holder takes higher sequence numbers
+        // only once these rows are visible.
+        let schema = self.schema;
+        self.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_COMMIT_ORDER, &schema])?;
+        Ok(())
+    }
+
+    fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
+        let row = self.query_one(
+            "INSERT INTO turns (conversation, turn, request, response, replay)
+             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
+            &[&turn.conversation, &turn.turn, &turn.request, &turn.response, &turn.replay],
+        );
+        if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("turns_conversation_turn_key") {
+            return Ok(None);
+        }
+        Ok(Some(row?.try_get(0)?))
+    }
+
+    fn insert_event(&mut self, event: &EventRow) -> Result<i64, StoreError> {
+        let row = self.query_one(
+            "INSERT INTO events (id, conversation, kind, payload, effect)
+             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
+            &[&event.id, &event.conversation, &event.kind, &event.payload, &event.effect],
+        );
+        if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("events_id_key") {
+            return Err(StoreError::IdTaken { kind: "event", id: event.id.clone() });
+        }
+        if violated(&row, &SqlState::FOREIGN_KEY_VIOLATION) == Some("events_effect_fkey") {
+            return Err(StoreError::UnknownEffectReference {
+                event: event.id.clone(),
+                effect: event.effect.clone().unwrap_or_default(),
+            });
+        }
+        Ok(row?.try_get(0)?)
+    }
+
+    fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError> {
+        // NO KEY UPDATE, not UPDATE: a commit whose event names this effect takes a KEY SHARE
+        // lock on it while it holds the commit-order lock, and must not wait for this report,
+        // which itself waits for the commit-order lock.
+        let row = self.query_opt("SELECT outcome FROM effects WHERE id = $1 FOR NO KEY UPDATE", &[&effect])?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError> {
+        self.execute("UPDATE effects SET outcome = $2 WHERE id = $1", &[&effect, &outcome])?;
+        Ok(())
+    }
+}
+
+fn decode_turn(row: &Row) -> Result<StoredTurn, StoreError> {
+    Ok(StoredTurn {
+        seq: row.try_get(0)?,
+        conversation: row.try_get(1)?,
+        turn: row.try_get(2)?,
+        request: row.try_get(3)?,
+        response: row.try_get(4)?,
+        replay: row.try_get(5)?,
+    })
+}
