@@ -13,7 +13,9 @@ pub const EFFECT_OUTCOMES: [&str; 3] = ["done", "failed", "unknown"];
 /// A write to an existing record, applied only if the record is still at `expected_revision`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordWrite {
+    /// The records table.
     pub table: String,
+    /// The record's key within its table.
     pub key: String,
     /// The revision the decision was made against.
     pub expected_revision: i64,
@@ -24,7 +26,9 @@ pub struct RecordWrite {
 /// An answer to an open interaction, by option id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
+    /// The interaction answered.
     pub interaction: String,
+    /// The option chosen, one of the interaction's own.
     pub option: String,
 }
 
@@ -53,26 +57,46 @@ pub struct Commit {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum CommitOutcome {
     /// Everything was written; `seq` is the turn's position in commit order.
-    Committed { seq: i64 },
+    Committed {
+        /// The turn's position in commit order.
+        seq: i64,
+    },
     /// The turn (conversation, turn) was stored before; this is the stored one.
     Duplicate(StoredTurn),
     /// A record was not at the expected revision (`actual` is `None` when it does not exist).
-    StaleRevision { table: String, key: String, expected: i64, actual: Option<i64> },
+    StaleRevision {
+        /// The records table.
+        table: String,
+        /// The record's key.
+        key: String,
+        /// The revision the decision was made against.
+        expected: i64,
+        /// The revision stored, `None` when the record does not exist.
+        actual: Option<i64>,
+    },
     /// An answered interaction is not open (answered before, or unknown).
-    InteractionClosed { id: String },
+    InteractionClosed {
+        /// The interaction.
+        id: String,
+    },
     /// An effect with this idempotency key is stored already, or the commit repeats it.
-    DuplicateEffect { idempotency_key: String },
+    DuplicateEffect {
+        /// The key taken.
+        idempotency_key: String,
+    },
 }
 
 /// An executor's report on an effect, with the event that records it and the record writes
 /// that follow from it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutcomeReport {
+    /// The effect reported on.
     pub effect: String,
     /// One of [`EFFECT_OUTCOMES`].
     pub outcome: String,
     /// Its `seq` is ignored: the store assigns it.
     pub event: EventRow,
+    /// Writes that follow from the outcome, each checked against its expected revision.
     pub writes: Vec<RecordWrite>,
 }
 
@@ -80,17 +104,25 @@ pub struct OutcomeReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum OutcomeResult {
+    /// The outcome, its event and its writes were stored.
     Recorded,
     /// The effect's outcome was reported before; `outcome` is the one stored, which stands
     /// whether or not this report agrees with it.
     AlreadyRecorded {
+        /// The outcome stored.
         outcome: String,
     },
+    /// No effect has that id.
     UnknownEffect,
+    /// A record was not at the expected revision; nothing was written.
     StaleRevision {
+        /// The records table.
         table: String,
+        /// The record's key.
         key: String,
+        /// The revision the report expected.
         expected: i64,
+        /// The revision stored, `None` when the record does not exist.
         actual: Option<i64>,
     },
 }

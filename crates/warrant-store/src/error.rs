@@ -6,45 +6,79 @@
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("sqlite: {0}")]
+    /// SQLite failed.
     Sqlite(#[from] rusqlite::Error),
 
     #[error("postgresql: {}", with_causes(.0))]
+    /// PostgreSQL failed, or could not be reached.
     Postgres(#[from] postgres::Error),
 
     /// What the database returned does not have the shape this crate wrote.
     #[error("stored data is corrupt: {what}")]
-    Corrupt { what: String },
+    Corrupt {
+        /// What is not as written.
+        what: String,
+    },
 
     /// The database was migrated by a newer build; this one must not write to it.
     #[error("the schema is at version {found}, newer than version {known} that this build knows")]
-    SchemaTooNew { found: i64, known: i64 },
+    SchemaTooNew {
+        /// The newest version the database has.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
 
     /// SQLite did not switch to write-ahead logging, which concurrent readers and writers need.
     #[error("the database refused write-ahead logging: its journal mode is `{mode}`")]
-    NoWriteAheadLog { mode: String },
+    NoWriteAheadLog {
+        /// The journal mode SQLite kept.
+        mode: String,
+    },
 
     #[error(
         "`{schema}` is not a schema name: use lowercase ASCII letters, digits and `_`, \
          starting with a letter, at most 63 bytes"
     )]
-    InvalidSchemaName { schema: String },
+    /// A PostgreSQL schema name that is not a plain lowercase identifier.
+    InvalidSchemaName {
+        /// The name refused.
+        schema: String,
+    },
 
     /// PostgreSQL cannot store U+0000 in text or JSONB, so neither backend accepts it, and the
     /// two behave the same.
     #[error("{field} contains the character U+0000, which the store cannot keep")]
-    NulCharacter { field: String },
+    NulCharacter {
+        /// The field that holds it.
+        field: String,
+    },
 
     #[error("effect outcome `{outcome}` is not one of `done`, `failed`, `unknown`")]
-    UnknownOutcome { outcome: String },
+    /// An effect's outcome that is not one of [`crate::EFFECT_OUTCOMES`].
+    UnknownOutcome {
+        /// The outcome refused.
+        outcome: String,
+    },
 
     /// An event names an effect that is neither stored nor part of the same commit.
     #[error("event `{event}` names the effect `{effect}`, which is not stored")]
-    UnknownEffectReference { event: String, effect: String },
+    UnknownEffectReference {
+        /// The event.
+        event: String,
+        /// The effect it names.
+        effect: String,
+    },
 
     /// An id the caller generated is taken; ids are not idempotency keys, so this is a bug
     /// in the caller, and the commit is rolled back.
     #[error("{kind} id `{id}` is taken")]
-    IdTaken { kind: &'static str, id: String },
+    IdTaken {
+        /// What the id is of (`effect`, `event`, …).
+        kind: &'static str,
+        /// The id.
+        id: String,
+    },
 }
 
 /// The client's own message says only "db error" or "error connecting to server"; what the

@@ -48,14 +48,19 @@ impl FindingKind {
 pub struct FindingRow {
     /// Its position in the order findings were stored, assigned by the store.
     pub seq: i64,
+    /// Unique across findings, chosen by the caller.
     pub id: String,
     /// What found it, as it climbs the ladder (`guard:announcement`).
     pub guard: String,
     /// The exact version that found it.
     pub version: String,
+    /// The conversation of the turn it was found in.
     pub conversation: String,
+    /// The turn it was found in.
     pub turn: String,
+    /// A flag or a sample.
     pub kind: FindingKind,
+    /// What was found, as the guard records it.
     pub payload: serde_json::Value,
     /// When (RFC 3339): the turn's instant for a flag, the sampling clock for a sample.
     pub at: String,
@@ -64,9 +69,11 @@ pub struct FindingRow {
 /// A person's label on a finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRow {
+    /// The finding labelled.
     pub finding: String,
     /// `true_positive` or `false_positive` for a flag, `miss` or `clean` for a sample.
     pub label: String,
+    /// Who labelled it.
     pub who: String,
     /// When (RFC 3339), from the caller's clock.
     pub at: String,
@@ -75,7 +82,9 @@ pub struct AuditRow {
 /// A finding with its audit, if it has one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditedFinding {
+    /// The finding.
     pub finding: FindingRow,
+    /// Its audit, once labelled.
     pub audit: Option<AuditRow>,
 }
 
@@ -83,14 +92,18 @@ pub struct AuditedFinding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum AuditResult {
+    /// The label was stored.
     Recorded,
+    /// No finding has that id.
     UnknownFinding,
     /// The finding was audited before; `label` is the label stored.
     AlreadyAudited {
+        /// The label stored.
         label: String,
     },
     /// The label does not fit the finding's kind.
     LabelDoesNotFit {
+        /// The finding's kind, whose labels it is not.
         kind: FindingKind,
     },
 }
@@ -98,8 +111,11 @@ pub enum AuditResult {
 /// A demotion: who took authority away, when and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Demotion {
+    /// Who demoted it.
     pub who: String,
+    /// When (RFC 3339), from the caller's clock.
     pub at: String,
+    /// Why, in words.
     pub reason: String,
 }
 
@@ -114,7 +130,9 @@ pub struct PromotionRow {
     pub version: String,
     /// Everything it was decided on.
     pub record: serde_json::Value,
+    /// Who promoted it.
     pub promoted_by: String,
+    /// When (RFC 3339), from the caller's clock.
     pub promoted_at: String,
     /// Set once it is demoted; an active promotion has none.
     pub demoted: Option<Demotion>,

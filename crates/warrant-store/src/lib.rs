@@ -1,9 +1,17 @@
 //! Where warrant keeps what it decided: records with revisions, effects, events, interactions
 //! and replay records, in SQLite (the embedded default) or PostgreSQL. Only this crate knows SQL.
 //!
-//! The [`Store`] trait is the whole surface. Both backends keep the same tables and pass the
-//! same conformance suite (`tests/it`); the order of a commit and its decisions are written
-//! once, in `txn.rs`, and each backend only says how to perform the steps.
+//! The surface is five traits, one per concern: the [`Ledger`] (commits, turns, records,
+//! events, interactions, replay records), the [`Ladder`] (findings, audits, promotions), the
+//! [`PromptRegistry`], the [`Outbox`] and the [`Jobs`]; [`Store`] is all five. Both backends
+//! keep the same tables and pass the same conformance suite (`tests/it`). The rules are
+//! written once, over the primitive statements each backend supplies: the order of a commit
+//! and its decisions in `txn.rs`, the ladder's in `ladder.rs`, delivery's in `outbox.rs`; the
+//! SQL of each concern is in `sqlite/*.rs` and `pg/*.rs`. [`AnyStore`] and `Box<S>` forward
+//! every method to the store they hold, in one macro (`any.rs`).
+
+#![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod any;
 mod commit;

@@ -75,6 +75,7 @@ pub enum OutboxState {
 }
 
 impl OutboxState {
+    /// Every state, in the order a message goes through them.
     pub const ALL: [OutboxState; 4] = [OutboxState::Queued, OutboxState::Sending, OutboxState::Sent, OutboxState::Dead];
 
     /// The state as stored.
@@ -101,7 +102,9 @@ impl OutboxState {
 /// A message to store in the outbox: what the gate cleared, ready for its channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboxMessage {
+    /// Unique across the outbox, chosen by the caller.
     pub id: String,
+    /// The conversation it belongs to.
     pub conversation: String,
     /// The outbound path it took through the gate (`live`, `scheduled`, …).
     pub path: String,
@@ -122,25 +125,35 @@ pub struct OutboxRow {
     /// The position in the order messages were stored, assigned by the store.
     pub seq: i64,
     #[serde(flatten)]
+    /// The message as stored.
     pub message: OutboxMessage,
+    /// Where it is in its delivery.
     pub state: OutboxState,
     /// How many times it was taken for delivery.
     pub attempts: i64,
+    /// When it may be taken next.
     pub next_attempt_at: i64,
+    /// Who holds it while it is `sending`.
     pub lease_holder: Option<String>,
+    /// Until when the holder holds it.
     pub lease_until: Option<i64>,
+    /// What the last failed attempt said.
     pub last_error: Option<String>,
+    /// When it was stored.
     pub created_at: i64,
+    /// When the channel accepted it.
     pub sent_at: Option<i64>,
 }
 
 /// What storing a message did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Enqueued {
+    /// The message was stored, `queued`.
     Stored,
     /// A message with the same idempotency key was stored before, under this id; nothing new
     /// was stored.
     Duplicate {
+        /// The id of the message stored before.
         id: String,
     },
 }
@@ -150,6 +163,7 @@ pub enum Enqueued {
 pub struct Lease {
     /// A name unique to the taker (a process, a thread), so that only it records the result.
     pub holder: String,
+    /// The time of the take: what is due by then, or whose lease expired by then, is taken.
     pub now: i64,
     /// When the rows become deliverable again if the holder never records a result.
     pub until: i64,
@@ -186,6 +200,7 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// What the channel or the attempt said.
     pub fn message(&self) -> &str {
         match self {
             Failure::Transient(m) | Failure::Permanent(m) => m,
@@ -198,8 +213,10 @@ impl Failure {
 pub enum FailureRecorded {
     /// Queued again for this time.
     Retry {
+        /// The time of the next attempt.
         at: i64,
     },
+    /// Dead: out of attempts, or refused for good; never retried.
     Dead,
     /// The message is not in this holder's lease any more (it expired and another dispatcher
     /// took it, or it was recorded already); nothing was written.
@@ -229,6 +246,7 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// The state as stored.
     pub const fn as_str(self) -> &'static str {
         match self {
             JobState::Pending => "pending",
@@ -248,20 +266,29 @@ impl JobState {
 /// A follow-up to run at a time: its draft request is composed and cleared when it is due.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewJob {
+    /// Unique across due jobs, chosen by the caller; storing it again is a no-op.
     pub id: String,
+    /// The conversation it follows up.
     pub conversation: String,
+    /// When it is due.
     pub due_at: i64,
+    /// The draft request composed and cleared when it is due.
     pub draft: Value,
 }
 
 /// A stored due job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DueJob {
+    /// The position in the order jobs were stored, assigned by the store.
     pub seq: i64,
     #[serde(flatten)]
+    /// The job as stored.
     pub job: NewJob,
+    /// Where it is.
     pub state: JobState,
+    /// Who holds it while it is `taken`.
     pub lease_holder: Option<String>,
+    /// Until when the holder holds it.
     pub lease_until: Option<i64>,
     /// The id of the outbox message the job became, once done.
     pub result: Option<String>,

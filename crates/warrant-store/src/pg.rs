@@ -47,8 +47,8 @@ impl fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connects without TLS (for a local server or a private network) and keeps every table
-    /// in `schema`, creating the schema if it is missing. Run [`Store::migrate`] before using a
-    /// new schema.
+    /// in `schema`, creating the schema if it is missing. Run
+    /// [`Ledger::migrate`](crate::Ledger::migrate) before using a new schema.
     pub fn connect(conninfo: &str, schema: &str) -> Result<PgStore, StoreError> {
         if !schema_name(schema) {
             return Err(StoreError::InvalidSchemaName { schema: schema.to_owned() });

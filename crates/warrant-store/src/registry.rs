@@ -22,6 +22,7 @@ const LOCK_CREATE_REGISTRY: i32 = 0x5741_0010;
 /// Whether a tenant was added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Added {
+    /// The tenant was added.
     Added,
     /// A tenant of that name exists; nothing changed.
     Exists,
@@ -30,6 +31,7 @@ pub enum Added {
 /// A tenant as `warrant tenant list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantEntry {
+    /// The tenant's name.
     pub name: String,
     /// When its keys were revoked (as the caller's clock said), if they are.
     pub revoked_at: Option<String>,
@@ -37,7 +39,9 @@ pub struct TenantEntry {
 
 /// A connection to the tenant registry.
 pub enum Registry {
+    /// A registry in a SQLite file.
     Sqlite(Connection),
+    /// A registry in a PostgreSQL schema.
     Postgres(Client),
 }
 

@@ -7,10 +7,13 @@ use serde::{Deserialize, Serialize};
 /// write must name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+    /// The records table (`orders`, `users`, …).
     pub table: String,
+    /// The row's key within its table.
     pub key: String,
     /// 1 when seeded, one more on every committed write.
     pub revision: i64,
+    /// The row as the contract's records describe it.
     pub value: serde_json::Value,
 }
 
@@ -20,11 +23,15 @@ pub struct Record {
 pub struct StoredTurn {
     /// The position of the turn in commit order, assigned by the store.
     pub seq: i64,
+    /// The conversation the turn belongs to.
     pub conversation: String,
     /// The turn's idempotency key, unique within its conversation.
     pub turn: String,
+    /// The request as it came in.
     pub request: serde_json::Value,
+    /// The response as it went out.
     pub response: serde_json::Value,
+    /// The replay record: the facts the decision read and why it was made.
     pub replay: serde_json::Value,
 }
 
@@ -32,10 +39,13 @@ pub struct StoredTurn {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum InteractionState {
+    /// Waiting for its answer.
     Open,
     /// Answered with `option`, by the turn `turn` of the same conversation.
     Answered {
+        /// The option chosen.
         option: String,
+        /// The turn that answered it.
         turn: String,
     },
 }
@@ -44,12 +54,17 @@ pub enum InteractionState {
 /// option ids. It is answered at most once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InteractionRow {
+    /// Unique across interactions, chosen by the caller.
     pub id: String,
+    /// The conversation it belongs to.
     pub conversation: String,
     /// The turn that opened it.
     pub turn: String,
+    /// What the interaction asks, as the engine records it.
     pub payload: serde_json::Value,
+    /// The ids of the options it may be answered with.
     pub options: Vec<String>,
+    /// Open, or answered and with what.
     pub state: InteractionState,
 }
 
@@ -57,12 +72,17 @@ pub struct InteractionRow {
 /// effect cannot be committed twice; its outcome is reported once, by the executor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EffectRow {
+    /// Unique across effects, chosen by the caller.
     pub id: String,
+    /// Unique across the store: the same effect is never committed twice.
     pub idempotency_key: String,
+    /// The conversation it belongs to.
     pub conversation: String,
     /// The turn that authorized it.
     pub turn: String,
+    /// The operation it performs, as the contract names it.
     pub op: String,
+    /// Its arguments and derived quantities, as the engine records them.
     pub payload: serde_json::Value,
     /// `done`, `failed` or `unknown` once reported; `None` until then.
     pub outcome: Option<String>,
@@ -73,9 +93,13 @@ pub struct EffectRow {
 pub struct EventRow {
     /// The position of the event in commit order, assigned by the store.
     pub seq: i64,
+    /// Unique across events, chosen by the caller.
     pub id: String,
+    /// The conversation it belongs to.
     pub conversation: String,
+    /// What happened, as the contract names it.
     pub kind: String,
+    /// The event's facts, as the engine records them.
     pub payload: serde_json::Value,
     /// The effect the event reports on, if any.
     pub effect: Option<String>,
@@ -84,8 +108,11 @@ pub struct EventRow {
 /// A version of a model task's prompt: its content hash and its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptRow {
+    /// The model task the prompt is for.
     pub task: String,
+    /// The content hash of the text.
     pub version: String,
+    /// The prompt itself.
     pub text: String,
 }
 
@@ -95,8 +122,12 @@ pub struct PromptRow {
 pub struct PromptPromotionRow {
     /// The position in decision order, assigned by the store.
     pub seq: i64,
+    /// The model task.
     pub task: String,
+    /// The prompt version decided on.
     pub version: String,
+    /// Whether the promotion was accepted.
     pub accepted: bool,
+    /// The report it was decided on.
     pub report: serde_json::Value,
 }

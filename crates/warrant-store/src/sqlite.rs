@@ -31,7 +31,8 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (or creates) the store in the file at `path`, in write-ahead-log mode with full
-    /// synchronous commits. Run [`Store::migrate`] before using a new file.
+    /// synchronous commits. Run [`Ledger::migrate`](crate::Ledger::migrate) before using a new
+    /// file.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let conn = Connection::open(path)?;
         // First, so that switching the journal mode also waits for other processes.
