@@ -2,8 +2,8 @@
 //! pool, and later the MCP gateway and the Python package): the contract (a file, or one already
 //! loaded), the store (a `sqlite:PATH` or `postgres://…?schema=NAME` URL, or a store value) and
 //! where the model tasks run (the contract's `[model]` under the `WARRANT_MODEL_*` environment,
-//! an endpoint, a cassette, a provider, or none). Two places setting up the model in two ways is
-//! how the service once ran every semantic check without one.
+//! an endpoint, a cassette, a provider, a whole `ModelSetup`, or none). Two places setting up the
+//! model in two ways is how the service once ran every semantic check without one.
 //!
 //! Building is two steps: [`EngineBuilder::prepare`] loads the contract and resolves the model
 //! once (reading the environment, loading a cassette), and the [`EngineSetup`] it returns makes
