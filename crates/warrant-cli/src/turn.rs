@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use warrant_engine::dispatch::{DispatchError, Dispatched, Dispatcher};
-use warrant_engine::{Engine, TurnResult};
+use warrant_engine::{Engine, OutcomeReply, TurnResult};
 use warrant_store::{AnyStore, Store};
 
 use crate::Exit;
@@ -60,7 +60,7 @@ pub(crate) fn with_engine<T>(
 /// The engine's operations, without its store type.
 pub(crate) trait EngineOps {
     fn turn(&mut self, json: &str) -> Result<TurnResult, Exit>;
-    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<serde_json::Value, Exit>;
+    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<OutcomeReply, Exit>;
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
     /// Clears the follow-ups due under `lease` into the outbox.
@@ -80,7 +80,7 @@ impl<S: Store> EngineOps for Engine<S> {
         Engine::turn(self, json).map_err(|e| Exit::Input(e.to_string()))
     }
 
-    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<serde_json::Value, Exit> {
+    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<OutcomeReply, Exit> {
         self.report_outcome(effect, outcome).map_err(|e| Exit::Input(e.to_string()))
     }
 
@@ -144,9 +144,9 @@ pub(crate) fn run_turn(args: &TurnArgs) -> Result<(), Exit> {
 
 pub(crate) fn run_outcome(args: &OutcomeArgs) -> Result<(), Exit> {
     with_engine(&args.at, |engine| {
-        let result = engine.outcome(&args.effect, &args.outcome)?;
-        println!("{result}");
-        if result.get("error").is_some() { Err(Exit::Quiet(2)) } else { Ok(()) }
+        let reply = engine.outcome(&args.effect, &args.outcome)?;
+        println!("{}", serde_json::to_value(&reply).map_err(|e| Exit::Input(e.to_string()))?);
+        if matches!(reply, OutcomeReply::Refused { .. }) { Err(Exit::Quiet(2)) } else { Ok(()) }
     })
 }
 

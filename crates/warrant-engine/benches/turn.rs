@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use warrant_core::records::Record;
 use warrant_core::request;
 use warrant_core::turn::{self, FactError, Facts, Interaction};
-use warrant_engine::{Engine, load_contract};
+use warrant_engine::{Engine, ModelSource, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
 
 fn retail() -> PathBuf {
@@ -130,6 +130,11 @@ fn deterministic(contract: &warrant_core::Contract, facts: &MemoryFacts) {
     report("deterministic turn (parse, structure, policy)", latencies, start.elapsed());
 }
 
+/// An engine over `store`, made by the builder as every engine is, with no model.
+fn build_engine<S: Store>(contract: warrant_core::Contract, folder: &std::path::Path, store: S) -> Engine<S> {
+    Engine::builder().contract(contract, folder).model(ModelSource::None).build(store).expect("engine")
+}
+
 fn durable<S: Store + 'static>(
     label: &str,
     make: impl Fn() -> S + Sync,
@@ -138,7 +143,7 @@ fn durable<S: Store + 'static>(
 ) -> Duration {
     let (contract, folder) = load_contract(&retail()).expect("contract");
     // Seed once, then each client opens its own engine on the same store.
-    drop(Engine::new(contract.clone(), &folder, make()).expect("engine"));
+    drop(build_engine(contract.clone(), &folder, make()));
     let barrier = Arc::new(Barrier::new(clients));
     let start = Instant::now();
     let latencies: Vec<Duration> = std::thread::scope(|scope| {
@@ -149,7 +154,7 @@ fn durable<S: Store + 'static>(
                 let folder = folder.clone();
                 let make = &make;
                 scope.spawn(move || {
-                    let mut engine = Engine::new(contract, &folder, make()).expect("engine");
+                    let mut engine = build_engine(contract, &folder, make());
                     let acts = acts();
                     let conversation = format!("{label}-{c}-{}", std::process::id());
                     let requests: Vec<String> =
@@ -179,7 +184,7 @@ fn main() {
     // Facts for the deterministic part: every row of the retail data, in memory.
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("bench.sqlite");
-    let mut engine = Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
+    let mut engine = build_engine(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite"));
     let mut rows = BTreeMap::new();
     for (table, key) in
         [("user", USER), ("order", "#W4776164"), ("order", "#W2378156"), ("item", "1151293680"), ("item", "7706410293")]
@@ -234,8 +239,7 @@ fn main() {
     durable("sqlite durable turn", sqlite(db.clone()), 2, scale() / 2);
 
     // Replay of everything stored so far.
-    let mut replaying =
-        Engine::new(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite")).expect("engine");
+    let mut replaying = build_engine(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite"));
     let start = Instant::now();
     let mut read = 0;
     let mut after = 0;

@@ -2,8 +2,8 @@
 //! pool, and later the MCP gateway and the Python package): the contract (a file, or one already
 //! loaded), the store (a `sqlite:PATH` or `postgres://…?schema=NAME` URL, or a store value) and
 //! where the model tasks run (the contract's `[model]` under the `WARRANT_MODEL_*` environment,
-//! an endpoint, a cassette, a provider, or none). Two places setting up the model in two ways is
-//! how the service once ran every semantic check without one.
+//! an endpoint, a cassette, a provider, a whole `ModelSetup`, or none). Two places setting up the
+//! model in two ways is how the service once ran every semantic check without one.
 //!
 //! Building is two steps: [`EngineBuilder::prepare`] loads the contract and resolves the model
 //! once (reading the environment, loading a cassette), and the [`EngineSetup`] it returns makes
@@ -38,10 +38,20 @@ pub enum BuildError {
     NoContract,
     /// The store URL is not one this builder opens.
     #[error("store `{url}`: {message}")]
-    StoreUrl { url: String, message: String },
+    StoreUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The store cannot be opened.
     #[error("store `{url}`: {message}")]
-    Store { url: String, message: String },
+    Store {
+        /// Which store (a PostgreSQL store by its schema alone: the URL may hold a password).
+        url: String,
+        /// Why it cannot be opened.
+        message: String,
+    },
     /// The model setup is wrong (a variable that is not a number, a cassette that does not read,
     /// a client that cannot be built).
     #[error("model: {0}")]
@@ -94,7 +104,7 @@ impl StoreUrl {
         Err(bad("give `sqlite:PATH` or `postgres://…`".into()))
     }
 
-    /// Opens the store (not yet migrated: [`Engine::new`] migrates it).
+    /// Opens the store (not yet migrated: the engine made over it migrates it).
     pub fn open(&self) -> Result<AnyStore, BuildError> {
         match self {
             StoreUrl::Sqlite(path) => SqliteStore::open(path)
@@ -133,6 +143,10 @@ pub enum ModelSource {
         /// The model name sent with each request.
         model: String,
     },
+    /// This setup as it is (its provider, budget, parallelism, prompts and task limits), for
+    /// every engine made; each engine adds the store's active prompt versions and the contract's
+    /// task limits, as with every other source.
+    Setup(ModelSetup),
     /// No model: every semantic check fails as unfinished, so every act that needs one is
     /// asked, and a reply on a path with `claims_coverage` cannot be cleared as is.
     None,
@@ -147,6 +161,7 @@ impl fmt::Debug for ModelSource {
                 f.debug_struct("Cassette").field("path", path).field("model", model).finish()
             }
             ModelSource::Provider { model, .. } => f.debug_struct("Provider").field("model", model).finish(),
+            ModelSource::Setup(setup) => f.debug_tuple("Setup").field(setup).finish(),
             ModelSource::None => f.write_str("None"),
         }
     }
@@ -155,16 +170,15 @@ impl fmt::Debug for ModelSource {
 /// The model an [`EngineSetup`] gives each engine it makes, resolved once.
 #[derive(Clone)]
 pub struct ModelPlan {
-    provider: Option<Arc<dyn Provider>>,
-    model: String,
-    limits: BudgetLimits,
+    /// The setup each engine gets a copy of; `None` without a model.
+    setup: Option<ModelSetup>,
     /// Where it runs, for people: never the key.
     shown: String,
 }
 
 impl fmt::Debug for ModelPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelPlan").field("model", &self.shown).field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("ModelPlan").field("model", &self.shown).field("limits", &self.limits()).finish_non_exhaustive()
     }
 }
 
@@ -178,19 +192,24 @@ impl fmt::Display for ModelPlan {
 impl ModelPlan {
     /// Whether the model tasks have somewhere to run.
     pub fn is_configured(&self) -> bool {
-        self.provider.is_some()
+        self.setup.is_some()
     }
 
     /// The turn's budget each engine runs with.
     pub fn limits(&self) -> BudgetLimits {
-        self.limits
+        self.setup.as_ref().map(|setup| setup.limits).unwrap_or_default()
+    }
+
+    /// `provider` asked with `model`, within `limits`, shown as `shown`.
+    fn provided(provider: Arc<dyn Provider>, model: &str, limits: BudgetLimits, shown: String) -> ModelPlan {
+        let mut setup = ModelSetup::new(Box::new(provider), model);
+        setup.limits = limits;
+        ModelPlan { setup: Some(setup), shown }
     }
 
     fn none(why: &str) -> ModelPlan {
         ModelPlan {
-            provider: None,
-            model: String::new(),
-            limits: BudgetLimits::default(),
+            setup: None,
             shown: format!(
                 "no model is configured ({why}): every semantic check fails, so the acts that need one are asked, and a reply on a path with `claims_coverage` goes out as fallback copy"
             ),
@@ -202,21 +221,18 @@ impl ModelPlan {
         let shown = format!("model `{}` at {} ({key})", config.model, config.base_url);
         let model = config.model.clone();
         let provider = OpenAiProvider::new(config).map_err(|e| BuildError::Model(e.to_string()))?;
-        Ok(ModelPlan { provider: Some(Arc::new(provider)), model, limits, shown })
+        Ok(ModelPlan::provided(Arc::new(provider), &model, limits, shown))
     }
 
     fn cassette(path: &Path, model: &str, limits: BudgetLimits) -> Result<ModelPlan, BuildError> {
         let provider = RecordedProvider::load(path).map_err(|e| BuildError::Model(e.to_string()))?;
         let shown = format!("model `{model}` answered from the cassette `{}`", path.display());
-        Ok(ModelPlan { provider: Some(Arc::new(provider)), model: model.to_owned(), limits, shown })
+        Ok(ModelPlan::provided(Arc::new(provider), model, limits, shown))
     }
 
     /// The setup of one engine; `None` without a model.
     fn setup(&self) -> Option<ModelSetup> {
-        let provider = Arc::clone(self.provider.as_ref()?);
-        let mut setup = ModelSetup::new(Box::new(provider), &self.model);
-        setup.limits = self.limits;
-        Some(setup)
+        self.setup.clone()
     }
 }
 
@@ -298,12 +314,14 @@ impl EngineBuilder {
             ModelSource::Environment => from_environment(config, self.env.as_ref())?,
             ModelSource::Endpoint(endpoint) => ModelPlan::endpoint(endpoint, contract_limits)?,
             ModelSource::Cassette { path, model } => ModelPlan::cassette(&path, &model, contract_limits)?,
-            ModelSource::Provider { provider, model } => ModelPlan {
-                shown: format!("model `{model}` from a provider given by the caller"),
-                provider: Some(provider),
-                model,
-                limits: contract_limits,
-            },
+            ModelSource::Provider { provider, model } => {
+                let shown = format!("model `{model}` from a provider given by the caller");
+                ModelPlan::provided(provider, &model, contract_limits, shown)
+            }
+            ModelSource::Setup(setup) => {
+                let shown = format!("model `{}` from a setup given by the caller", setup.model);
+                ModelPlan { setup: Some(setup), shown }
+            }
             ModelSource::None => ModelPlan::none("none was asked for"),
         };
         Ok(EngineSetup { contract, folder, model })

@@ -158,10 +158,14 @@ impl DispatchConfig {
 /// What stops the dispatcher (a failed delivery is not here: it is recorded on the message).
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
+    /// The configuration is wrong (a webhook that is not an http or https URL, no attempts, a
+    /// backoff whose cap is below its base).
     #[error("dispatch configuration: {0}")]
     Config(String),
+    /// The HTTP client cannot be built.
     #[error("the webhook client cannot be built: {0}")]
     Client(String),
+    /// The store failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
 }
@@ -169,9 +173,13 @@ pub enum DispatchError {
 /// What one round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dispatched {
+    /// Messages taken under a lease.
     pub taken: usize,
+    /// Messages their channel accepted, recorded sent.
     pub sent: usize,
+    /// Failed deliveries to be tried again after their backoff.
     pub retried: usize,
+    /// Messages that failed for the last time (or were refused for good), now dead.
     pub dead: usize,
     /// Failed deliveries whose lease had passed to another dispatcher, so not recorded here.
     pub not_held: usize,
@@ -185,6 +193,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// A dispatcher for `config`, once it is checked, with its webhook client.
     pub fn new(config: DispatchConfig) -> Result<Dispatcher, DispatchError> {
         config.validate()?;
         // Another part of the process may have installed a provider already; either is fine.
@@ -199,6 +208,7 @@ impl Dispatcher {
         Ok(Dispatcher { config, client })
     }
 
+    /// Its configuration.
     pub fn config(&self) -> &DispatchConfig {
         &self.config
     }

@@ -3,6 +3,7 @@
 //! that need one are asked, never committed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
@@ -18,10 +19,13 @@ use crate::EngineError;
 /// How many rounds of checks one decision may take.
 pub(crate) const ROUNDS: usize = 3;
 
-/// A model provider and how the engine uses it.
+/// A model provider and how the engine uses it: give it to the builder as
+/// [`ModelSource::Setup`](crate::ModelSource::Setup). Each engine the builder makes gets a copy,
+/// all sharing the one provider.
+#[derive(Clone)]
 pub struct ModelSetup {
     /// Where requests go (a live endpoint, a recording, a recorder).
-    pub provider: Box<dyn Provider>,
+    pub provider: Arc<dyn Provider>,
     /// The model name sent with each request.
     pub model: String,
     /// Each turn's budget.
@@ -30,8 +34,8 @@ pub struct ModelSetup {
     pub parallel: usize,
     /// The prompt of each task; the store's active versions replace the built-in ones.
     pub prompts: Prompts,
-    /// Limits that replace a task's own, by task name. [`crate::Engine::with_model`] adds the
-    /// contract's `[model.tasks.NAME]` limits for the tasks not named here.
+    /// Limits that replace a task's own, by task name. Each engine made with this setup adds
+    /// the contract's `[model.tasks.NAME]` limits for the tasks not named here.
     pub task_limits: BTreeMap<String, TaskLimits>,
 }
 
@@ -45,7 +49,7 @@ impl ModelSetup {
     /// `provider` with the default budget, eight checks at once and the built-in prompts.
     pub fn new(provider: Box<dyn Provider>, model: &str) -> ModelSetup {
         ModelSetup {
-            provider,
+            provider: Arc::from(provider),
             model: model.to_owned(),
             limits: BudgetLimits::default(),
             parallel: 8,

@@ -34,6 +34,7 @@ pub fn job_key(job: &str) -> String {
 /// What one pass over the due jobs did.
 #[derive(Debug)]
 pub struct JobsRun<E> {
+    /// Due jobs taken under a lease by this pass.
     pub taken: usize,
     /// Jobs whose message was stored by this pass.
     pub enqueued: usize,

@@ -11,7 +11,9 @@ use warrant_core::request;
 use warrant_core::turn::{self, TurnResponse};
 use warrant_store::Store;
 
-use crate::{EngineError, recorded_facts, stored_response};
+use crate::EngineError;
+use crate::record::ReplayRecord;
+use crate::turn::stored_response;
 
 /// One act whose verdict or reasons changed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,11 +71,13 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
             let request: request::TurnRequest = serde_json::from_value(stored.request.clone()).map_err(|e| {
                 EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() }
             })?;
-            let (facts, conflicts, answers, gate_answers) = recorded_facts(stored)?;
+            let record = ReplayRecord::of(stored)?;
+            let facts = record.recorded_facts();
             let now = match request::validate(contract, request) {
                 // The recorded answers of the turn's checks: a replay calls no model.
                 Ok(valid) => {
-                    turn::decide_answered(contract, &valid, &facts, &conflicts, (&answers, &gate_answers)).response
+                    let answers = (&record.answers, &record.outbound_answers);
+                    turn::decide_answered(contract, &valid, &facts, &record.conflicts, answers).response
                 }
                 Err(error) => {
                     for (i, act) in recorded.acts.iter().enumerate() {

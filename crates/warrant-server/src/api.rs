@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
-use warrant_engine::{EngineError, Submitted, TurnResult};
+use warrant_engine::{EngineError, OutcomeReply, Submitted, TurnResult};
 
 use crate::AppState;
 use crate::pool::PoolError;
@@ -359,19 +359,19 @@ async fn post_outcome(
     let Path(id) = id.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("id"), e.body_text()))?;
     let text = json_body(&headers, body)?;
     let body: OutcomeBody = strict_body(&text)?;
-    let answer =
-        state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
-    let Some(code) = answer.pointer("/error/code").and_then(Value::as_str) else {
-        return Ok((StatusCode::OK, axum::Json(answer)).into_response());
+    let reply = state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
+    let OutcomeReply::Refused { error } = &reply else {
+        return Ok((StatusCode::OK, axum::Json(reply)).into_response());
     };
-    // The engine answers only with codes of the list; one it did not would be a fault of ours.
-    let code = ReasonCode::from_code(code).unwrap_or(ReasonCode::Internal);
+    let code = error.code;
     let status = match code {
         ReasonCode::UnknownEffect => StatusCode::NOT_FOUND,
         ReasonCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_REQUEST,
     };
-    Ok(error_response(status, code, answer))
+    let body = serde_json::to_value(&reply)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, e.to_string()))?;
+    Ok(error_response(status, code, body))
 }
 
 /// An outbound request (a draft for a path) through the outbound gate: the cleared message is

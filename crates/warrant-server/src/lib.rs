@@ -5,6 +5,7 @@
 //! query could forget. The synchronous engine runs on blocking threads, a few engines per
 //! tenant. A request is committed whole or not at all: each one is one engine call, and the
 //! engine commits a turn in one transaction.
+#![warn(missing_docs)]
 
 mod api;
 mod ladder;
@@ -24,21 +25,30 @@ pub use warrant_store::AnyStore;
 /// What stops the server from starting.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    /// The configuration is wrong (a store location, a tenant name, a setting).
     #[error("{0}")]
     Config(String),
+    /// The registry or a tenant's store failed.
     #[error("store: {0}")]
     Store(#[from] warrant_store::StoreError),
+    /// The engine failed.
     #[error(transparent)]
     Engine(#[from] warrant_engine::EngineError),
     /// Boxed: the builder's error is as large as the engine's, and the enum would be larger
     /// still beside the others.
     #[error(transparent)]
     Build(Box<warrant_engine::BuildError>),
+    /// Input or output failed (the runtime, the socket).
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     /// The listening address cannot be bound (taken, not this machine's, not permitted).
     #[error("cannot listen on `{addr}`: {source}")]
-    Bind { addr: String, source: std::io::Error },
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// Why it cannot be bound.
+        source: std::io::Error,
+    },
 }
 
 impl From<warrant_engine::BuildError> for ServerError {
@@ -213,6 +223,7 @@ async fn interrupted() {
 /// A server running on a thread of its own, stopped when dropped. For tests and benchmarks.
 #[derive(Debug)]
 pub struct Running {
+    /// The address it listens on (with the port the system picked for port 0).
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,

@@ -16,15 +16,19 @@ use warrant_store::AnyStore;
 /// What a pooled call can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
+    /// The engine failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The tenant's engine cannot be made.
     #[error(transparent)]
     Build(#[from] BuildError),
+    /// The tenant's store cannot be opened.
     #[error("store: {0}")]
     Store(#[from] warrant_store::StoreError),
     /// The blocking task did not finish (it panicked or the runtime is shutting down).
     #[error("the engine task did not finish: {0}")]
     Task(String),
+    /// The pool cannot be used: its lock was poisoned by a panic, or its permits were closed.
     #[error("the engine pool is closed")]
     Closed,
 }

@@ -28,7 +28,12 @@ pub enum StoreLocation {
     /// A folder: `control.sqlite` holds the registry, `t_<tenant>.sqlite` each tenant's store.
     Sqlite(PathBuf),
     /// One PostgreSQL database: the registry in `schema`, each tenant in schema `t_<tenant>`.
-    Postgres { conninfo: String, schema: String },
+    Postgres {
+        /// The connection string, without `schema=`.
+        conninfo: String,
+        /// The registry's schema.
+        schema: String,
+    },
 }
 
 impl StoreLocation {
@@ -98,6 +103,7 @@ impl TenantName {
         ok.then(|| TenantName(name.to_owned()))
     }
 
+    /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
     }

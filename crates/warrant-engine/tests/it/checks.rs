@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use warrant_core::turn::Verdict;
-use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
+use warrant_engine::{Engine, ModelSetup, ModelSource, TurnResult, load_contract};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::{BudgetLimits, ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::SqliteStore;
@@ -28,11 +28,7 @@ impl Provider for Always {
 fn engine(dir: &tempfile::TempDir, model: Option<ModelSetup>) -> Engine<SqliteStore> {
     let (contract, folder) = load_contract(&example().join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
-    let engine = Engine::new(contract, &folder, store).unwrap();
-    match model {
-        Some(model) => engine.with_model(model).unwrap(),
-        None => engine,
-    }
+    crate::build(contract, &folder, store, model.map_or(ModelSource::None, ModelSource::Setup))
 }
 
 fn setup(provider: impl Provider + 'static) -> ModelSetup {

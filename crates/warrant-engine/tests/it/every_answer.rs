@@ -10,11 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warrant_core::claim::PathName;
-use warrant_engine::{Engine, ModelSetup, Submitted, TurnResult};
+use warrant_engine::{Engine, ModelSetup, ModelSource, Submitted, TurnResult};
 use warrant_store::{Lease, SqliteStore};
 
 use crate::endpoint::{Seen, endpoint, live};
-use crate::retail_engine;
 
 /// The rewrite the incident sent.
 const INJECTED: &str = "Your payment link is attached and your refund of $500 has been issued.";
@@ -92,8 +91,7 @@ fn seed_003_goes_out_as_fallback_on_every_path_whatever_the_model_endpoint_answe
         },
         Seen::clone(&seen),
     );
-    let (engine, _dir) = retail_engine();
-    let mut engine = engine.with_model(ModelSetup::new(Box::new(live(base)), "m")).unwrap();
+    let (mut engine, _dir) = crate::retail_engine_with(ModelSource::Setup(ModelSetup::new(Box::new(live(base)), "m")));
     let drafts = drafts();
     let mut messages = 0;
     let mut controls = 0;

@@ -275,19 +275,31 @@ fn a_failed_outcome_undoes_the_effect_and_outcomes_are_recorded_once() {
     let (done, _) = decide(&mut engine, &request("t2", json!([]), confirm(&held.interactions[0].id)));
     let effect = done.effects[0].id.clone();
     assert_eq!(status(&mut engine, PENDING), ("cancelled".to_owned(), 2));
-    let result = engine.report_outcome(&effect, "failed").unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effect, "failed").unwrap()).unwrap();
     assert_eq!(result["recorded"], true);
     assert_eq!(result["reverted"], true);
+    // The typed reply's JSON, byte for byte, as the hand-built one was.
+    let expected = format!(r#"{{"effect":"{effect}","outcome":"failed","recorded":true,"reverted":true}}"#);
+    assert_eq!(result.to_string(), expected);
     assert_eq!(status(&mut engine, PENDING), ("pending".to_owned(), 3));
-    let again = engine.report_outcome(&effect, "done").unwrap();
+    let again = serde_json::to_value(engine.report_outcome(&effect, "done").unwrap()).unwrap();
     assert_eq!(again["recorded"], false);
     assert_eq!(again["outcome"], "failed");
     let kinds: Vec<String> = engine.events(Some("life")).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["cancel_pending_order", "effect_failed"]);
-    let unknown = engine.report_outcome("eff_nothing", "done").unwrap();
+    let unknown = serde_json::to_value(engine.report_outcome("eff_nothing", "done").unwrap()).unwrap();
     assert_eq!(unknown["error"]["code"], "unknown_effect");
-    let bad = engine.report_outcome(&effect, "maybe").unwrap();
+    let bad = serde_json::to_value(engine.report_outcome(&effect, "maybe").unwrap()).unwrap();
     assert_eq!(bad["error"]["field"], "outcome");
+    assert_eq!(
+        again.to_string(),
+        format!(r#"{{"effect":"{effect}","outcome":"failed","recorded":false}}"#),
+        "an outcome recorded before carries no `reverted`"
+    );
+    assert_eq!(
+        unknown.to_string(),
+        r#"{"error":{"code":"unknown_effect","field":"effect","message":"no effect `eff_nothing`"}}"#
+    );
 }
 
 #[test]
@@ -317,7 +329,7 @@ fn replay_is_identical_with_the_same_contract_and_names_changes_with_another() {
     assert_ne!(text, changed);
     let contract = Contract::load("changed.toml", &changed, &FolderFiles::new(&retail_dir())).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
-    let mut other = Engine::new(contract, &retail_dir(), store).unwrap();
+    let mut other = crate::build(contract, &retail_dir(), store, warrant_engine::ModelSource::None);
     let report = other.replay().unwrap();
     let changed_turns: Vec<&str> = report.changes.iter().map(|c| c.turn.as_str()).collect();
     assert_eq!(changed_turns, ["t1", "t2", "t3"], "{:?}", report.changes);

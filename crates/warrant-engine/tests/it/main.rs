@@ -10,29 +10,42 @@ mod invariants;
 mod keys;
 mod lifecycle;
 mod outbound;
+mod records;
 mod retail;
 mod reverts;
 mod turn_checks;
 mod visibility;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use warrant_engine::{Engine, load_contract};
-use warrant_store::{PgStore, SqliteStore};
+use warrant_core::Contract;
+use warrant_engine::{Engine, ModelSource, load_contract};
+use warrant_store::{PgStore, SqliteStore, Store};
 
 /// The retail example's folder.
 pub fn retail_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail")
 }
 
-/// A fresh engine over a new SQLite file (kept alive by the returned folder).
+/// An engine for `contract` (loaded from `folder`) over `store`, made as every engine is: by
+/// the builder.
+pub fn build<S: Store>(contract: Contract, folder: &Path, store: S, model: ModelSource) -> Engine<S> {
+    Engine::builder().contract(contract, folder).model(model).build(store).unwrap()
+}
+
+/// A fresh engine over a new SQLite file (kept alive by the returned folder), with no model.
 pub fn retail_engine() -> (Engine<SqliteStore>, tempfile::TempDir) {
+    retail_engine_with(ModelSource::None)
+}
+
+/// A fresh engine over a new SQLite file (kept alive by the returned folder), with `model`.
+pub fn retail_engine_with(model: ModelSource) -> (Engine<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let (contract, folder) = load_contract(&retail_dir().join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
-    (Engine::new(contract, &folder, store).unwrap(), dir)
+    (build(contract, &folder, store, model), dir)
 }
 
 /// The retail data, for building cases.

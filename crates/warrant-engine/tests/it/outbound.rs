@@ -6,11 +6,11 @@
 use serde_json::{Value, json};
 use warrant_core::claim::PathName;
 use warrant_core::outbound::Basis;
-use warrant_engine::{Engine, ModelSetup, OutboundResult, OutboundRun, TurnResult, replay_outbound};
+use warrant_engine::{Engine, ModelSetup, ModelSource, OutboundResult, OutboundRun, TurnResult, replay_outbound};
 use warrant_store::SqliteStore;
 
 use crate::endpoint::{Seen, endpoint, live};
-use crate::retail_engine;
+use crate::{retail_engine, retail_engine_with};
 
 const PATHS: [&str; 5] = ["live", "retry", "scheduled", "digest", "queue"];
 const LINK: &str = "Here is the payment link for your order. It's attached below.";
@@ -19,10 +19,10 @@ const LINK: &str = "Here is the payment link for your order. It's attached below
 /// coverage check `coverage` (`yes`/`no`/`unsure`), the rewrite `rewrite`; and every request
 /// body the endpoint was sent.
 fn with_model(
-    engine: Engine<SqliteStore>,
+    made: impl FnOnce(ModelSource) -> (Engine<SqliteStore>, tempfile::TempDir),
     coverage: &'static str,
     rewrite: &'static str,
-) -> (Engine<SqliteStore>, Seen) {
+) -> (Engine<SqliteStore>, Seen, tempfile::TempDir) {
     let seen = Seen::default();
     let base = endpoint(
         move |name| match name {
@@ -31,7 +31,8 @@ fn with_model(
         },
         Seen::clone(&seen),
     );
-    (engine.with_model(ModelSetup::new(Box::new(live(base)), "m")).unwrap(), seen)
+    let (engine, dir) = made(ModelSource::Setup(ModelSetup::new(Box::new(live(base)), "m")));
+    (engine, seen, dir)
 }
 
 const YUSUF: &str = "yusuf_rossi_9620";
@@ -69,7 +70,8 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
     let claims = json!([{"claim": "payment_link_sent", "order": "#W0000000"}]);
     // Without a model the rewrite cannot run; with one, its rewrite repeats the claim and the
     // coverage check of the rewrite blocks it.
-    let (mut modelled, seen) = with_model(retail_engine().0, "yes", "Your payment link is attached below.");
+    let (mut modelled, seen, _modelled_dir) =
+        with_model(retail_engine_with, "yes", "Your payment link is attached below.");
     let mut engine = engine;
     for path in PATHS {
         for (engine, label) in [(&mut engine, "no model"), (&mut modelled, "model")] {
@@ -98,8 +100,7 @@ fn seed_003_the_payment_link_nobody_created_goes_out_as_fallback_on_every_path()
 
 #[test]
 fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
-    let (engine, _dir) = retail_engine();
-    let (mut engine, _) = with_model(engine, "no", "unused");
+    let (mut engine, _, _dir) = with_model(retail_engine_with, "no", "unused");
     let turn = |turn: &str, acts: Value, answers: Value| {
         json!({"conversation": "life", "turn": turn, "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
             "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Please cancel it."}],
@@ -143,7 +144,7 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
 }
 
 /// The retail contract without its claim kinds' copy: every rewrite is then the model's.
-fn retail_without_copy() -> (Engine<SqliteStore>, tempfile::TempDir) {
+fn retail_without_copy_with(model: ModelSource) -> (Engine<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let folder = crate::retail_dir();
     let text = std::fs::read_to_string(folder.join("contract.toml")).unwrap();
@@ -153,7 +154,7 @@ fn retail_without_copy() -> (Engine<SqliteStore>, tempfile::TempDir) {
             .unwrap();
     assert!(contract.outbound().claims().iter().all(|k| k.copy("en-US").is_none()));
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
-    (Engine::new(contract, &folder, store).unwrap(), dir)
+    (crate::build(contract, &folder, store, model), dir)
 }
 
 /// The question's data block, read back.
@@ -164,8 +165,7 @@ fn data(question: &str) -> Value {
 
 #[test]
 fn the_model_rewrite_is_given_verified_facts_only_as_data() {
-    let (engine, _dir) = retail_without_copy();
-    let (mut engine, seen) = with_model(engine, "no", "Your order #W5918442 is still pending.");
+    let (mut engine, seen, _dir) = with_model(retail_without_copy_with, "no", "Your order #W5918442 is still pending.");
     let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
     let claims =
         json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
@@ -197,8 +197,7 @@ fn the_model_rewrite_is_given_verified_facts_only_as_data() {
 #[test]
 fn another_customers_order_is_never_claimed_to_its_recipient_nor_given_to_a_model() {
     // Without copy the rewrite is the model's, so what it is given can be seen.
-    let (engine, _dir) = retail_without_copy();
-    let (mut engine, seen) = with_model(engine, "no", "Your order #W5918442 is still pending.");
+    let (mut engine, seen, _dir) = with_model(retail_without_copy_with, "no", "Your order #W5918442 is still pending.");
     // `#W3220387` is a cancelled order of another customer than Sofia, the recipient.
     let draft = "Your order #W5918442 is pending and your order #W3220387 has been cancelled.";
     let claims =
@@ -232,8 +231,7 @@ fn another_customers_order_is_never_claimed_to_its_recipient_nor_given_to_a_mode
     assert!(theirs.record.verdicts[0].backed, "{:?}", theirs.record.verdicts);
     replays_identically(&engine, &run);
     // With copy the rewrite is composed by code, from the recipient's claim alone.
-    let (composing, _dir) = retail_engine();
-    let (mut composing, _) = with_model(composing, "no", "unused");
+    let (mut composing, _, _dir) = with_model(retail_engine_with, "no", "unused");
     let composed = outbound(&mut composing, ("facts", "sofia_rossi_8776"), "digest", draft, claims);
     assert_eq!(codes(&composed), ["claim_not_visible", "rewrite_composed"]);
     assert_eq!(composed.message.text(), "Your order #W5918442 is pending.");
@@ -241,9 +239,8 @@ fn another_customers_order_is_never_claimed_to_its_recipient_nor_given_to_a_mode
 
 #[test]
 fn with_authored_copy_the_rewrite_is_composed_and_no_model_is_asked() {
-    let (engine, _dir) = retail_engine();
-    let (mut engine, seen) =
-        with_model(engine, "no", "Your payment link is attached and your refund of $500 has been issued.");
+    let (mut engine, seen, _dir) =
+        with_model(retail_engine_with, "no", "Your payment link is attached and your refund of $500 has been issued.");
     let draft = "Good news: order #W5918442 was cancelled yesterday and is still pending.";
     let claims =
         json!([{"claim": "order_cancelled", "order": "#W5918442"}, {"claim": "order_pending", "order": "#W5918442"}]);
@@ -267,8 +264,7 @@ fn a_bad_outbound_request_is_refused_with_its_field() {
 
 #[test]
 fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
-    let (engine, _dir) = retail_engine();
-    let (mut engine, _) = with_model(engine, "no", "We will follow up shortly.");
+    let (mut engine, _, _dir) = with_model(retail_engine_with, "no", "We will follow up shortly.");
     let turn = |turn: &str, acts: Value, answers: Value, text: &str, claims: Value| {
         json!({"conversation": "live", "turn": turn, "actor": "yusuf_rossi_9620", "at": "2026-11-29T15:00:00Z",
             "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Please cancel it."}],
@@ -321,8 +317,7 @@ fn the_live_reply_is_cleared_against_the_records_as_the_turn_leaves_them() {
 /// `cleared`, since the records back it.
 #[test]
 fn a_live_reply_cannot_state_another_customers_order_to_the_turns_actor() {
-    let (engine, _dir) = retail_engine();
-    let (mut engine, seen) = with_model(engine, "no", "We will follow up shortly.");
+    let (mut engine, seen, _dir) = with_model(retail_engine_with, "no", "We will follow up shortly.");
     let text = "Your order #W3220387 has been cancelled.";
     let request = json!({"conversation": "live", "turn": "t1", "actor": YUSUF, "at": "2026-11-29T15:00:00Z",
         "time_zone": "America/New_York", "locale": "en-US", "entries": [{"kind": "user", "text": "Is it cancelled?"}],
@@ -374,8 +369,7 @@ fn a_scheduled_follow_up_is_cleared_when_due_against_the_record_as_it_is_then() 
     use warrant_engine::Submitted;
     use warrant_store::{JobState, Lease};
 
-    let (engine, _dir) = retail_engine();
-    let (mut engine, _) = with_model(engine, "no", "unused");
+    let (mut engine, _, _dir) = with_model(retail_engine_with, "no", "unused");
     let follow_up = |conversation: &str, text: &str, claims: Value| {
         json!({"conversation": conversation, "actor": YUSUF, "path": "scheduled", "at": "2026-11-29T14:00:00Z",
             "due": "2026-11-29T18:00:00Z", "locale": "en-US", "draft": {"text": text, "claims": claims}})

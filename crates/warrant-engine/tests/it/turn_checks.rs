@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use warrant_core::turn::Verdict;
-use warrant_engine::{Engine, ModelSetup, TurnResult, load_contract};
+use warrant_engine::{Engine, ModelSetup, ModelSource, TurnResult, load_contract};
 use warrant_model::{RecordedProvider, Recorder};
 
 use crate::endpoint::{Seen, live};
@@ -65,11 +65,8 @@ fn endpoint(answers: Answers) -> String {
 
 fn engine(dir: &Path, store: &str, model: Option<ModelSetup>) -> Engine<SqliteStore> {
     let (contract, folder) = load_contract(&contract_folder(dir).join("contract.toml")).unwrap();
-    let engine = Engine::new(contract, &folder, SqliteStore::open(&dir.join(store)).unwrap()).unwrap();
-    match model {
-        Some(model) => engine.with_model(model).unwrap(),
-        None => engine,
-    }
+    let model = model.map_or(ModelSource::None, ModelSource::Setup);
+    crate::build(contract, &folder, SqliteStore::open(&dir.join(store)).unwrap(), model)
 }
 
 fn request(message: &str, name: Value) -> String {
@@ -219,6 +216,6 @@ fn a_task_runs_under_the_limits_the_contract_gives_it() {
     let (contract, folder) = load_contract(&folder.join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.path().join("tight.sqlite")).unwrap();
     let setup = ModelSetup::new(Box::new(live(endpoint(malformed))), "m");
-    let mut tight = Engine::new(contract, &folder, store).unwrap().with_model(setup).unwrap();
+    let mut tight = crate::build(contract, &folder, store, ModelSource::Setup(setup));
     assert_eq!(decide(&mut tight, &request(MESSAGE, pointer)).1, "check_budget_exhausted");
 }

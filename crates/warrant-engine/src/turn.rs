@@ -1,0 +1,227 @@
+//! The turn loop: a request parsed and validated, a turn seen before answered from the store,
+//! then decided, its checks and the outbound gate's questions answered a round at a time and
+//! decided again with the answers, and committed; on a stale revision decided again, refusing the
+//! acts that lost.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use warrant_core::check::CheckAnswers;
+use warrant_core::outbound::GateAnswers;
+use warrant_core::reason::ReasonCode;
+use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
+use warrant_core::turn::{Decision, RowRef, TurnResponse};
+use warrant_model::ModelCall;
+use warrant_store::{CommitOutcome, Store, StoredTurn};
+
+use crate::commit::{Decided, to_commit};
+use crate::facts::StoreFacts;
+use crate::model::{self, ModelSetup};
+use crate::{Engine, EngineError, outbound};
+
+/// The result of one turn request.
+#[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one result per turn, returned once and never stored in bulk; boxing would only add an allocation"
+)]
+pub enum TurnResult {
+    /// Decided and committed (or, for a repeated turn, the recorded result).
+    Decided {
+        /// The response, as committed.
+        response: TurnResponse,
+        /// Whether this is the recorded response of a turn decided before.
+        repeated: bool,
+    },
+    /// The request was refused whole; nothing was committed.
+    Rejected(RequestError),
+}
+
+impl TurnResult {
+    /// The JSON answer: the response, or `{"error":{code,field,message}}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            TurnResult::Decided { response, repeated } => {
+                let mut answer = serde_json::to_value(response).unwrap_or(Value::Null);
+                // A repeat is the recorded response, marked so that a client can tell it did
+                // nothing this time; a first decision carries no mark.
+                if let (true, Some(fields)) = (*repeated, answer.as_object_mut()) {
+                    fields.insert("repeated".into(), Value::Bool(true));
+                }
+                answer
+            }
+            TurnResult::Rejected(error) => json!({"error": error}),
+        }
+    }
+}
+
+/// A point where a test may stop the engine, to prove that nothing half-commits. Compiled only
+/// with the `failpoints` feature, which only test builds turn on. Set with the environment
+/// variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
+/// `pause_before_commit:PATH` creates `PATH` and waits (up to a minute) until `PATH.go` exists,
+/// so that a test can kill the process there, or release several at once.
+#[cfg(feature = "failpoints")]
+fn failpoint(name: &str) {
+    let Ok(setting) = std::env::var("WARRANT_FAILPOINT") else { return };
+    if setting == name {
+        std::process::abort();
+    }
+    if let Some(path) = setting.strip_prefix(&format!("pause_{name}:")) {
+        let go = format!("{path}.go");
+        let _ = std::fs::write(path, std::process::id().to_string());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::path::Path::new(&go).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// Without the `failpoints` feature there is no failpoint: the environment is not even read.
+#[cfg(not(feature = "failpoints"))]
+fn failpoint(_name: &str) {}
+
+/// How many times a turn is decided again after a commit conflict.
+const MAX_ATTEMPTS: usize = 4;
+
+/// What one attempt at a turn has gathered: the rows that lost a commit, and the answers and
+/// model calls so far. Answers are kept across attempts, so a turn decided again after a
+/// conflict asks the model nothing twice.
+#[derive(Default)]
+struct Gathered {
+    conflicts: BTreeSet<RowRef>,
+    answers: CheckAnswers,
+    gate_answers: GateAnswers,
+    calls: Vec<ModelCall>,
+}
+
+impl<S: Store> Engine<S> {
+    /// Runs one turn request (JSON text).
+    pub fn turn(&mut self, json: &str) -> Result<TurnResult, EngineError> {
+        let valid = match request::parse(&self.contract, json) {
+            Ok(valid) => valid,
+            Err(error) => return Ok(TurnResult::Rejected(error)),
+        };
+        self.turn_valid(&valid)
+    }
+
+    /// Runs one validated turn.
+    pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
+        let request = valid.request();
+        if let Some(stored) = self.store.turn(&request.conversation, &request.turn)? {
+            return repeat(valid, &stored);
+        }
+        let mut gathered = Gathered::default();
+        let budget = self.model.as_ref().map(ModelSetup::turn_budget);
+        for _ in 0..MAX_ATTEMPTS {
+            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref());
+            let commit = to_commit(&Decided {
+                valid,
+                decision: &decision,
+                conflicts: &gathered.conflicts,
+                answers: &gathered.answers,
+                gate_answers: &gathered.gate_answers,
+                calls: &gathered.calls,
+            })?;
+            failpoint("before_commit");
+            match self.store.commit(&commit)? {
+                CommitOutcome::Committed { .. } => {
+                    return Ok(TurnResult::Decided { response: decision.response, repeated: false });
+                }
+                CommitOutcome::Duplicate(stored) => return repeat(valid, &stored),
+                CommitOutcome::StaleRevision { table, key, .. } => {
+                    gathered.conflicts.insert(RowRef { table, key });
+                }
+                CommitOutcome::InteractionClosed { .. } | CommitOutcome::DuplicateEffect { .. } => {
+                    // Another process answered the same interaction or committed the same
+                    // effect first: decide again, and the fresh facts will say so.
+                }
+            }
+        }
+        Err(EngineError::Contention(MAX_ATTEMPTS))
+    }
+
+    /// Decides the turn, then decides it again with the answers of the checks and of the
+    /// outbound gate's questions it needs, a round at a time.
+    fn decide_answering(
+        &mut self,
+        valid: &ValidRequest,
+        gathered: &mut Gathered,
+        budget: Option<&warrant_model::TurnBudget>,
+    ) -> Decision {
+        let mut decision = self.decide(valid, gathered);
+        // Step 4: the checks the acts that passed structure need, run at once; deciding
+        // again with their answers can only take away. An act whose effects came only
+        // with an answer may need checks of its own, hence the few rounds; what is still
+        // unanswered after them counts as failed.
+        for _ in 0..model::ROUNDS {
+            let missing: Vec<_> =
+                decision.checks.iter().filter(|c| !gathered.answers.contains_key(&c.id)).cloned().collect();
+            if missing.is_empty() {
+                break;
+            }
+            let round = model::run(self.model.as_ref(), budget, &missing);
+            gathered.answers.extend(round.answers);
+            gathered.calls.extend(round.calls);
+            decision = self.decide(valid, gathered);
+        }
+        // Step 7: the outbound gate's questions about the reply (its coverage checks, its
+        // one rewrite), answered one round at a time; what stays unanswered has failed.
+        for _ in 0..outbound::ROUNDS {
+            let open: Vec<_> = decision
+                .outbound
+                .questions
+                .iter()
+                .filter(|q| !gathered.gate_answers.contains_key(&q.id))
+                .cloned()
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            let (round, round_calls) = outbound::answer(self.model.as_ref(), budget, &open);
+            gathered.gate_answers.extend(round);
+            gathered.calls.extend(round_calls);
+            decision = self.decide(valid, gathered);
+        }
+        decision
+    }
+
+    /// One decision over the stored facts with the answers gathered so far.
+    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered) -> Decision {
+        let facts = StoreFacts::new(&mut self.store);
+        warrant_core::turn::decide_answered(
+            &self.contract,
+            valid,
+            &facts,
+            &gathered.conflicts,
+            (&gathered.answers, &gathered.gate_answers),
+        )
+    }
+}
+
+/// The answer to a turn whose key the store already holds: its recorded response when the
+/// request is the one recorded, and `turn_key_reused` when it is another. The requests are
+/// compared as values (object keys in any order, numbers by value), so a store that keeps the
+/// recorded request in another form (PostgreSQL's JSONB) still recognises it.
+fn repeat(valid: &ValidRequest, stored: &StoredTurn) -> Result<TurnResult, EngineError> {
+    let recorded: TurnRequest = serde_json::from_value(stored.request.clone())
+        .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })?;
+    if recorded != *valid.request() {
+        return Ok(TurnResult::Rejected(RequestError {
+            code: ReasonCode::TurnKeyReused,
+            field: "turn".into(),
+            message: format!(
+                "turn `{}` of conversation `{}` was decided for another request; a new request needs a new `turn` key",
+                warrant_core::text::visible(&stored.turn),
+                warrant_core::text::visible(&stored.conversation)
+            ),
+        }));
+    }
+    Ok(TurnResult::Decided { response: stored_response(stored)?, repeated: true })
+}
+
+/// The response recorded for `stored`.
+pub(crate) fn stored_response(stored: &StoredTurn) -> Result<TurnResponse, EngineError> {
+    serde_json::from_value(stored.response.clone())
+        .map_err(|e| EngineError::Corrupt { what: format!("turn `{}`", stored.turn), message: e.to_string() })
+}
