@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use warrant_engine::{EngineError, ModelSource, REPLAY_VERSION, ReplayRecord, TurnResult, load_contract};
-use warrant_store::{Commit, CommitOutcome, SqliteStore, Store, StoredTurn};
+use warrant_store::prelude::*;
+use warrant_store::{Commit, CommitOutcome, SqliteStore, StoredTurn};
 
 use crate::retail_dir;
 
