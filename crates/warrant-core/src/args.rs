@@ -8,12 +8,14 @@ use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
+use crate::facts::RowRef;
 use crate::money::{Currency, Money};
 use crate::operation::{Arg, ArgKind, Operation};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, RowRef, Workspace};
+use crate::verdict::Finding;
 use crate::visibility;
+use crate::workspace::Workspace;
 
 /// An argument's value after its checks.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::derive_id;
 use crate::pointer::TextPointer;
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, derive_id};
+use crate::verdict::Finding;
 
 /// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
 pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
@@ -229,7 +230,7 @@ fn taken(request: &CheckRequest, answer: Option<&CheckAnswer>, blocked: ReasonCo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::Verdict;
+    use crate::verdict::Verdict;
 
     fn request() -> CheckRequest {
         CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing")

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::date::Locale;
 use crate::money::Money;
 use crate::operation::Operation;

@@ -8,10 +8,12 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
+use crate::facts::RowRef;
 use crate::money::{self, Currency};
 use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, RowRef, Workspace};
+use crate::verdict::Finding;
+use crate::workspace::Workspace;
 
 /// A derived quantity.
 #[derive(Debug, Clone, PartialEq)]

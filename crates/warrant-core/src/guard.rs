@@ -25,10 +25,10 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::ladder::{Promotion, PromotionRecord, Refusal, Subject};
 use crate::reason::ReasonCode;
-use crate::request::Call;
+use crate::request::body::Call;
 use crate::source;
 use crate::text::{self, Sentences};
 

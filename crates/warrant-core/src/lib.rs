@@ -11,6 +11,7 @@ pub mod contract;
 pub mod corpus;
 pub mod date;
 pub mod effect;
+pub mod facts;
 pub mod guard;
 pub mod guard_corpus;
 pub mod id;
@@ -31,8 +32,10 @@ pub mod score;
 pub mod source;
 pub mod text;
 pub mod turn;
+pub mod verdict;
 pub mod visibility;
 pub mod wire;
+pub mod workspace;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::records::Table;
 use crate::source::{self, KindSet, SourceKinds};
 

@@ -117,10 +117,12 @@ use serde_json::Value;
 use crate::check::{CheckFailure, CheckVerdict};
 use crate::claim::{self, Backing, Claim, ClaimArgKind, PathName};
 use crate::contract::Contract;
+use crate::facts::{EventRecord, FactError};
+use crate::id::derive_id;
 use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::request::{Draft, RequestError};
-use crate::turn::{EventRecord, FactError, Reason, derive_id};
+use crate::verdict::Reason;
 use crate::visibility;
 
 /// The task names of the gate's model questions.

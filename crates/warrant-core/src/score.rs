@@ -10,9 +10,11 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use rustc_hash::FxHashMap;
+use serde::Deserialize;
 use smallvec::SmallVec;
+use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator, RawScore};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::reason::ReasonCode;
 use crate::source::{self, KindSet, SourceKind, SourceKinds};
 use crate::text::{self, Sentences};
@@ -153,6 +155,32 @@ impl Score {
         }
         Reading { kind, text, operations, rejection }
     }
+}
+
+/// The `[score]` section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScore {
+    #[serde(default)]
+    pub(crate) clause: Vec<RawClause>,
+    #[serde(default)]
+    pub(crate) passive: Vec<RawPassive>,
+}
+
+/// One `[[score.clause]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClause {
+    pub(crate) text: Spanned<String>,
+    pub(crate) op: Spanned<String>,
+    pub(crate) from: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// One `[[score.passive]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPassive {
+    pub(crate) text: Spanned<String>,
 }
 
 /// Compiles the `[score]` section, checking every clause.

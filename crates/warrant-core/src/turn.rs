@@ -5,7 +5,6 @@
 //! one it read, so a replay can decide again from exactly the same facts.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -13,7 +12,7 @@ use serde_json::{Map, Value, json};
 use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
-use crate::change::{self, RowChange};
+use crate::change::RowChange;
 use crate::check::{self, CheckAnswers, CheckRequest};
 use crate::claim::PathName;
 use crate::contract::Contract;
@@ -31,144 +30,15 @@ use crate::request::ValidRequest;
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
 
+pub use crate::facts::{EventRecord, FactError, Facts, Interaction, RowRef};
+pub use crate::verdict::{Finding, Reason, Verdict};
+use crate::workspace::Slot;
+pub use crate::workspace::{RowView, Workspace};
+
 /// The option ids of a confirmation.
 pub const CONFIRM: &str = "confirm";
 /// The option id that declines a confirmation.
 pub const DECLINE: &str = "decline";
-
-/// A row of a table, by key.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct RowRef {
-    /// The table.
-    pub table: String,
-    /// The key.
-    pub key: String,
-}
-
-/// A pending decision the server issued: the act it holds and what it saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Interaction {
-    /// The server-issued id.
-    pub id: String,
-    /// The conversation it belongs to.
-    pub conversation: String,
-    /// The actor it was issued to.
-    pub actor: String,
-    /// The held operation.
-    pub op: String,
-    /// Its arguments as proposed.
-    pub args: Map<String, Value>,
-    /// The source kind that proposed it.
-    pub from: String,
-    /// The closed set of option ids.
-    pub options: Vec<String>,
-    /// The revision of every row the checks read when it was issued.
-    pub revisions: BTreeMap<String, i64>,
-    /// The latest user entry of the turn that proposed it: text pointers point into it, and
-    /// the checks run again against it when the answer comes.
-    #[serde(default)]
-    pub user_text: Option<String>,
-    /// Whether it still waits for an answer.
-    pub open: bool,
-}
-
-/// A fact that could not be read: the act that needed it fails closed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct FactError(pub String);
-
-/// Stored facts, as the engine (or a replay) supplies them.
-pub trait Facts {
-    /// The row, or `None` if it does not exist.
-    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
-    /// The interaction, or `None` if there is none with that id.
-    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError>;
-
-    /// The active promotion record of `subject`'s name, if any; the guard checks that it names
-    /// the exact version in force. A source without promotions has none, so guards observe.
-    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
-        let _ = subject;
-        Ok(None)
-    }
-
-    /// The committed events of `conversation` of kind `kind`, in commit order, for the
-    /// outbound gate. A source without a ledger cannot back any claim: it fails closed.
-    fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        let _ = conversation;
-        Err(FactError(format!("no ledger is served here: events of `{kind}` cannot be read")))
-    }
-}
-
-/// What the gate decided for an act.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Authorized: an effect is committed.
-    Commit,
-    /// Waits for the user's confirmation (an interaction).
-    Hold,
-    /// A question to the user (or a repair) instead.
-    Ask,
-    /// Refused.
-    Refuse,
-}
-
-/// Why, with the field and rule at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reason {
-    /// The stable code.
-    pub code: ReasonCode,
-    /// The request field at fault.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// The policy rules that forbade, by `@id`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub policies: Vec<String>,
-    /// A one-line explanation for people.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-/// A check that took something away: the verdict it forces and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// `Ask` or `Refuse`.
-    pub verdict: Verdict,
-    /// Why.
-    pub reason: Reason,
-}
-
-impl Finding {
-    /// A refusal for `code`.
-    pub fn refuse(code: ReasonCode) -> Finding {
-        Finding { verdict: Verdict::Refuse, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
-    }
-
-    /// A question for `code`.
-    pub fn ask(code: ReasonCode) -> Finding {
-        Finding { verdict: Verdict::Ask, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
-    }
-
-    /// With the field at fault.
-    pub fn field(mut self, field: String) -> Finding {
-        self.reason.field = Some(field);
-        self
-    }
-
-    /// With the field at fault, unless one is already named.
-    pub fn field_if_absent(mut self, field: String) -> Finding {
-        if self.reason.field.is_none() {
-            self.reason.field = Some(field);
-        }
-        self
-    }
-
-    /// With an explanation.
-    pub fn detail(mut self, detail: String) -> Finding {
-        self.reason.detail = Some(detail.replace('\n', " "));
-        self
-    }
-}
 
 /// Where an act came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,19 +177,6 @@ pub struct EffectRecord {
     pub changes: Vec<RowChange>,
 }
 
-/// A committed fact for the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRecord {
-    /// Its id.
-    pub id: String,
-    /// Its kind (for an effect, the operation's name).
-    pub kind: String,
-    /// Its arguments.
-    pub payload: Value,
-    /// The effect it records, if any.
-    pub effect: Option<String>,
-}
-
 /// The facts a decision read, for the replay record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactsRead {
@@ -369,165 +226,6 @@ pub struct OutboundTrace {
     pub questions: Vec<outbound::Question>,
     /// Every claim's verdict.
     pub verdicts: Vec<outbound::ClaimVerdict>,
-}
-
-#[derive(Debug, Clone)]
-struct Slot {
-    /// The row as read from the facts (`None` when it does not exist).
-    read: Option<Record>,
-    /// The working value after this turn's effects so far, shared until an effect changes it
-    /// (so that taking a snapshot before each act costs no copy of the rows).
-    current: Option<Arc<Value>>,
-}
-
-/// A row as the turn sees it now: the revision it was read at, and its current value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowView {
-    /// The revision read.
-    pub revision: i64,
-    /// The value after this turn's effects so far.
-    pub value: Arc<Value>,
-}
-
-/// The rows a turn has read, with the changes its effects have made so far.
-pub struct Workspace<'f> {
-    facts: &'f dyn Facts,
-    rows: BTreeMap<RowRef, Slot>,
-    interactions: BTreeMap<String, Option<Interaction>>,
-    touched: BTreeSet<RowRef>,
-}
-
-impl std::fmt::Debug for Workspace<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workspace").field("rows", &self.rows.len()).finish()
-    }
-}
-
-impl<'f> Workspace<'f> {
-    fn new(facts: &'f dyn Facts) -> Self {
-        Workspace { facts, rows: BTreeMap::new(), interactions: BTreeMap::new(), touched: BTreeSet::new() }
-    }
-
-    /// The row as the turn sees it now (read revision, current value).
-    pub fn row(&mut self, row: &RowRef) -> Result<Option<RowView>, Finding> {
-        if !self.touched.contains(row) {
-            self.touched.insert(row.clone());
-        }
-        if !self.rows.contains_key(row) {
-            let read = self.facts.record(&row.table, &row.key).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable)
-                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
-            })?;
-            let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
-            self.rows.insert(row.clone(), Slot { read, current });
-        }
-        let Some(slot) = self.rows.get(row) else { return Ok(None) };
-        Ok(match (&slot.read, &slot.current) {
-            (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
-            _ => None,
-        })
-    }
-
-    /// Changes the value at `pointer` (object fields and list indexes) inside a row.
-    pub fn update(
-        &mut self,
-        row: &RowRef,
-        pointer: &[String],
-        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
-    ) -> Result<(), Finding> {
-        let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
-        if self.row(row)?.is_none() {
-            return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
-        }
-        let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row) else {
-            return Err(inapplicable(format!("row `{}` vanished", row.key)));
-        };
-        let value = Arc::make_mut(shared);
-        let Some((last, parents)) = pointer.split_last() else {
-            *value = make(Some(value))?;
-            return Ok(());
-        };
-        let mut target = value;
-        for part in parents {
-            target = match target {
-                Value::Object(map) => map.get_mut(part),
-                Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
-                _ => None,
-            }
-            .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
-        }
-        match target {
-            Value::Object(map) => {
-                let new = make(map.get(last))?;
-                map.insert(last.clone(), new);
-            }
-            Value::Array(items) => {
-                let slot = last
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get_mut(i))
-                    .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
-                *slot = make(Some(slot))?;
-            }
-            _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
-        }
-        Ok(())
-    }
-
-    fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
-        if !self.interactions.contains_key(id) {
-            let found = self
-                .facts
-                .interaction(id)
-                .map_err(|e| Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}")))?;
-            self.interactions.insert(id.to_owned(), found);
-        }
-        Ok(self.interactions.get(id).cloned().flatten())
-    }
-
-    fn snapshot(&self) -> BTreeMap<RowRef, Option<Arc<Value>>> {
-        self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
-    }
-
-    fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
-        for (row, current) in snapshot {
-            if let Some(slot) = self.rows.get_mut(&row) {
-                slot.current = current;
-            }
-        }
-    }
-
-    /// What changed in each of `rows` since `since`, field by field.
-    fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
-        let null = Value::Null;
-        rows.iter()
-            .filter_map(|row| {
-                let slot = self.rows.get(row)?;
-                let before = match since.get(row) {
-                    Some(before) => before.as_deref(),
-                    None => slot.read.as_ref().map(|r| &r.value),
-                };
-                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
-                Some(RowChange { row: row.clone(), fields })
-            })
-            .collect()
-    }
-
-    fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
-        let same = |a: &Option<Arc<Value>>, b: &Option<Arc<Value>>| match (a, b) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-            (None, None) => true,
-            _ => false,
-        };
-        self.rows
-            .iter()
-            .filter(|(row, slot)| match since.get(*row) {
-                Some(before) => !same(before, &slot.current),
-                None => slot.current.as_deref() != slot.read.as_ref().map(|r| &r.value),
-            })
-            .map(|(row, _)| row.clone())
-            .collect()
-    }
 }
 
 struct Proposal<'a> {

@@ -5,6 +5,7 @@ mod checks;
 mod contracts;
 mod fuzz_findings;
 mod guards;
+mod module_graph;
 mod outbound;
 mod policies;
 mod properties;
