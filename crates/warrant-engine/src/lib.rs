@@ -366,7 +366,7 @@ impl<S: Store> Engine<S> {
         answers: (&CheckAnswers, &GateAnswers),
     ) -> Decision {
         let facts = StoreFacts { store: RefCell::new(&mut self.store) };
-        turn::decide_answered(&self.contract, valid, &facts, conflicts, answers)
+        turn::decide_answered(&self.contract, valid, &facts, conflicts, answers.0, answers.1)
     }
 
     /// Records an effect's outcome as the executor reports it. A failed effect's own field

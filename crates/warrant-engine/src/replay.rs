@@ -73,7 +73,7 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
             let now = match request::validate(contract, request) {
                 // The recorded answers of the turn's checks: a replay calls no model.
                 Ok(valid) => {
-                    turn::decide_answered(contract, &valid, &facts, &conflicts, (&answers, &gate_answers)).response
+                    turn::decide_answered(contract, &valid, &facts, &conflicts, &answers, &gate_answers).response
                 }
                 Err(error) => {
                     for (i, act) in recorded.acts.iter().enumerate() {
