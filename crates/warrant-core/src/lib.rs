@@ -3,6 +3,8 @@
 //! Everything it needs from the world arrives as an argument, so the same inputs always give
 //! the same decisions, and a replay can prove it.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod args;
 pub mod change;
 pub mod check;

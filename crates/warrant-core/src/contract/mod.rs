@@ -94,22 +94,7 @@ impl Contract {
         let guards = guard::compile(&at, &raw.guards)?;
         let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
         let (currency, tables) = compile_records(&at, raw.records.as_ref(), actor_table)?;
-        let actor = match &raw.actor {
-            None => None,
-            Some(actor) => {
-                let table = actor.table.get_ref();
-                if !tables.iter().any(|t| t.name == *table) {
-                    return Err(at.error(
-                        actor.table.span().start,
-                        ContractErrorKind::BadTable {
-                            table: text::visible(table),
-                            message: "the actor's table is not declared in `[records]`".into(),
-                        },
-                    ));
-                }
-                Some(table.clone())
-            }
-        };
+        let actor = compile_actor(&at, raw.actor.as_ref(), &tables)?;
         let scope = operation::Scope {
             at: &at,
             kinds: &kinds,
@@ -118,37 +103,8 @@ impl Contract {
             has_currency: currency.is_some(),
         };
         let operations = operation::compile(&scope, &raw.operation)?;
-        let mut policy_texts = Vec::new();
-        let mut policy_files = Vec::new();
-        if let Some(policies) = &raw.policies {
-            for file in policies.files.get_ref() {
-                let content = files.read(file.get_ref()).map_err(|message| {
-                    at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
-                })?;
-                policy_files.push(PolicyFile { name: file.get_ref().clone(), text: content.clone() });
-                policy_texts.push((file.get_ref().clone(), content, file.span().start));
-            }
-        }
         let cedar_schema = policy_schema::generate(&tables, actor.as_deref(), &operations);
-        let policies = Policies::compile(&policy_files, &cedar_schema).map_err(|e| match e {
-            PolicyLoadError::At { file, offset, message } => {
-                let (name, text) = policy_files.get(file).map_or(("", ""), |f| (f.name.as_str(), f.text.as_str()));
-                // The error is in the policy file: it names that file, at its own line and column.
-                let origin = companion_path(origin, name);
-                Locator { origin: &origin, text }
-                    .error(offset, ContractErrorKind::BadPolicy { file: name.to_owned(), message })
-            }
-            PolicyLoadError::Schema(message) => {
-                let offset = policy_texts.first().map_or(0, |p| p.2);
-                at.error(
-                    offset,
-                    ContractErrorKind::BadPolicy {
-                        file: String::new(),
-                        message: format!("the Cedar schema generated from the contract is refused: {message}"),
-                    },
-                )
-            }
-        })?;
+        let (policies, policy_texts) = compile_policies(&at, raw.policies.as_ref(), files, &cedar_schema)?;
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
@@ -262,6 +218,71 @@ impl Contract {
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
+}
+
+/// The `[actor]` section: the table whose rows are the actors, which `[records]` must declare.
+fn compile_actor(at: &Locator<'_>, raw: Option<&RawActor>, tables: &[Table]) -> Result<Option<String>, ContractError> {
+    let actor = match raw {
+        None => None,
+        Some(actor) => {
+            let table = actor.table.get_ref();
+            if !tables.iter().any(|t| t.name == *table) {
+                return Err(at.error(
+                    actor.table.span().start,
+                    ContractErrorKind::BadTable {
+                        table: text::visible(table),
+                        message: "the actor's table is not declared in `[records]`".into(),
+                    },
+                ));
+            }
+            Some(table.clone())
+        }
+    };
+    Ok(actor)
+}
+
+/// The policy files as the contract's hash covers them: name, text, and the offset of the name.
+type PolicyTexts = Vec<(String, String, usize)>;
+
+/// The `[policies]` section: each Cedar file read through `files`, checked against the schema
+/// generated from the contract; with the texts (name, text, offset) that the contract's hash covers.
+fn compile_policies(
+    at: &Locator<'_>,
+    raw: Option<&RawPolicies>,
+    files: &dyn ContractFiles,
+    cedar_schema: &serde_json::Value,
+) -> Result<(Policies, PolicyTexts), ContractError> {
+    let mut policy_texts = Vec::new();
+    let mut policy_files = Vec::new();
+    if let Some(policies) = raw {
+        for file in policies.files.get_ref() {
+            let content = files.read(file.get_ref()).map_err(|message| {
+                at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
+            })?;
+            policy_files.push(PolicyFile { name: file.get_ref().clone(), text: content.clone() });
+            policy_texts.push((file.get_ref().clone(), content, file.span().start));
+        }
+    }
+    let policies = Policies::compile(&policy_files, cedar_schema).map_err(|e| match e {
+        PolicyLoadError::At { file, offset, message } => {
+            let (name, text) = policy_files.get(file).map_or(("", ""), |f| (f.name.as_str(), f.text.as_str()));
+            // The error is in the policy file: it names that file, at its own line and column.
+            let origin = companion_path(at.origin, name);
+            Locator { origin: &origin, text }
+                .error(offset, ContractErrorKind::BadPolicy { file: name.to_owned(), message })
+        }
+        PolicyLoadError::Schema(message) => {
+            let offset = policy_texts.first().map_or(0, |p| p.2);
+            at.error(
+                offset,
+                ContractErrorKind::BadPolicy {
+                    file: String::new(),
+                    message: format!("the Cedar schema generated from the contract is refused: {message}"),
+                },
+            )
+        }
+    })?;
+    Ok((policies, policy_texts))
 }
 
 fn compile_kinds(at: &Locator<'_>, kinds: &Spanned<Vec<Spanned<String>>>) -> Result<SourceKinds, ContractError> {
