@@ -10,11 +10,13 @@ pub mod change;
 pub mod check;
 pub mod claim;
 pub mod contract;
+#[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod date;
 pub mod effect;
 pub mod facts;
 pub mod guard;
+#[cfg(feature = "corpus")]
 pub mod guard_corpus;
 pub mod id;
 pub mod ladder;
@@ -22,6 +24,7 @@ pub mod limits;
 pub mod money;
 pub mod operation;
 pub mod outbound;
+#[cfg(feature = "corpus")]
 pub mod outbound_corpus;
 pub mod pointer;
 pub mod policy;
