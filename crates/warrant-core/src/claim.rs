@@ -19,7 +19,7 @@ use crate::source;
 use crate::text;
 
 /// The semantic check a path may declare: does the text claim more than its claims list?
-pub const CLAIMS_COVERAGE: &str = "claims_coverage";
+pub const CLAIMS_COVERAGE: &str = crate::check::ModelTask::ClaimsCoverage.name();
 
 /// The kind of an argument of a claim: the operation argument kinds that a statement of fact
 /// can carry.

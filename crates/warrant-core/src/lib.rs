@@ -44,5 +44,5 @@ pub mod workspace;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;
-pub use score::{Clause, Operation, Reading, Rejection, Score};
+pub use score::{Clause, Performed, Reading, Rejection, Score};
 pub use source::{KindSet, SourceKind, SourceKinds};

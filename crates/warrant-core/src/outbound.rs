@@ -126,7 +126,7 @@ use crate::verdict::Reason;
 use crate::visibility;
 
 /// The task names of the gate's model questions.
-pub const REWRITE: &str = "rewrite";
+pub const REWRITE: &str = crate::check::ModelTask::Rewrite.name();
 
 /// The facts the gate reads: authoritative rows and the conversation's committed events.
 pub trait LedgerFacts {
@@ -146,12 +146,12 @@ pub struct LedgerRead {
 }
 
 /// Logs every fact read through it.
-struct Reading<'f> {
+struct LedgerReading<'f> {
     facts: &'f dyn LedgerFacts,
     log: RefCell<LedgerRead>,
 }
 
-impl LedgerFacts for Reading<'_> {
+impl LedgerFacts for LedgerReading<'_> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
         let found = self.facts.record(table, key)?;
         let mut log = self.log.borrow_mut();
@@ -848,7 +848,7 @@ pub fn clear(
     answers: &GateAnswers,
 ) -> Result<Gate, RequestError> {
     let (path, channel) = check_route(contract, outgoing)?;
-    let reading = Reading { facts, log: RefCell::new(LedgerRead::default()) };
+    let reading = LedgerReading { facts, log: RefCell::new(LedgerRead::default()) };
     let input = GateInput { contract, recipient: outgoing.actor, facts: &reading, answers };
     let mut log = GateLog::default();
     let draft = outgoing.draft;

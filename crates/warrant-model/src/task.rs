@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use warrant_core::check::{CheckFailure, CheckVerdict};
+use warrant_core::check::{CheckFailure, CheckVerdict, ModelTask};
 
 use crate::budget::{TaskLimits, TurnBudget};
 use crate::provider::{ChatAnswer, ChatRequest, Message, Provider, ProviderError, canonical};
@@ -21,8 +21,10 @@ pub trait Task {
     type Input;
     /// What it returns beside its verdict (a pointer, a draft; often nothing).
     type Output;
+    /// The task.
+    const TASK: ModelTask;
     /// The task's name (`value_stated`).
-    const NAME: &'static str;
+    const NAME: &'static str = Self::TASK.name();
     /// The built-in prompt.
     fn prompt() -> &'static str;
     /// The JSON schema of the answer.
