@@ -8,7 +8,6 @@
 pub mod args;
 pub mod change;
 pub mod check;
-pub mod claim;
 pub mod contract;
 #[cfg(feature = "corpus")]
 pub mod corpus;
@@ -16,16 +15,12 @@ pub mod date;
 pub mod effect;
 pub mod facts;
 pub mod guard;
-#[cfg(feature = "corpus")]
-pub mod guard_corpus;
 pub mod id;
 pub mod ladder;
 pub mod limits;
 pub mod money;
 pub mod operation;
 pub mod outbound;
-#[cfg(feature = "corpus")]
-pub mod outbound_corpus;
 pub mod pointer;
 pub mod policy;
 pub mod policy_schema;
@@ -46,3 +41,10 @@ pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;
 pub use score::{Clause, Performed, Reading, Rejection, Score};
 pub use source::{KindSet, SourceKind, SourceKinds};
+
+// The modules grouped by concern keep their old paths.
+#[cfg(feature = "corpus")]
+pub use guard::corpus as guard_corpus;
+pub use outbound::claim;
+#[cfg(feature = "corpus")]
+pub use outbound::corpus as outbound_corpus;

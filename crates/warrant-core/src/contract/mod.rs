@@ -9,11 +9,11 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::limits::{self, Limits, RawLimits};
 use crate::money;
 use crate::operation::{self, Operation, RawOperation};
+use crate::outbound::claim::{self, Outbound, RawOutbound};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
 use crate::records::{Table, TableSource, Visibility};

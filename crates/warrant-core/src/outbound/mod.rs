@@ -108,14 +108,18 @@
 //! assert_eq!(outbox.0[0].text(), "Hello.");
 //! ```
 
+pub mod claim;
+#[cfg(feature = "corpus")]
+pub mod corpus;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use self::claim::{Backing, Claim, ClaimArgKind, PathName};
 use crate::check::{CheckFailure, CheckVerdict};
-use crate::claim::{self, Backing, Claim, ClaimArgKind, PathName};
 use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
 use crate::id::derive_id;

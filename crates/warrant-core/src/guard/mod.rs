@@ -17,6 +17,9 @@
 //! [`Enforcing::enforce`], and an [`Enforcing`] can be made only from a [`Promotion`] for this
 //! exact guard version, which only the ladder makes.
 
+#[cfg(feature = "corpus")]
+pub mod corpus;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 
