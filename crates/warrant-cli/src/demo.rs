@@ -58,7 +58,7 @@ struct CoverageStandIn;
 
 impl Provider for CoverageStandIn {
     fn complete(&self, request: &ChatRequest, _timeout: Duration) -> Result<ChatAnswer, ProviderError> {
-        if request.schema_name == "claims_coverage" {
+        if request.schema_name == warrant_core::check::ModelTask::ClaimsCoverage.name() {
             return Ok(ChatAnswer {
                 content: json!({"unlisted_claim": "no"}).to_string(),
                 prompt_tokens: 0,

@@ -180,14 +180,15 @@ fn record(args: &RecordArgs) -> Result<(), Exit> {
 }
 
 fn builtin(task: &str) -> Result<PromptVersion, Exit> {
+    use warrant_core::check::ModelTask;
     use warrant_model::tasks::*;
-    Ok(match task {
-        "value_stated" => PromptVersion::builtin::<ValueStated>(),
-        "locate" => PromptVersion::builtin::<Locate>(),
-        "uncovered_request" => PromptVersion::builtin::<UncoveredRequest>(),
-        "claims_coverage" => PromptVersion::builtin::<ClaimsCoverage>(),
-        "rewrite" => PromptVersion::builtin::<Rewrite>(),
-        other => return Err(Exit::Input(format!("no task is named `{other}`"))),
+    Ok(match ModelTask::from_name(task) {
+        Some(ModelTask::ValueStated) => PromptVersion::builtin::<ValueStated>(),
+        Some(ModelTask::Locate) => PromptVersion::builtin::<Locate>(),
+        Some(ModelTask::UncoveredRequest) => PromptVersion::builtin::<UncoveredRequest>(),
+        Some(ModelTask::ClaimsCoverage) => PromptVersion::builtin::<ClaimsCoverage>(),
+        Some(ModelTask::Rewrite) => PromptVersion::builtin::<Rewrite>(),
+        None => return Err(Exit::Input(format!("no task is named `{task}`"))),
     })
 }
 

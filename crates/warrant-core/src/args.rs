@@ -8,12 +8,14 @@ use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
+use crate::facts::RowRef;
 use crate::money::{Currency, Money};
 use crate::operation::{Arg, ArgKind, Operation};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, RowRef, Workspace};
-use crate::visibility;
+use crate::verdict::Finding;
+use crate::visibility::{self, RowValue};
+use crate::workspace::Workspace;
 
 /// An argument's value after its checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,6 +128,102 @@ fn string_list(value: &Value) -> Result<Vec<String>, Finding> {
     items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(|| wrong_type("a list of ids"))).collect()
 }
 
+/// A `record` argument: an id (or an id with the revision the model saw) of a row the actor may see.
+fn check_record(
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    table: &str,
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let (key, seen_revision) = match value {
+        Value::String(key) => (key.clone(), None),
+        Value::Object(map) => {
+            let key =
+                map.get("id").and_then(Value::as_str).ok_or_else(|| wrong_type("an id or {\"id\",\"revision\"}"))?;
+            let revision = map.get("revision").and_then(Value::as_i64);
+            if map.keys().any(|k| k != "id" && k != "revision") {
+                return Err(wrong_type("an id or {\"id\",\"revision\"}"));
+            }
+            (key.to_owned(), revision)
+        }
+        _ => return Err(wrong_type("an id")),
+    };
+    let row = RowRef { table: table.to_owned(), key };
+    let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+    require_visible(ctx, work, &row, &record.value)?;
+    if let Some(seen) = seen_revision
+        && seen != record.revision
+    {
+        return Err(Finding::refuse(ReasonCode::StaleRevision)
+            .detail(format!("the model saw revision {seen}; the record is at {}", record.revision)));
+    }
+    Ok(Checked::Record(row))
+}
+
+/// A `records` argument: ids of rows the actor may see, each meeting the declared requirements.
+fn check_records(
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    table: &str,
+    require: &BTreeMap<String, Value>,
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let keys = string_list(value)?;
+    let mut rows = Vec::with_capacity(keys.len());
+    for key in keys {
+        let row = RowRef { table: table.to_owned(), key };
+        let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
+        require_visible(ctx, work, &row, &record.value)?;
+        for (field, expected) in require {
+            if record.value.get(field) != Some(expected) {
+                return Err(Finding::refuse(ReasonCode::RequirementUnmet).detail(format!(
+                    "`{}` of `{}` is not {expected}",
+                    field,
+                    crate::text::visible(&row.key)
+                )));
+            }
+        }
+        rows.push(row);
+    }
+    Ok(Checked::Records(rows))
+}
+
+/// A `text` argument: a pointer into the user's message, resolved to the exact words it holds.
+fn check_text(ctx: &ArgContext<'_>, allow_empty: bool, value: &Value) -> Result<Checked, Finding> {
+    if allow_empty && value.as_str() == Some("") {
+        return Ok(Checked::Text(String::new()));
+    }
+    let pointer: TextPointer = serde_json::from_value(value.clone()).map_err(|e| {
+        Finding::ask(ReasonCode::PointerInvalid)
+            .detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}"))
+    })?;
+    let text = ctx.user_text.ok_or_else(|| {
+        Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
+    })?;
+    let numbered = NumberedText::new(text);
+    let resolved = pointer::resolve(&numbered, &pointer)
+        .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
+    let value = resolved.value.to_owned();
+    Ok(Checked::Text(value))
+}
+
+/// A `money` argument: an exact amount in the contract's one currency, in minor units.
+fn check_money(ctx: &ArgContext<'_>, value: &Value) -> Result<Checked, Finding> {
+    let money: Money = Money::from_json(value)
+        .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+    // Policies and effects compare and add an argument's minor units with the records',
+    // so an amount in any other currency would be read as a different amount.
+    if ctx.currency != Some(money.currency()) {
+        let accepted = ctx.currency.map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.code()));
+        return Err(Finding::refuse(ReasonCode::CurrencyNotAccepted)
+            .detail(format!("`{}` is not the contract's currency ({accepted})", money.currency().code())));
+    }
+    let units = money
+        .to_minor_units()
+        .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+    Ok(Checked::Money { units, currency: money.currency().code().to_owned() })
+}
+
 fn check_one(
     ctx: &ArgContext<'_>,
     work: &mut Workspace<'_>,
@@ -143,53 +241,8 @@ fn check_one(
                     .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
             }
         }
-        ArgKind::Record { table } => {
-            let (key, seen_revision) = match value {
-                Value::String(key) => (key.clone(), None),
-                Value::Object(map) => {
-                    let key = map
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| wrong_type("an id or {\"id\",\"revision\"}"))?;
-                    let revision = map.get("revision").and_then(Value::as_i64);
-                    if map.keys().any(|k| k != "id" && k != "revision") {
-                        return Err(wrong_type("an id or {\"id\",\"revision\"}"));
-                    }
-                    (key.to_owned(), revision)
-                }
-                _ => return Err(wrong_type("an id")),
-            };
-            let row = RowRef { table: table.clone(), key };
-            let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
-            require_visible(ctx, work, &row, &record.value)?;
-            if let Some(seen) = seen_revision
-                && seen != record.revision
-            {
-                return Err(Finding::refuse(ReasonCode::StaleRevision)
-                    .detail(format!("the model saw revision {seen}; the record is at {}", record.revision)));
-            }
-            Ok(Checked::Record(row))
-        }
-        ArgKind::Records { table, require, .. } => {
-            let keys = string_list(value)?;
-            let mut rows = Vec::with_capacity(keys.len());
-            for key in keys {
-                let row = RowRef { table: table.clone(), key };
-                let record = work.row(&row)?.ok_or_else(|| unknown_record(&row))?;
-                require_visible(ctx, work, &row, &record.value)?;
-                for (field, expected) in require {
-                    if record.value.get(field) != Some(expected) {
-                        return Err(Finding::refuse(ReasonCode::RequirementUnmet).detail(format!(
-                            "`{}` of `{}` is not {expected}",
-                            field,
-                            crate::text::visible(&row.key)
-                        )));
-                    }
-                }
-                rows.push(row);
-            }
-            Ok(Checked::Records(rows))
-        }
+        ArgKind::Record { table } => check_record(ctx, work, table, value),
+        ArgKind::Records { table, require, .. } => check_records(ctx, work, table, require, value),
         ArgKind::Member { of, path, key } => {
             let id = value.as_str().ok_or_else(|| wrong_type("an id"))?;
             let container = container_row(ctx, earlier, of)?;
@@ -204,23 +257,7 @@ fn check_one(
             let container = container_row(ctx, earlier, of)?;
             locate_members(work, &container, path, key.as_deref(), &ids).map(Checked::Members)
         }
-        ArgKind::Text { allow_empty } => {
-            if *allow_empty && value.as_str() == Some("") {
-                return Ok(Checked::Text(String::new()));
-            }
-            let pointer: TextPointer = serde_json::from_value(value.clone()).map_err(|e| {
-                Finding::ask(ReasonCode::PointerInvalid)
-                    .detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}"))
-            })?;
-            let text = ctx.user_text.ok_or_else(|| {
-                Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
-            })?;
-            let numbered = NumberedText::new(text);
-            let resolved = pointer::resolve(&numbered, &pointer)
-                .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
-            let value = resolved.value.to_owned();
-            Ok(Checked::Text(value))
-        }
+        ArgKind::Text { allow_empty } => check_text(ctx, *allow_empty, value),
         ArgKind::Date => {
             let expr: DateExpr = serde_json::from_value(value.clone())
                 .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;
@@ -228,21 +265,7 @@ fn check_one(
                 .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("{}: {e}", e.code())))?;
             Ok(Checked::Date(day.to_string()))
         }
-        ArgKind::Money => {
-            let money: Money = Money::from_json(value)
-                .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
-            // Policies and effects compare and add an argument's minor units with the records',
-            // so an amount in any other currency would be read as a different amount.
-            if ctx.currency != Some(money.currency()) {
-                let accepted = ctx.currency.map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.code()));
-                return Err(Finding::refuse(ReasonCode::CurrencyNotAccepted)
-                    .detail(format!("`{}` is not the contract's currency ({accepted})", money.currency().code())));
-            }
-            let units = money
-                .to_minor_units()
-                .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
-            Ok(Checked::Money { units, currency: money.currency().code().to_owned() })
-        }
+        ArgKind::Money => check_money(ctx, value),
         ArgKind::Integer { min, max } => {
             let n = value.as_i64().ok_or_else(|| wrong_type("an integer"))?;
             if n < *min || n > *max {
@@ -261,7 +284,7 @@ fn require_visible(ctx: &ArgContext<'_>, work: &mut Workspace<'_>, row: &RowRef,
     let mut parent = |table: &str, key: &str| {
         work.row(&RowRef { table: table.to_owned(), key: key.to_owned() }).map(|r| r.map(|r| (*r.value).clone()))
     };
-    if visibility::visible(ctx.contract, actor, (&row.table, &row.key, value), &mut parent)? {
+    if visibility::visible(ctx.contract, actor, RowValue { table: &row.table, key: &row.key, value }, &mut parent)? {
         Ok(())
     } else {
         Err(unknown_record(row))

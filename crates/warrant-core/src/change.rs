@@ -12,7 +12,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::turn::RowRef;
+use crate::facts::RowRef;
 
 /// The fields one effect changed in one row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,9 +9,62 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::derive_id;
 use crate::pointer::TextPointer;
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, derive_id};
+use crate::verdict::Finding;
+
+/// The model tasks, by the names contracts, prompts and replay records write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelTask {
+    /// "Is this pointed value what the user said?" Declared on `text` arguments.
+    ValueStated,
+    /// "Which words of the user's message give this plain value?" Asked when an agent proposes a
+    /// plain string for a `text` argument instead of a pointer; its answer is a pointer that code
+    /// checks as if the agent had sent it.
+    Locate,
+    /// "Does the latest user message hold a request that no act of the turn covers?" Asked once
+    /// per turn when the contract's `[model]` section names it.
+    UncoveredRequest,
+    /// "Does the text state more than its backed claims?" The outbound gate's coverage check.
+    ClaimsCoverage,
+    /// The outbound gate's rewrite of a draft from its backed claims.
+    Rewrite,
+}
+
+impl ModelTask {
+    /// Every task, in the order contracts list them.
+    pub const ALL: [ModelTask; 5] = [
+        ModelTask::ValueStated,
+        ModelTask::Locate,
+        ModelTask::UncoveredRequest,
+        ModelTask::ClaimsCoverage,
+        ModelTask::Rewrite,
+    ];
+
+    /// The task's name, as serialized.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelTask::ValueStated => "value_stated",
+            ModelTask::Locate => "locate",
+            ModelTask::UncoveredRequest => "uncovered_request",
+            ModelTask::ClaimsCoverage => "claims_coverage",
+            ModelTask::Rewrite => "rewrite",
+        }
+    }
+
+    /// The task of that name, if there is one.
+    pub fn from_name(name: &str) -> Option<ModelTask> {
+        ModelTask::ALL.into_iter().find(|task| task.name() == name)
+    }
+}
+
+impl std::fmt::Display for ModelTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
 pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
@@ -21,19 +74,22 @@ pub const TURN_CHECKS: &[&str] = &[UNCOVERED_REQUEST];
 
 /// Every model task a contract may give limits to (`[model.tasks.NAME]`); warrant-model runs
 /// exactly these.
-pub const MODEL_TASKS: &[&str] = &[VALUE_STATED, LOCATE, UNCOVERED_REQUEST, "claims_coverage", "rewrite"];
+pub const MODEL_TASKS: &[&str] = &[
+    ModelTask::ValueStated.name(),
+    ModelTask::Locate.name(),
+    ModelTask::UncoveredRequest.name(),
+    ModelTask::ClaimsCoverage.name(),
+    ModelTask::Rewrite.name(),
+];
 
-/// "Is this pointed value what the user said?" Declared on `text` arguments.
-pub const VALUE_STATED: &str = "value_stated";
+/// [`ModelTask::ValueStated`]'s name.
+pub const VALUE_STATED: &str = ModelTask::ValueStated.name();
 
-/// "Which words of the user's message give this plain value?" Asked when an agent proposes a
-/// plain string for a `text` argument instead of a pointer; its answer is a pointer that code
-/// checks as if the agent had sent it.
-pub const LOCATE: &str = "locate";
+/// [`ModelTask::Locate`]'s name.
+pub const LOCATE: &str = ModelTask::Locate.name();
 
-/// "Does the latest user message hold a request that no act of the turn covers?" Asked once
-/// per turn when the contract's `[model]` section names it.
-pub const UNCOVERED_REQUEST: &str = "uncovered_request";
+/// [`ModelTask::UncoveredRequest`]'s name.
+pub const UNCOVERED_REQUEST: &str = ModelTask::UncoveredRequest.name();
 
 /// A question the decision needs answered before an act may go on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,7 +285,17 @@ fn taken(request: &CheckRequest, answer: Option<&CheckAnswer>, blocked: ReasonCo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::Verdict;
+    use crate::verdict::Verdict;
+
+    #[test]
+    fn a_model_task_is_serialized_as_its_name() {
+        for task in ModelTask::ALL {
+            assert_eq!(serde_json::to_value(task).unwrap(), serde_json::Value::String(task.name().to_owned()));
+            assert_eq!(ModelTask::from_name(task.name()), Some(task));
+        }
+        assert_eq!(MODEL_TASKS, ModelTask::ALL.map(ModelTask::name));
+        assert_eq!(ModelTask::from_name("value-stated"), None);
+    }
 
     fn request() -> CheckRequest {
         CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing")

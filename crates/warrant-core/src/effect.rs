@@ -8,10 +8,12 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
+use crate::facts::RowRef;
 use crate::money::{self, Currency};
 use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
-use crate::turn::{Finding, RowRef, Workspace};
+use crate::verdict::Finding;
+use crate::workspace::Workspace;
 
 /// A derived quantity.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,104 +275,112 @@ impl Eval<'_> {
                     number(sum, currency)
                 })
             }
-            Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
-                let matches = |value: &Value, conditions: &[(String, Value)]| {
-                    conditions.iter().all(|(k, v)| value.get(k) == Some(v))
-                };
-                let elements: Vec<Value> = self.leaves(work, list)?.into_iter().map(|l| l.value).collect();
-                let targets = self.targets(into)?;
-                let list_table = self.args.get(&list.root).and_then(|c| match c {
-                    Checked::Record(row) => Some(row.table.clone()),
-                    _ => None,
-                });
-                let currency = self.currency()?;
-                for element in elements.iter().filter(|e| matches(e, when_element)) {
-                    let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
-                    let units_added = match element.get(amount) {
-                        Some(n @ Value::Number(_))
-                            if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) =>
-                        {
-                            units(n, currency)?
-                        }
-                        _ => {
-                            return Err(inapplicable(format!(
-                                "`{amount}` of an element of `{}` is not a money field",
-                                list.root
-                            )));
-                        }
+            Change::AddEach { .. } => self.add_each(work, &step.change),
+            Change::Append { path, entry } => self.append(work, path, entry),
+            Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
+        }
+    }
+
+    /// `add_each`: an amount of each matching element of a list added to a field of the member
+    /// it names, in every target row.
+    fn add_each(&self, work: &mut Workspace<'_>, change: &Change) -> Result<(), Finding> {
+        let Change::AddEach { list, into, key, amount, field, when_element, when_member } = change else {
+            return Ok(());
+        };
+        let matches =
+            |value: &Value, conditions: &[(String, Value)]| conditions.iter().all(|(k, v)| value.get(k) == Some(v));
+        let elements: Vec<Value> = self.leaves(work, list)?.into_iter().map(|l| l.value).collect();
+        let targets = self.targets(into)?;
+        let list_table = self.args.get(&list.root).and_then(|c| match c {
+            Checked::Record(row) => Some(row.table.clone()),
+            _ => None,
+        });
+        let currency = self.currency()?;
+        for element in elements.iter().filter(|e| matches(e, when_element)) {
+            let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
+            let units_added = match element.get(amount) {
+                Some(n @ Value::Number(_)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
+                    units(n, currency)?
+                }
+                _ => {
+                    return Err(inapplicable(format!(
+                        "`{amount}` of an element of `{}` is not a money field",
+                        list.root
+                    )));
+                }
+            };
+            for (row, prefix) in &targets {
+                let Some(container) = work.row(row)? else { continue };
+                let mut member_value: &Value = &container.value;
+                for part in prefix {
+                    member_value = member_value.get(part).unwrap_or(&Value::Null);
+                }
+                let Some(member) = member_value.get(member_id) else { continue };
+                if !matches(member, when_member) {
+                    continue;
+                }
+                let mut pointer = prefix.clone();
+                pointer.push(member_id.to_owned());
+                pointer.push(field.clone());
+                work.update(row, &pointer, |old| {
+                    let Some(old @ Value::Number(_)) = old else {
+                        return Err(inapplicable(format!("`{field}` of `{member_id}` is not a number")));
                     };
-                    for (row, prefix) in &targets {
-                        let Some(container) = work.row(row)? else { continue };
-                        let mut member_value: &Value = &container.value;
-                        for part in prefix {
-                            member_value = member_value.get(part).unwrap_or(&Value::Null);
-                        }
-                        let Some(member) = member_value.get(member_id) else { continue };
-                        if !matches(member, when_member) {
-                            continue;
-                        }
-                        let mut pointer = prefix.clone();
-                        pointer.push(member_id.to_owned());
-                        pointer.push(field.clone());
-                        work.update(row, &pointer, |old| {
-                            let Some(old @ Value::Number(_)) = old else {
-                                return Err(inapplicable(format!("`{field}` of `{member_id}` is not a number")));
-                            };
-                            let after = units(old, currency)?
-                                .checked_add(units_added)
-                                .ok_or_else(|| inapplicable("the amount overflows".into()))?;
-                            number(after, currency)
-                        })?;
-                    }
-                }
-                Ok(())
-            }
-            Change::Append { path, entry } => {
-                let mut object = serde_json::Map::new();
-                for (name, source) in entry {
-                    let value = match source {
-                        EntryValue::Value(v) => v.clone(),
-                        EntryValue::Arg(arg) => self.args.get(arg).map_or(Value::Null, Checked::to_json),
-                        EntryValue::Money(expr) => match self.eval(work, expr)? {
-                            Derived::Int(units) => number(units, self.currency()?)?,
-                            Derived::Json(v) => return Err(inapplicable(format!("`{v}` is not an amount"))),
-                        },
-                        EntryValue::Derived(name) => self.derived.get(name).map_or(Value::Null, Derived::to_json),
-                    };
-                    object.insert(name.clone(), value);
-                }
-                let object = Value::Object(object);
-                self.set(work, path, |old| match old {
-                    Some(Value::Array(items)) => {
-                        let mut items = items.clone();
-                        items.push(object.clone());
-                        Ok(Value::Array(items))
-                    }
-                    None | Some(Value::Null) => Ok(Value::Array(vec![object.clone()])),
-                    Some(_) => Err(inapplicable("appending to a field that is not a list".into())),
-                })
-            }
-            Change::Swap { members, with, fields } => {
-                let (Some(Checked::Members(old)), Some(Checked::Records(new))) =
-                    (self.args.get(members), self.args.get(with))
-                else {
-                    return Err(inapplicable("swap needs its checked lists".into()));
-                };
-                for (member, row) in old.iter().zip(new) {
-                    let replacement =
-                        work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                    let mut pointer = vec![member.path.clone()];
-                    pointer.push(member.position.map_or_else(|| member.id.clone(), |p| p.to_string()));
-                    for field in fields {
-                        let value = replacement.value.get(field).cloned().unwrap_or(Value::Null);
-                        let mut at = pointer.clone();
-                        at.push(field.clone());
-                        work.update(&member.row, &at, |_| Ok(value.clone()))?;
-                    }
-                }
-                Ok(())
+                    let after = units(old, currency)?
+                        .checked_add(units_added)
+                        .ok_or_else(|| inapplicable("the amount overflows".into()))?;
+                    number(after, currency)
+                })?;
             }
         }
+        Ok(())
+    }
+
+    /// `append`: an entry built from values, arguments, amounts and derived quantities added to a list.
+    fn append(&self, work: &mut Workspace<'_>, path: &Path, entry: &[(String, EntryValue)]) -> Result<(), Finding> {
+        let mut object = serde_json::Map::new();
+        for (name, source) in entry {
+            let value = match source {
+                EntryValue::Value(v) => v.clone(),
+                EntryValue::Arg(arg) => self.args.get(arg).map_or(Value::Null, Checked::to_json),
+                EntryValue::Money(expr) => match self.eval(work, expr)? {
+                    Derived::Int(units) => number(units, self.currency()?)?,
+                    Derived::Json(v) => return Err(inapplicable(format!("`{v}` is not an amount"))),
+                },
+                EntryValue::Derived(name) => self.derived.get(name).map_or(Value::Null, Derived::to_json),
+            };
+            object.insert(name.clone(), value);
+        }
+        let object = Value::Object(object);
+        self.set(work, path, |old| match old {
+            Some(Value::Array(items)) => {
+                let mut items = items.clone();
+                items.push(object.clone());
+                Ok(Value::Array(items))
+            }
+            None | Some(Value::Null) => Ok(Value::Array(vec![object.clone()])),
+            Some(_) => Err(inapplicable("appending to a field that is not a list".into())),
+        })
+    }
+
+    /// `swap`: the fields of each checked member replaced by those of the record it is swapped with.
+    fn swap(&self, work: &mut Workspace<'_>, members: &str, with: &str, fields: &[String]) -> Result<(), Finding> {
+        let (Some(Checked::Members(old)), Some(Checked::Records(new))) = (self.args.get(members), self.args.get(with))
+        else {
+            return Err(inapplicable("swap needs its checked lists".into()));
+        };
+        for (member, row) in old.iter().zip(new) {
+            let replacement = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+            let mut pointer = vec![member.path.clone()];
+            pointer.push(member.position.map_or_else(|| member.id.clone(), |p| p.to_string()));
+            for field in fields {
+                let value = replacement.value.get(field).cloned().unwrap_or(Value::Null);
+                let mut at = pointer.clone();
+                at.push(field.clone());
+                work.update(&member.row, &at, |_| Ok(value.clone()))?;
+            }
+        }
+        Ok(())
     }
 
     fn set(

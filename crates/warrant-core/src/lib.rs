@@ -3,23 +3,24 @@
 //! Everything it needs from the world arrives as an argument, so the same inputs always give
 //! the same decisions, and a replay can prove it.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod args;
 pub mod change;
 pub mod check;
-pub mod claim;
 pub mod contract;
+#[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod date;
 pub mod effect;
+pub mod facts;
 pub mod guard;
-pub mod guard_corpus;
 pub mod id;
 pub mod ladder;
 pub mod limits;
 pub mod money;
 pub mod operation;
 pub mod outbound;
-pub mod outbound_corpus;
 pub mod pointer;
 pub mod policy;
 pub mod policy_schema;
@@ -31,10 +32,19 @@ pub mod score;
 pub mod source;
 pub mod text;
 pub mod turn;
+pub mod verdict;
 pub mod visibility;
 pub mod wire;
+pub mod workspace;
 
 pub use contract::{Contract, ContractError, ContractErrorKind};
 pub use reason::ReasonCode;
-pub use score::{Clause, Operation, Reading, Rejection, Score};
+pub use score::{Clause, Performed, Reading, Rejection, Score};
 pub use source::{KindSet, SourceKind, SourceKinds};
+
+// The modules grouped by concern keep their old paths.
+#[cfg(feature = "corpus")]
+pub use guard::corpus as guard_corpus;
+pub use outbound::claim;
+#[cfg(feature = "corpus")]
+pub use outbound::corpus as outbound_corpus;

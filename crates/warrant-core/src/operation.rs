@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::records::Table;
 use crate::source::{self, KindSet, SourceKinds};
 
@@ -261,6 +261,32 @@ pub(crate) struct Scope<'a> {
     pub(crate) has_currency: bool,
 }
 
+/// The source kinds that may propose an operation: its `from`, or every kind.
+fn operation_kinds(scope: &Scope<'_>, raw_op: &RawOperation) -> Result<KindSet, ContractError> {
+    let at = |offset: usize, kind| scope.at.error(offset, kind);
+    let name = raw_op.name.get_ref();
+    let from = match &raw_op.from {
+        None => KindSet::all(scope.kinds.len()),
+        Some(list) => {
+            let mut set = KindSet::EMPTY;
+            for kind in list.get_ref() {
+                let k = scope.kinds.get(kind.get_ref()).ok_or_else(|| {
+                    at(
+                        kind.span().start,
+                        ContractErrorKind::UndeclaredOperationKind {
+                            op: name.clone(),
+                            kind: crate::text::visible(kind.get_ref()),
+                        },
+                    )
+                })?;
+                set.insert(k);
+            }
+            set
+        }
+    };
+    Ok(from)
+}
+
 pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Operation>, ContractError> {
     let mut ops: Vec<Operation> = Vec::with_capacity(raw.len());
     for raw_op in raw {
@@ -273,25 +299,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         if ops.iter().any(|o| o.name == *name) {
             return Err(at(name_at, ContractErrorKind::DuplicateOperation(name.clone())));
         }
-        let from = match &raw_op.from {
-            None => KindSet::all(scope.kinds.len()),
-            Some(list) => {
-                let mut set = KindSet::EMPTY;
-                for kind in list.get_ref() {
-                    let k = scope.kinds.get(kind.get_ref()).ok_or_else(|| {
-                        at(
-                            kind.span().start,
-                            ContractErrorKind::UndeclaredOperationKind {
-                                op: name.clone(),
-                                kind: crate::text::visible(kind.get_ref()),
-                            },
-                        )
-                    })?;
-                    set.insert(k);
-                }
-                set
-            }
-        };
+        let from = operation_kinds(scope, raw_op)?;
         let mut args = Vec::with_capacity(raw_op.args.len());
         for (arg_name, raw_arg) in &raw_op.args {
             let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref()).map_err(|message| {
@@ -310,28 +318,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         };
         check_arg_references(scope, &op)
             .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
-        if let Some(resource) = &raw_op.resource {
-            match op.arg(resource.get_ref()).map(|a| &a.kind) {
-                Some(ArgKind::Record { .. }) => op.resource = Some(resource.get_ref().clone()),
-                _ => {
-                    return Err(at(
-                        resource.span().start,
-                        ContractErrorKind::BadOperation {
-                            op: name.clone(),
-                            message: format!("`resource` must name a record argument, not `{}`", resource.get_ref()),
-                        },
-                    ));
-                }
-            }
-        } else if !scope.has_actor {
-            return Err(at(
-                name_at,
-                ContractErrorKind::BadOperation {
-                    op: name.clone(),
-                    message: "an operation without `resource` needs an `[actor]` table".into(),
-                },
-            ));
-        }
+        op.resource = operation_resource(scope, raw_op, &op)?;
         for derive in &raw_op.derive {
             let expr =
                 parse_expr(derive.expr.get_ref()).and_then(|e| check_expr(&op, &e).map(|()| e)).map_err(|message| {
@@ -357,12 +344,61 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
     Ok(ops)
 }
 
+/// The record argument an operation acts on (`resource`); without one, the actor.
+fn operation_resource(
+    scope: &Scope<'_>,
+    raw_op: &RawOperation,
+    op: &Operation,
+) -> Result<Option<String>, ContractError> {
+    let at = |offset: usize, kind| scope.at.error(offset, kind);
+    let name = raw_op.name.get_ref();
+    match &raw_op.resource {
+        Some(resource) => match op.arg(resource.get_ref()).map(|a| &a.kind) {
+            Some(ArgKind::Record { .. }) => Ok(Some(resource.get_ref().clone())),
+            _ => Err(at(
+                resource.span().start,
+                ContractErrorKind::BadOperation {
+                    op: name.clone(),
+                    message: format!("`resource` must name a record argument, not `{}`", resource.get_ref()),
+                },
+            )),
+        },
+        None if !scope.has_actor => Err(at(
+            raw_op.name.span().start,
+            ContractErrorKind::BadOperation {
+                op: name.clone(),
+                message: "an operation without `resource` needs an `[actor]` table".into(),
+            },
+        )),
+        None => Ok(None),
+    }
+}
+
 fn table_exists(scope: &Scope<'_>, table: &str) -> Result<(), String> {
     if scope.tables.iter().any(|t| t.name == table) {
         Ok(())
     } else {
         Err(format!("table `{table}` is not declared in `[records]`"))
     }
+}
+
+/// The semantic checks an argument declares: known ones, on `text` arguments only.
+fn arg_checks(op: &str, name: &str, raw: &RawArg, kind: &ArgKind) -> Result<(), String> {
+    for check in &raw.check {
+        if !crate::check::ARG_CHECKS.contains(&check.as_str()) {
+            return Err(format!(
+                "argument `{name}` of operation `{op}` names the unknown check `{}` ({})",
+                crate::text::visible(check),
+                crate::check::ARG_CHECKS.join(", ")
+            ));
+        }
+        if !matches!(kind, ArgKind::Text { .. }) {
+            return Err(format!(
+                "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<Arg, String> {
@@ -436,20 +472,7 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
     };
-    for check in &raw.check {
-        if !crate::check::ARG_CHECKS.contains(&check.as_str()) {
-            return Err(format!(
-                "argument `{name}` of operation `{op}` names the unknown check `{}` ({})",
-                crate::text::visible(check),
-                crate::check::ARG_CHECKS.join(", ")
-            ));
-        }
-        if !matches!(kind, ArgKind::Text { .. }) {
-            return Err(format!(
-                "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
-            ));
-        }
-    }
+    arg_checks(op, name, raw, &kind)?;
     Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks: raw.check.clone() })
 }
 
@@ -630,6 +653,61 @@ fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
     }
 }
 
+/// The fields of an appended entry, each from exactly one source.
+fn compile_entry(op: &Operation, raw: &RawStep) -> Result<Vec<(String, EntryValue)>, String> {
+    let mut entry = Vec::new();
+    for (name, source) in &raw.entry {
+        let value = match (&source.value, &source.arg, &source.money, &source.derived) {
+            (Some(v), None, None, None) => EntryValue::Value(toml_to_json(v)?),
+            (None, Some(arg), None, None) if op.arg(arg).is_some() => EntryValue::Arg(arg.clone()),
+            (None, None, Some(money), None) => {
+                let expr = parse_expr(money)?;
+                check_expr(op, &expr)?;
+                EntryValue::Money(expr)
+            }
+            (None, None, None, Some(name)) if op.derive.iter().any(|(n, _)| n == name) => {
+                EntryValue::Derived(name.clone())
+            }
+            _ => {
+                return Err(format!(
+                    "entry field `{name}` needs exactly one of `value`, a declared `arg`, `money`, a derived `derived`"
+                ));
+            }
+        };
+        entry.push((name.clone(), value));
+    }
+    Ok(entry)
+}
+
+/// A `set` step: the field at the path set from a value, an argument, arguments or an amount.
+fn compile_set(op: &Operation, raw: &RawStep, set: &str) -> Result<Change, String> {
+    let path = compile_path(op, set)?;
+    let change = match (&raw.value, &raw.arg, &raw.args, &raw.money) {
+        (Some(value), None, None, None) => Change::SetValue { path, value: toml_to_json(value)? },
+        (None, Some(arg), None, None) => {
+            if op.arg(arg).is_none() {
+                return Err(format!("effect sets `{set}` from the undeclared argument `{arg}`"));
+            }
+            Change::SetArg { path, arg: arg.clone() }
+        }
+        (None, None, Some(args), None) => {
+            if let Some(missing) = args.iter().find(|a| op.arg(a).is_none()) {
+                return Err(format!("effect sets `{set}` from the undeclared argument `{missing}`"));
+            }
+            Change::SetArgs { path, args: args.clone() }
+        }
+        (None, None, None, Some(money)) => {
+            let amount = parse_expr(money)?;
+            check_expr(op, &amount)?;
+            Change::SetMoney { path, amount }
+        }
+        _ => {
+            return Err(format!("effect `set = \"{set}\"` needs exactly one of `value`, `arg`, `args`, `money`"));
+        }
+    };
+    Ok(change)
+}
+
 fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
     let mut when = Vec::new();
     for (path, value) in &raw.when {
@@ -665,58 +743,11 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
         if raw.entry.is_empty() {
             return Err(format!("effect `append = \"{append}\"` needs `entry` fields"));
         }
-        let mut entry = Vec::new();
-        for (name, source) in &raw.entry {
-            let value = match (&source.value, &source.arg, &source.money, &source.derived) {
-                (Some(v), None, None, None) => EntryValue::Value(toml_to_json(v)?),
-                (None, Some(arg), None, None) if op.arg(arg).is_some() => EntryValue::Arg(arg.clone()),
-                (None, None, Some(money), None) => {
-                    let expr = parse_expr(money)?;
-                    check_expr(op, &expr)?;
-                    EntryValue::Money(expr)
-                }
-                (None, None, None, Some(name)) if op.derive.iter().any(|(n, _)| n == name) => {
-                    EntryValue::Derived(name.clone())
-                }
-                _ => {
-                    return Err(format!(
-                        "entry field `{name}` needs exactly one of `value`, a declared `arg`, `money`, a derived `derived`"
-                    ));
-                }
-            };
-            entry.push((name.clone(), value));
-        }
+        let entry = compile_entry(op, raw)?;
         return Ok(Step { change: Change::Append { path, entry }, when });
     }
     let change = match (&raw.set, &raw.add, &raw.swap) {
-        (Some(set), None, None) => {
-            let path = compile_path(op, set)?;
-            match (&raw.value, &raw.arg, &raw.args, &raw.money) {
-                (Some(value), None, None, None) => Change::SetValue { path, value: toml_to_json(value)? },
-                (None, Some(arg), None, None) => {
-                    if op.arg(arg).is_none() {
-                        return Err(format!("effect sets `{set}` from the undeclared argument `{arg}`"));
-                    }
-                    Change::SetArg { path, arg: arg.clone() }
-                }
-                (None, None, Some(args), None) => {
-                    if let Some(missing) = args.iter().find(|a| op.arg(a).is_none()) {
-                        return Err(format!("effect sets `{set}` from the undeclared argument `{missing}`"));
-                    }
-                    Change::SetArgs { path, args: args.clone() }
-                }
-                (None, None, None, Some(money)) => {
-                    let amount = parse_expr(money)?;
-                    check_expr(op, &amount)?;
-                    Change::SetMoney { path, amount }
-                }
-                _ => {
-                    return Err(format!(
-                        "effect `set = \"{set}\"` needs exactly one of `value`, `arg`, `args`, `money`"
-                    ));
-                }
-            }
-        }
+        (Some(set), None, None) => compile_set(op, raw, set)?,
         (None, Some(add), None) => {
             let path = compile_path(op, add)?;
             let amount = raw.amount.as_deref().ok_or_else(|| format!("effect `add = \"{add}\"` needs `amount`"))?;

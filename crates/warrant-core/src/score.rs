@@ -10,9 +10,11 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use rustc_hash::FxHashMap;
+use serde::Deserialize;
 use smallvec::SmallVec;
+use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator, RawScore};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::reason::ReasonCode;
 use crate::source::{self, KindSet, SourceKind, SourceKinds};
 use crate::text::{self, Sentences};
@@ -63,9 +65,10 @@ pub struct Score {
     lookup: FxHashMap<Box<str>, Entry>,
 }
 
-/// One operation a reply performs, with its evidence.
+/// One operation a reply performs, with its evidence: the clause a sentence equals. (The
+/// operation as the contract declares it is [`crate::operation::Operation`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Operation<'c> {
+pub struct Performed<'c> {
     /// The clause the sentence equals.
     pub clause: &'c Clause,
     /// The index of the sentence among the reply's sentences.
@@ -91,7 +94,7 @@ pub struct Reading<'c, 't> {
     /// The text in NFC (borrowed when the input already was).
     pub text: Cow<'t, str>,
     /// The operations performed, in sentence order; empty whenever `rejection` is set.
-    pub operations: SmallVec<[Operation<'c>; 4]>,
+    pub operations: SmallVec<[Performed<'c>; 4]>,
     /// Why nothing is performed, if a sentence broke the rule or the reply was empty.
     pub rejection: Option<Rejection>,
 }
@@ -135,7 +138,7 @@ impl Score {
                 Some(Entry::Passive) => continue,
                 Some(&Entry::Scored(i)) => match self.clauses.get(i as usize) {
                     Some(clause) if clause.from.contains(kind) => {
-                        operations.push(Operation { clause, sentence: index });
+                        operations.push(Performed { clause, sentence: index });
                         continue;
                     }
                     _ => ReasonCode::ClauseNotPermittedForSource,
@@ -153,6 +156,32 @@ impl Score {
         }
         Reading { kind, text, operations, rejection }
     }
+}
+
+/// The `[score]` section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScore {
+    #[serde(default)]
+    pub(crate) clause: Vec<RawClause>,
+    #[serde(default)]
+    pub(crate) passive: Vec<RawPassive>,
+}
+
+/// One `[[score.clause]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClause {
+    pub(crate) text: Spanned<String>,
+    pub(crate) op: Spanned<String>,
+    pub(crate) from: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// One `[[score.passive]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPassive {
+    pub(crate) text: Spanned<String>,
 }
 
 /// Compiles the `[score]` section, checking every clause.

@@ -5,7 +5,6 @@
 //! one it read, so a replay can decide again from exactly the same facts.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -13,162 +12,33 @@ use serde_json::{Map, Value, json};
 use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
-use crate::change::{self, RowChange};
+use crate::change::RowChange;
 use crate::check::{self, CheckAnswers, CheckRequest};
-use crate::claim::PathName;
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, NumberedText, TextPointer};
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
 use crate::request::Draft;
-use crate::request::ValidRequest;
+use crate::request::{TurnRequest, ValidRequest};
 
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
+
+pub use crate::facts::{EventRecord, FactError, Facts, Interaction, RowRef};
+pub use crate::verdict::{Finding, Reason, Verdict};
+use crate::workspace::Slot;
+pub use crate::workspace::{RowView, Workspace};
 
 /// The option ids of a confirmation.
 pub const CONFIRM: &str = "confirm";
 /// The option id that declines a confirmation.
 pub const DECLINE: &str = "decline";
-
-/// A row of a table, by key.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct RowRef {
-    /// The table.
-    pub table: String,
-    /// The key.
-    pub key: String,
-}
-
-/// A pending decision the server issued: the act it holds and what it saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Interaction {
-    /// The server-issued id.
-    pub id: String,
-    /// The conversation it belongs to.
-    pub conversation: String,
-    /// The actor it was issued to.
-    pub actor: String,
-    /// The held operation.
-    pub op: String,
-    /// Its arguments as proposed.
-    pub args: Map<String, Value>,
-    /// The source kind that proposed it.
-    pub from: String,
-    /// The closed set of option ids.
-    pub options: Vec<String>,
-    /// The revision of every row the checks read when it was issued.
-    pub revisions: BTreeMap<String, i64>,
-    /// The latest user entry of the turn that proposed it: text pointers point into it, and
-    /// the checks run again against it when the answer comes.
-    #[serde(default)]
-    pub user_text: Option<String>,
-    /// Whether it still waits for an answer.
-    pub open: bool,
-}
-
-/// A fact that could not be read: the act that needed it fails closed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct FactError(pub String);
-
-/// Stored facts, as the engine (or a replay) supplies them.
-pub trait Facts {
-    /// The row, or `None` if it does not exist.
-    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
-    /// The interaction, or `None` if there is none with that id.
-    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError>;
-
-    /// The active promotion record of `subject`'s name, if any; the guard checks that it names
-    /// the exact version in force. A source without promotions has none, so guards observe.
-    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
-        let _ = subject;
-        Ok(None)
-    }
-
-    /// The committed events of `conversation` of kind `kind`, in commit order, for the
-    /// outbound gate. A source without a ledger cannot back any claim: it fails closed.
-    fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
-        let _ = conversation;
-        Err(FactError(format!("no ledger is served here: events of `{kind}` cannot be read")))
-    }
-}
-
-/// What the gate decided for an act.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Authorized: an effect is committed.
-    Commit,
-    /// Waits for the user's confirmation (an interaction).
-    Hold,
-    /// A question to the user (or a repair) instead.
-    Ask,
-    /// Refused.
-    Refuse,
-}
-
-/// Why, with the field and rule at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reason {
-    /// The stable code.
-    pub code: ReasonCode,
-    /// The request field at fault.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// The policy rules that forbade, by `@id`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub policies: Vec<String>,
-    /// A one-line explanation for people.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-/// A check that took something away: the verdict it forces and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// `Ask` or `Refuse`.
-    pub verdict: Verdict,
-    /// Why.
-    pub reason: Reason,
-}
-
-impl Finding {
-    /// A refusal for `code`.
-    pub fn refuse(code: ReasonCode) -> Finding {
-        Finding { verdict: Verdict::Refuse, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
-    }
-
-    /// A question for `code`.
-    pub fn ask(code: ReasonCode) -> Finding {
-        Finding { verdict: Verdict::Ask, reason: Reason { code, field: None, policies: Vec::new(), detail: None } }
-    }
-
-    /// With the field at fault.
-    pub fn field(mut self, field: String) -> Finding {
-        self.reason.field = Some(field);
-        self
-    }
-
-    /// With the field at fault, unless one is already named.
-    pub fn field_if_absent(mut self, field: String) -> Finding {
-        if self.reason.field.is_none() {
-            self.reason.field = Some(field);
-        }
-        self
-    }
-
-    /// With an explanation.
-    pub fn detail(mut self, detail: String) -> Finding {
-        self.reason.detail = Some(detail.replace('\n', " "));
-        self
-    }
-}
 
 /// Where an act came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,19 +177,6 @@ pub struct EffectRecord {
     pub changes: Vec<RowChange>,
 }
 
-/// A committed fact for the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRecord {
-    /// Its id.
-    pub id: String,
-    /// Its kind (for an effect, the operation's name).
-    pub kind: String,
-    /// Its arguments.
-    pub payload: Value,
-    /// The effect it records, if any.
-    pub effect: Option<String>,
-}
-
 /// The facts a decision read, for the replay record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactsRead {
@@ -371,165 +228,6 @@ pub struct OutboundTrace {
     pub verdicts: Vec<outbound::ClaimVerdict>,
 }
 
-#[derive(Debug, Clone)]
-struct Slot {
-    /// The row as read from the facts (`None` when it does not exist).
-    read: Option<Record>,
-    /// The working value after this turn's effects so far, shared until an effect changes it
-    /// (so that taking a snapshot before each act costs no copy of the rows).
-    current: Option<Arc<Value>>,
-}
-
-/// A row as the turn sees it now: the revision it was read at, and its current value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowView {
-    /// The revision read.
-    pub revision: i64,
-    /// The value after this turn's effects so far.
-    pub value: Arc<Value>,
-}
-
-/// The rows a turn has read, with the changes its effects have made so far.
-pub struct Workspace<'f> {
-    facts: &'f dyn Facts,
-    rows: BTreeMap<RowRef, Slot>,
-    interactions: BTreeMap<String, Option<Interaction>>,
-    touched: BTreeSet<RowRef>,
-}
-
-impl std::fmt::Debug for Workspace<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workspace").field("rows", &self.rows.len()).finish()
-    }
-}
-
-impl<'f> Workspace<'f> {
-    fn new(facts: &'f dyn Facts) -> Self {
-        Workspace { facts, rows: BTreeMap::new(), interactions: BTreeMap::new(), touched: BTreeSet::new() }
-    }
-
-    /// The row as the turn sees it now (read revision, current value).
-    pub fn row(&mut self, row: &RowRef) -> Result<Option<RowView>, Finding> {
-        if !self.touched.contains(row) {
-            self.touched.insert(row.clone());
-        }
-        if !self.rows.contains_key(row) {
-            let read = self.facts.record(&row.table, &row.key).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable)
-                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
-            })?;
-            let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
-            self.rows.insert(row.clone(), Slot { read, current });
-        }
-        let Some(slot) = self.rows.get(row) else { return Ok(None) };
-        Ok(match (&slot.read, &slot.current) {
-            (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
-            _ => None,
-        })
-    }
-
-    /// Changes the value at `pointer` (object fields and list indexes) inside a row.
-    pub fn update(
-        &mut self,
-        row: &RowRef,
-        pointer: &[String],
-        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
-    ) -> Result<(), Finding> {
-        let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
-        if self.row(row)?.is_none() {
-            return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
-        }
-        let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row) else {
-            return Err(inapplicable(format!("row `{}` vanished", row.key)));
-        };
-        let value = Arc::make_mut(shared);
-        let Some((last, parents)) = pointer.split_last() else {
-            *value = make(Some(value))?;
-            return Ok(());
-        };
-        let mut target = value;
-        for part in parents {
-            target = match target {
-                Value::Object(map) => map.get_mut(part),
-                Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
-                _ => None,
-            }
-            .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
-        }
-        match target {
-            Value::Object(map) => {
-                let new = make(map.get(last))?;
-                map.insert(last.clone(), new);
-            }
-            Value::Array(items) => {
-                let slot = last
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get_mut(i))
-                    .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
-                *slot = make(Some(slot))?;
-            }
-            _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
-        }
-        Ok(())
-    }
-
-    fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
-        if !self.interactions.contains_key(id) {
-            let found = self
-                .facts
-                .interaction(id)
-                .map_err(|e| Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}")))?;
-            self.interactions.insert(id.to_owned(), found);
-        }
-        Ok(self.interactions.get(id).cloned().flatten())
-    }
-
-    fn snapshot(&self) -> BTreeMap<RowRef, Option<Arc<Value>>> {
-        self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
-    }
-
-    fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
-        for (row, current) in snapshot {
-            if let Some(slot) = self.rows.get_mut(&row) {
-                slot.current = current;
-            }
-        }
-    }
-
-    /// What changed in each of `rows` since `since`, field by field.
-    fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
-        let null = Value::Null;
-        rows.iter()
-            .filter_map(|row| {
-                let slot = self.rows.get(row)?;
-                let before = match since.get(row) {
-                    Some(before) => before.as_deref(),
-                    None => slot.read.as_ref().map(|r| &r.value),
-                };
-                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
-                Some(RowChange { row: row.clone(), fields })
-            })
-            .collect()
-    }
-
-    fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
-        let same = |a: &Option<Arc<Value>>, b: &Option<Arc<Value>>| match (a, b) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-            (None, None) => true,
-            _ => false,
-        };
-        self.rows
-            .iter()
-            .filter(|(row, slot)| match since.get(*row) {
-                Some(before) => !same(before, &slot.current),
-                None => slot.current.as_deref() != slot.read.as_ref().map(|r| &r.value),
-            })
-            .map(|(row, _)| row.clone())
-            .collect()
-    }
-}
-
 struct Proposal<'a> {
     source: ActSource,
     index: usize,
@@ -561,43 +259,166 @@ pub fn decide_checked(
     conflicts: &BTreeSet<RowRef>,
     answers: &CheckAnswers,
 ) -> Decision {
-    decide_answered(contract, valid, facts, conflicts, (answers, &GateAnswers::new()))
+    decide_answered(contract, valid, facts, conflicts, answers, &GateAnswers::new())
 }
 
 /// Decides a turn with the answers of its semantic checks and of the outbound gate's questions
 /// about its reply (docs/design.md §3 step 7). A gate question without an answer counts as failed:
 /// the reply goes out as the rewrite or the fallback copy, never unchecked.
+///
+/// The stages, in order: the answers to earlier interactions, the proposals (confirmed answers,
+/// the request's acts, the operations of scored clauses), the turn-level check, each proposal
+/// decided, the announcement guard on the draft, the outbound gate on the reply, and what the
+/// decision read and writes.
 pub fn decide_answered(
     contract: &Contract,
     valid: &ValidRequest,
     facts: &dyn Facts,
     conflicts: &BTreeSet<RowRef>,
-    (answers, gate_answers): (&CheckAnswers, &GateAnswers),
+    answers: &CheckAnswers,
+    gate_answers: &GateAnswers,
 ) -> Decision {
-    let mut needed: Vec<CheckRequest> = Vec::new();
     let request = valid.request();
-    let mut work = Workspace::new(facts);
-    let mut response = TurnResponse {
-        conversation: request.conversation.clone(),
-        turn: request.turn.clone(),
-        contract: contract.hash().to_owned(),
-        readings: Vec::new(),
-        acts: Vec::new(),
-        interactions: Vec::new(),
-        effects: Vec::new(),
-        reply: None,
-        findings: Vec::new(),
+    let input = TurnInput {
+        contract,
+        valid,
+        request,
+        facts,
+        conflicts,
+        answers,
+        gate_answers,
+        latest_user: request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone()),
+        actor_row: contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() }),
     };
-    let mut decision_effects = Vec::new();
-    let mut events = Vec::new();
-    let mut opened = Vec::new();
-    let mut answered = Vec::new();
+    let mut state = TurnState::new(&input);
+    let held = resolve_answers(&input, &mut state);
+    let proposals = proposals(&input, &held, &mut state.response);
+    let uncovered = uncovered_request(&input, &proposals);
+    for proposal in &proposals {
+        decide_proposal(&input, &mut state, proposal, uncovered.as_ref());
+    }
+    review_draft(&input, &mut state);
+    clear_reply(&input, &mut state);
+    state.finish()
+}
 
-    let latest_user = request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone());
-    let actor_row = contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() });
+/// What a turn is decided from.
+struct TurnInput<'a> {
+    contract: &'a Contract,
+    valid: &'a ValidRequest,
+    request: &'a TurnRequest,
+    facts: &'a dyn Facts,
+    /// Rows a previous commit attempt found stale.
+    conflicts: &'a BTreeSet<RowRef>,
+    /// The answers of the semantic checks, by check id.
+    answers: &'a CheckAnswers,
+    /// The answers of the outbound gate's questions about the reply.
+    gate_answers: &'a GateAnswers,
+    /// The latest user entry: the request's acts and the clauses' operations point into it.
+    latest_user: Option<String>,
+    /// The actor's row, when the contract names an actor table.
+    actor_row: Option<RowRef>,
+}
 
-    // Answers first: they resolve what earlier turns held.
-    let mut held: Vec<(usize, Interaction, String)> = Vec::new();
+/// What the stages of a turn have decided so far.
+struct TurnState<'f> {
+    work: Workspace<'f>,
+    response: TurnResponse,
+    /// The semantic checks needed, each once, in the order first needed.
+    needed: Vec<CheckRequest>,
+    effects: Vec<EffectRecord>,
+    events: Vec<EventRecord>,
+    opened: Vec<Interaction>,
+    answered: Vec<(String, String)>,
+    facts_read: FactsRead,
+    trace: OutboundTrace,
+}
+
+impl<'f> TurnState<'f> {
+    fn new(input: &TurnInput<'f>) -> Self {
+        let request = input.request;
+        TurnState {
+            work: Workspace::new(input.facts),
+            response: TurnResponse {
+                conversation: request.conversation.clone(),
+                turn: request.turn.clone(),
+                contract: input.contract.hash().to_owned(),
+                readings: Vec::new(),
+                acts: Vec::new(),
+                interactions: Vec::new(),
+                effects: Vec::new(),
+                reply: None,
+                findings: Vec::new(),
+            },
+            needed: Vec::new(),
+            effects: Vec::new(),
+            events: Vec::new(),
+            opened: Vec::new(),
+            answered: Vec::new(),
+            facts_read: FactsRead::default(),
+            trace: OutboundTrace::default(),
+        }
+    }
+
+    /// The last stage: the rows to write with the revisions they were read at, and every fact
+    /// the decision read.
+    fn finish(self) -> Decision {
+        let TurnState { work, response, needed, effects, events, opened, answered, mut facts_read, trace } = self;
+        let mut writes = Vec::new();
+        for (row, slot) in &work.rows {
+            match &slot.read {
+                Some(read) => {
+                    facts_read.records.push(read.clone());
+                    if let Some(current) = &slot.current
+                        && **current != read.value
+                    {
+                        writes.push(RowWrite {
+                            row: row.clone(),
+                            expected_revision: read.revision,
+                            before: read.value.clone(),
+                            value: (**current).clone(),
+                        });
+                    }
+                }
+                None => facts_read.records.push(Record {
+                    table: row.table.clone(),
+                    key: row.key.clone(),
+                    revision: 0,
+                    value: Value::Null,
+                }),
+            }
+        }
+        for (id, found) in &work.interactions {
+            match found {
+                Some(it) => facts_read.interactions.push(it.clone()),
+                None => facts_read.missing_interactions.push(id.clone()),
+            }
+        }
+        Decision {
+            response,
+            writes,
+            effects,
+            events,
+            opened,
+            answered,
+            facts: facts_read,
+            checks: needed,
+            outbound: trace,
+        }
+    }
+}
+
+/// An answer that confirms a held interaction: its index among the answers, and the interaction.
+struct Confirmed {
+    index: usize,
+    interaction: Interaction,
+}
+
+/// Answers first: they resolve what earlier turns held. A declined or refused answer is an act
+/// of its own in the response; a confirmation becomes a proposal, decided again.
+fn resolve_answers(input: &TurnInput<'_>, state: &mut TurnState<'_>) -> Vec<Confirmed> {
+    let request = input.request;
+    let mut held = Vec::new();
     for (i, answer) in request.answers.iter().enumerate() {
         let mut out = ActOut {
             source: ActSource::Answer,
@@ -608,11 +429,11 @@ pub fn decide_answered(
             interaction: Some(answer.interaction.clone()),
             effect: None,
         };
-        let found = match work.interaction(&answer.interaction) {
+        let found = match state.work.interaction(&answer.interaction) {
             Ok(found) => found,
             Err(finding) => {
                 out.reasons.push(finding.reason);
-                response.acts.push(out);
+                state.response.acts.push(out);
                 continue;
             }
         };
@@ -634,33 +455,39 @@ pub fn decide_answered(
         match (refusal, found) {
             (Some(finding), _) => {
                 out.reasons.push(finding.reason);
-                response.acts.push(out);
+                state.response.acts.push(out);
             }
             (None, Some(it)) => {
-                answered.push((it.id.clone(), answer.option.clone()));
+                state.answered.push((it.id.clone(), answer.option.clone()));
                 if answer.option == CONFIRM {
-                    held.push((i, it, answer.option.clone()));
+                    held.push(Confirmed { index: i, interaction: it });
                 } else {
                     out.reasons.push(Finding::refuse(ReasonCode::DeclinedByUser).reason);
-                    response.acts.push(out);
+                    state.response.acts.push(out);
                 }
             }
             (None, None) => {}
         }
     }
+    held
+}
 
-    let mut proposals: Vec<Proposal<'_>> = Vec::new();
-    for (i, it, _) in &held {
-        proposals.push(Proposal {
+/// The turn's proposals in the order they are decided: confirmed answers, the request's acts,
+/// then the operations of the scored clauses of each entry (whose readings go on the response).
+fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut TurnResponse) -> Vec<Proposal<'h>> {
+    let (contract, request) = (input.contract, input.request);
+    let mut proposals: Vec<Proposal<'h>> = held
+        .iter()
+        .map(|Confirmed { index, interaction: it }| Proposal {
             source: ActSource::Answer,
-            index: *i,
+            index: *index,
             op: it.op.clone(),
             args: it.args.clone(),
             from: it.from.clone(),
             user_text: it.user_text.clone(),
             confirmed: Some(it),
-        });
-    }
+        })
+        .collect();
     for (i, act) in request.acts.iter().enumerate() {
         let from = act.from.clone().or_else(|| contract.act_kind().map(str::to_owned)).unwrap_or_default();
         proposals.push(Proposal {
@@ -669,7 +496,7 @@ pub fn decide_answered(
             op: act.op.clone(),
             args: act.args.clone(),
             from,
-            user_text: latest_user.clone(),
+            user_text: input.latest_user.clone(),
             confirmed: None,
         });
     }
@@ -703,17 +530,20 @@ pub fn decide_answered(
                 op: operation.clause.op().to_owned(),
                 args: Map::new(),
                 from: entry.kind.clone(),
-                user_text: latest_user.clone(),
+                user_text: input.latest_user.clone(),
                 confirmed: None,
             });
         }
     }
+    proposals
+}
 
-    // Step 4, once per turn: a request in the user's words that no proposed act covers takes
-    // away every act that would commit or be held. Named whenever the turn proposes anything,
-    // so that it runs in the first round beside the acts' own checks.
-    let uncovered = match &latest_user {
-        Some(message) if !proposals.is_empty() && contract.model().runs(check::UNCOVERED_REQUEST) => {
+/// Step 4, once per turn: a request in the user's words that no proposed act covers takes
+/// away every act that would commit or be held. Named whenever the turn proposes anything,
+/// so that it runs in the first round beside the acts' own checks.
+fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Option<CheckRequest> {
+    match &input.latest_user {
+        Some(message) if !proposals.is_empty() && input.contract.model().runs(check::UNCOVERED_REQUEST) => {
             // Arguments in canonical form: the question, and so its id, is the same for a
             // request whose store kept its keys in another order.
             let acts = proposals
@@ -723,177 +553,177 @@ pub fn decide_answered(
             Some(CheckRequest::uncovered(message, acts))
         }
         _ => None,
-    };
-
-    for proposal in proposals {
-        let mut out = ActOut {
-            source: proposal.source,
-            index: proposal.index,
-            op: proposal.op.clone(),
-            verdict: Verdict::Commit,
-            reasons: Vec::new(),
-            interaction: proposal.confirmed.map(|it| it.id.clone()),
-            effect: None,
-        };
-        let before = work.snapshot();
-        work.touched.clear();
-        let ctx = ArgContext {
-            contract,
-            clock: valid.clock(),
-            actor_row: actor_row.clone(),
-            user_text: proposal.user_text.as_deref(),
-            currency: contract.currency(),
-        };
-        match decide_act(contract, &ctx, &mut work, &proposal, conflicts, (answers, &mut needed, uncovered.as_ref())) {
-            Err(finding) => {
-                work.restore(before);
-                out.verdict = finding.verdict;
-                out.reasons.push(finding.reason);
-            }
-            Ok(Outcome::Hold { args }) => {
-                let n = opened.len().to_string();
-                let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
-                let mut revisions = BTreeMap::new();
-                for row in &work.touched {
-                    if let Some(Slot { read: Some(record), .. }) = work.rows.get(row) {
-                        revisions.insert(format!("{}/{}", row.table, row.key), record.revision);
-                    }
-                }
-                let interaction = Interaction {
-                    id: id.clone(),
-                    conversation: request.conversation.clone(),
-                    actor: request.actor.clone(),
-                    op: proposal.op.clone(),
-                    // With any located pointer in place of the plain value: the confirmation
-                    // checks the same pointer again and never asks `locate` twice.
-                    args,
-                    from: proposal.from.clone(),
-                    options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
-                    revisions,
-                    user_text: proposal.user_text.clone(),
-                    open: true,
-                };
-                response.interactions.push(InteractionOut {
-                    id: id.clone(),
-                    op: interaction.op.clone(),
-                    args: interaction.args.clone(),
-                    options: interaction.options.clone(),
-                });
-                opened.push(interaction);
-                out.verdict = Verdict::Hold;
-                out.reasons.push(Finding::ask(ReasonCode::ConfirmationRequired).reason);
-                out.interaction = Some(id);
-            }
-            Ok(Outcome::Commit { args: checked }) => {
-                let n = decision_effects.len().to_string();
-                let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
-                // Derived like the id, from the same unambiguous parts: the executor's key of
-                // one effect can be no other effect's.
-                let idempotency_key = derive_id("key", &[&request.conversation, &request.turn, "effect", &n]);
-                let rows = work.changed_rows(&before);
-                let changes = work.changes(&before, &rows);
-                let effect =
-                    EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
-                events.push(EventRecord {
-                    id: derive_id("evt", &[&request.conversation, &request.turn, "event", &n]),
-                    kind: proposal.op.clone(),
-                    payload: json!({"actor": request.actor, "args": checked}),
-                    effect: Some(id.clone()),
-                });
-                response.effects.push(effect.clone());
-                decision_effects.push(EffectRecord { effect, rows, changes });
-                out.effect = Some(id);
-            }
-        }
-        response.acts.push(out);
-    }
-
-    let mut facts_read = FactsRead::default();
-    if let (Some(guard), Some(draft)) = (contract.guards().announcement(), &request.draft) {
-        // A promotion that cannot be read leaves the guard observing: it fails towards less
-        // authority, never more.
-        let promotion = facts.promotion(&guard.subject()).ok().flatten();
-        response.findings = guard::review(guard, &draft.text, &request.calls, promotion.as_ref());
-        // Every finding is written with the turn: the guard reports at most the contract's
-        // `limits.findings_per_reply`, the first ones (whose correction an enforcing guard
-        // would send), so a reply full of announcements cannot fill the store.
-        response.findings.truncate(usize::try_from(contract.limits().findings_per_reply).unwrap_or(usize::MAX));
-        facts_read.promotions.extend(promotion);
-    }
-    let mut trace = OutboundTrace::default();
-    if let Some(draft) = &request.draft {
-        // An enforcing guard's correction is the draft the gate checks; the guard itself
-        // never sets the reply.
-        let corrected = response.findings.iter().find_map(|f| f.replacement.clone());
-        let checked = Draft { text: corrected.unwrap_or_else(|| draft.text.clone()), claims: draft.claims.clone() };
-        let ledger = TurnLedger {
-            work: RefCell::new(&mut work),
-            facts,
-            conversation: &request.conversation,
-            turn_events: &events,
-            read: RefCell::new(BTreeMap::new()),
-        };
-        let outgoing = outbound::Outgoing {
-            conversation: &request.conversation,
-            // The live reply goes to the turn's actor: it may state only what they may see.
-            actor: &request.actor,
-            path: PathName::Live,
-            channel: None,
-            locale: &request.locale,
-            at: &request.at,
-            draft: &checked,
-        };
-        // A contract without a `live` path for this locale has nothing to send it with.
-        if let Ok(gate) = outbound::clear(contract, &outgoing, &ledger, gate_answers) {
-            response.reply = serde_json::to_value(&gate.message).ok();
-            trace = OutboundTrace { questions: gate.questions, verdicts: gate.verdicts };
-        }
-        facts_read.events = ledger.read.into_inner();
-    }
-    let mut writes = Vec::new();
-    for (row, slot) in &work.rows {
-        match &slot.read {
-            Some(read) => {
-                facts_read.records.push(read.clone());
-                if let Some(current) = &slot.current
-                    && **current != read.value
-                {
-                    writes.push(RowWrite {
-                        row: row.clone(),
-                        expected_revision: read.revision,
-                        before: read.value.clone(),
-                        value: (**current).clone(),
-                    });
-                }
-            }
-            None => facts_read.records.push(Record {
-                table: row.table.clone(),
-                key: row.key.clone(),
-                revision: 0,
-                value: Value::Null,
-            }),
-        }
-    }
-    for (id, found) in &work.interactions {
-        match found {
-            Some(it) => facts_read.interactions.push(it.clone()),
-            None => facts_read.missing_interactions.push(id.clone()),
-        }
-    }
-    Decision {
-        response,
-        writes,
-        effects: decision_effects,
-        events,
-        opened,
-        answered,
-        facts: facts_read,
-        checks: needed,
-        outbound: trace,
     }
 }
 
-enum Outcome {
+/// Decides one proposal and records what it decided: a refusal or question (its working
+/// changes undone), an interaction held for confirmation, or an effect with its event.
+fn decide_proposal(
+    input: &TurnInput<'_>,
+    state: &mut TurnState<'_>,
+    proposal: &Proposal<'_>,
+    uncovered: Option<&CheckRequest>,
+) {
+    let mut out = ActOut {
+        source: proposal.source,
+        index: proposal.index,
+        op: proposal.op.clone(),
+        verdict: Verdict::Commit,
+        reasons: Vec::new(),
+        interaction: proposal.confirmed.map(|it| it.id.clone()),
+        effect: None,
+    };
+    let before = state.work.snapshot();
+    state.work.touched.clear();
+    let ctx = ArgContext {
+        contract: input.contract,
+        clock: input.valid.clock(),
+        actor_row: input.actor_row.clone(),
+        user_text: proposal.user_text.as_deref(),
+        currency: input.contract.currency(),
+    };
+    let checks = ActChecks { answers: input.answers, needed: &mut state.needed, uncovered };
+    match decide_act(input, &ctx, &mut state.work, proposal, checks) {
+        Err(finding) => {
+            state.work.restore(before);
+            out.verdict = finding.verdict;
+            out.reasons.push(finding.reason);
+        }
+        Ok(ActOutcome::Hold { args }) => {
+            let id = hold(input, state, proposal, args);
+            out.verdict = Verdict::Hold;
+            out.reasons.push(Finding::ask(ReasonCode::ConfirmationRequired).reason);
+            out.interaction = Some(id);
+        }
+        Ok(ActOutcome::Commit { args }) => {
+            let changed = state.work.changed_rows(&before);
+            let changes = state.work.changes(&before, &changed);
+            out.effect = Some(commit(input, state, proposal, args, Changed { rows: changed, changes }));
+        }
+    }
+    state.response.acts.push(out);
+}
+
+/// Opens the interaction that holds `proposal` for the user's confirmation, with the revision
+/// of every row its checks read; returns its id.
+fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_>, args: Map<String, Value>) -> String {
+    let request = input.request;
+    let n = state.opened.len().to_string();
+    let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
+    let mut revisions = BTreeMap::new();
+    for row in &state.work.touched {
+        if let Some(Slot { read: Some(record), .. }) = state.work.rows.get(row) {
+            revisions.insert(format!("{}/{}", row.table, row.key), record.revision);
+        }
+    }
+    let interaction = Interaction {
+        id: id.clone(),
+        conversation: request.conversation.clone(),
+        actor: request.actor.clone(),
+        op: proposal.op.clone(),
+        // With any located pointer in place of the plain value: the confirmation
+        // checks the same pointer again and never asks `locate` twice.
+        args,
+        from: proposal.from.clone(),
+        options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
+        revisions,
+        user_text: proposal.user_text.clone(),
+        open: true,
+    };
+    state.response.interactions.push(InteractionOut {
+        id: id.clone(),
+        op: interaction.op.clone(),
+        args: interaction.args.clone(),
+        options: interaction.options.clone(),
+    });
+    state.opened.push(interaction);
+    id
+}
+
+/// The rows an effect changed, and what it changed in each.
+struct Changed {
+    rows: Vec<RowRef>,
+    changes: Vec<RowChange>,
+}
+
+/// Records the effect of a committed proposal and its event; returns the effect's id.
+fn commit(
+    input: &TurnInput<'_>,
+    state: &mut TurnState<'_>,
+    proposal: &Proposal<'_>,
+    checked: Value,
+    changed: Changed,
+) -> String {
+    let request = input.request;
+    let n = state.effects.len().to_string();
+    let id = derive_id("eff", &[&request.conversation, &request.turn, "effect", &n]);
+    // Derived like the id, from the same unambiguous parts: the executor's key of
+    // one effect can be no other effect's.
+    let idempotency_key = derive_id("key", &[&request.conversation, &request.turn, "effect", &n]);
+    let effect = EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
+    state.events.push(EventRecord {
+        id: derive_id("evt", &[&request.conversation, &request.turn, "event", &n]),
+        kind: proposal.op.clone(),
+        payload: json!({"actor": request.actor, "args": checked}),
+        effect: Some(id.clone()),
+    });
+    state.response.effects.push(effect.clone());
+    state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes });
+    id
+}
+
+/// The announcement guard reads the draft and the turn's calls; its findings go on the response.
+fn review_draft(input: &TurnInput<'_>, state: &mut TurnState<'_>) {
+    let contract = input.contract;
+    if let (Some(guard), Some(draft)) = (contract.guards().announcement(), &input.request.draft) {
+        // A promotion that cannot be read leaves the guard observing: it fails towards less
+        // authority, never more.
+        let promotion = input.facts.promotion(&guard.subject()).ok().flatten();
+        state.response.findings = guard::review(guard, &draft.text, &input.request.calls, promotion.as_ref());
+        // Every finding is written with the turn: the guard reports at most the contract's
+        // `limits.findings_per_reply`, the first ones (whose correction an enforcing guard
+        // would send), so a reply full of announcements cannot fill the store.
+        state.response.findings.truncate(usize::try_from(contract.limits().findings_per_reply).unwrap_or(usize::MAX));
+        state.facts_read.promotions.extend(promotion);
+    }
+}
+
+/// The draft (or an enforcing guard's correction) through the outbound gate on the `live`
+/// path, against the rows as the turn leaves them and the ledger with the turn's events.
+fn clear_reply<'f>(input: &TurnInput<'f>, state: &mut TurnState<'f>) {
+    let request = input.request;
+    let Some(draft) = &request.draft else { return };
+    // An enforcing guard's correction is the draft the gate checks; the guard itself
+    // never sets the reply.
+    let corrected = state.response.findings.iter().find_map(|f| f.replacement.clone());
+    let checked = Draft { text: corrected.unwrap_or_else(|| draft.text.clone()), claims: draft.claims.clone() };
+    let ledger = TurnLedger {
+        work: RefCell::new(&mut state.work),
+        facts: input.facts,
+        conversation: &request.conversation,
+        turn_events: &state.events,
+        read: RefCell::new(BTreeMap::new()),
+    };
+    let outgoing = outbound::Outgoing {
+        conversation: &request.conversation,
+        // The live reply goes to the turn's actor: it may state only what they may see.
+        actor: &request.actor,
+        path: PathName::Live,
+        channel: None,
+        locale: &request.locale,
+        at: &request.at,
+        draft: &checked,
+    };
+    // A contract without a `live` path for this locale has nothing to send it with.
+    if let Ok(gate) = outbound::clear(input.contract, &outgoing, &ledger, input.gate_answers) {
+        state.response.reply = serde_json::to_value(&gate.message).ok();
+        state.trace = OutboundTrace { questions: gate.questions, verdicts: gate.verdicts };
+    }
+    state.facts_read.events = ledger.read.into_inner();
+}
+
+/// What an act that passed every check becomes.
+enum ActOutcome {
     /// Held for a confirmation, with the arguments the confirmation will check again.
     Hold {
         args: Map<String, Value>,
@@ -903,14 +733,23 @@ enum Outcome {
     },
 }
 
+/// The semantic checks an act reads and names: the supplied answers, the checks needed so far
+/// (this act's are added), and the turn-level check, if it runs.
+struct ActChecks<'a> {
+    answers: &'a CheckAnswers,
+    needed: &'a mut Vec<CheckRequest>,
+    uncovered: Option<&'a CheckRequest>,
+}
+
 fn decide_act(
-    contract: &Contract,
+    input: &TurnInput<'_>,
     ctx: &ArgContext<'_>,
     work: &mut Workspace<'_>,
     proposal: &Proposal<'_>,
-    conflicts: &BTreeSet<RowRef>,
-    (answers, needed, uncovered): (&CheckAnswers, &mut Vec<CheckRequest>, Option<&CheckRequest>),
-) -> Result<Outcome, Finding> {
+    checks: ActChecks<'_>,
+) -> Result<ActOutcome, Finding> {
+    let contract = input.contract;
+    let ActChecks { answers, needed, uncovered } = checks;
     let op = contract.operation(&proposal.op).ok_or_else(|| {
         Finding::refuse(ReasonCode::UnknownOperation)
             .field("op".into())
@@ -927,28 +766,73 @@ fn decide_act(
         needed.push(request.clone());
     }
     if let Some(it) = proposal.confirmed {
-        for (row, revision) in &it.revisions {
-            let Some((table, key)) = row.split_once('/') else { continue };
-            let current = work.row(&RowRef { table: table.to_owned(), key: key.to_owned() })?;
-            if current.map(|r| r.revision) != Some(*revision) {
-                return Err(Finding::refuse(ReasonCode::StaleRevision)
-                    .detail(format!("`{row}` changed after the confirmation was asked; ask again")));
-            }
-        }
+        unchanged_since_confirmation(work, it)?;
     }
     let actor_record = match &ctx.actor_row {
         Some(row) => Some(work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?),
         None => None,
     };
-    let (args, located) = locate_plain_values(op, proposal, answers, needed)?;
-    let checked = args::check_args(ctx, work, op, &args)?;
-    semantic_checks(op, &checked, (proposal, &args, &located), answers, needed)?;
+    let located = locate_plain_values(op, proposal, answers, needed)?;
+    let checked = args::check_args(ctx, work, op, &located.args)?;
+    semantic_checks(op, &checked, proposal, &located, answers, needed)?;
     let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
     eval.derive_all(work, op)?;
+    let actor = ActorRecord { row: ctx.actor_row.as_ref(), record: actor_record.as_ref() };
+    decide_policy(contract, work, op, actor, &eval)?;
 
-    // Policy.
+    if let Some(request) = uncovered
+        && let Some(finding) = check::turn_finding(request, answers.get(&request.id))
+    {
+        return Err(finding);
+    }
+    if op.consequential && proposal.confirmed.is_none() {
+        return Ok(ActOutcome::Hold { args: located.args.into_owned() });
+    }
+    let before = work.snapshot();
+    eval.apply(work, op)?;
+    if work.changed_rows(&before).iter().any(|row| input.conflicts.contains(row)) {
+        return Err(
+            Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
+        );
+    }
+    let args_json: Map<String, Value> =
+        checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
+    Ok(ActOutcome::Commit { args: Value::Object(args_json) })
+}
+
+/// A confirmed act is decided again only if no row its checks read has moved since the
+/// confirmation was asked.
+fn unchanged_since_confirmation(work: &mut Workspace<'_>, it: &Interaction) -> Result<(), Finding> {
+    for (row, revision) in &it.revisions {
+        let Some((table, key)) = row.split_once('/') else { continue };
+        let current = work.row(&RowRef { table: table.to_owned(), key: key.to_owned() })?;
+        if current.map(|r| r.revision) != Some(*revision) {
+            return Err(Finding::refuse(ReasonCode::StaleRevision)
+                .detail(format!("`{row}` changed after the confirmation was asked; ask again")));
+        }
+    }
+    Ok(())
+}
+
+/// The actor as the policy sees it: their row and the record read for it.
+#[derive(Clone, Copy)]
+struct ActorRecord<'a> {
+    row: Option<&'a RowRef>,
+    record: Option<&'a RowView>,
+}
+
+/// Policy: the principal, the resource and the context (arguments, derived quantities, members)
+/// given to Cedar; anything but a permit takes the act away.
+fn decide_policy(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    op: &crate::operation::Operation,
+    actor: ActorRecord<'_>,
+    eval: &Eval<'_>,
+) -> Result<(), Finding> {
     let currency = contract.currency();
-    let principal = match (&actor_record, contract.actor_table().and_then(|t| contract.table(t)), &ctx.actor_row) {
+    let checked = eval.args;
+    let principal = match (actor.record, contract.actor_table().and_then(|t| contract.table(t)), actor.row) {
         (Some(record), Some(table), Some(row)) => PolicyEntity {
             entity_type: table.entity.clone(),
             id: row.key.clone(),
@@ -970,7 +854,7 @@ fn decide_act(
     };
     let mut context_args = Map::new();
     let mut members = Map::new();
-    for (name, value) in &checked {
+    for (name, value) in checked {
         if !matches!(value, Checked::Absent) {
             context_args.insert(name.clone(), value.to_json());
         }
@@ -993,39 +877,23 @@ fn decide_act(
     let derived: Map<String, Value> = eval.derived.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
     let context = json!({"args": context_args, "derived": derived, "members": members});
     match contract.policies().decide(&principal, &op.name, &resource, context) {
-        PolicyDecision::Permit => {}
+        PolicyDecision::Permit => Ok(()),
         PolicyDecision::Forbid(policies) => {
             let mut finding = Finding::refuse(ReasonCode::ForbiddenByPolicy);
             finding.reason.policies = policies;
-            return Err(finding);
+            Err(finding)
         }
-        PolicyDecision::NoPermit => return Err(Finding::refuse(ReasonCode::NoPolicyPermits)),
-        PolicyDecision::Error(message) => return Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
+        PolicyDecision::NoPermit => Err(Finding::refuse(ReasonCode::NoPolicyPermits)),
+        PolicyDecision::Error(message) => Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
     }
-
-    if let Some(request) = uncovered
-        && let Some(finding) = check::turn_finding(request, answers.get(&request.id))
-    {
-        return Err(finding);
-    }
-    if op.consequential && proposal.confirmed.is_none() {
-        return Ok(Outcome::Hold { args: args.into_owned() });
-    }
-    let before = work.snapshot();
-    eval.apply(work, op)?;
-    if work.changed_rows(&before).iter().any(|row| conflicts.contains(row)) {
-        return Err(
-            Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
-        );
-    }
-    let args_json: Map<String, Value> =
-        checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
-    Ok(Outcome::Commit { args: Value::Object(args_json) })
 }
 
 /// An act's arguments with each located pointer in place of its plain value (borrowed when
 /// there was none), and the names of the located arguments.
-type Located<'p> = (std::borrow::Cow<'p, Map<String, Value>>, BTreeSet<String>);
+struct Located<'p> {
+    args: std::borrow::Cow<'p, Map<String, Value>>,
+    located: BTreeSet<String>,
+}
 
 /// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
 /// the `locate` task is asked which words of the user's message give it. Its answer (a
@@ -1068,7 +936,7 @@ fn locate_plain_values<'p>(
             needed.push(request);
         }
     }
-    first.map_or(Ok((args, located)), Err)
+    first.map_or(Ok(Located { args, located }), Err)
 }
 
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
@@ -1079,10 +947,12 @@ fn locate_plain_values<'p>(
 fn semantic_checks(
     op: &crate::operation::Operation,
     checked: &BTreeMap<String, Checked>,
-    (proposal, args, located): (&Proposal<'_>, &Map<String, Value>, &BTreeSet<String>),
+    proposal: &Proposal<'_>,
+    located: &Located<'_>,
     answers: &CheckAnswers,
     needed: &mut Vec<CheckRequest>,
 ) -> Result<(), Finding> {
+    let Located { args, located } = located;
     let mut first: Option<Finding> = None;
     for arg in op.args.iter().filter(|a| !a.checks.is_empty() || located.contains(&a.name)) {
         let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };

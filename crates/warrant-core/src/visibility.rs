@@ -13,15 +13,27 @@ use crate::records::Visibility;
 /// Reads the parent row of a nested table, by table and key: `None` when there is none.
 pub type ParentRows<'a, E> = dyn FnMut(&str, &str) -> Result<Option<Value>, E> + 'a;
 
+/// A row as visibility reads it: its table, its key and its value.
+#[derive(Debug, Clone, Copy)]
+pub struct RowValue<'a> {
+    /// The table.
+    pub table: &'a str,
+    /// The key.
+    pub key: &'a str,
+    /// The row's value.
+    pub value: &'a Value,
+}
+
 /// Whether `actor` may see the row `key` of `table`, whose value is `value`. `parent` reads the
 /// parent row of a nested table (`None` when there is none). A table the contract does not
 /// declare is seen by nobody.
 pub fn visible<E>(
     contract: &Contract,
     actor: &str,
-    (table, key, value): (&str, &str, &Value),
+    row: RowValue<'_>,
     parent: &mut ParentRows<'_, E>,
 ) -> Result<bool, E> {
+    let RowValue { table, key, value } = row;
     let Some(declared) = contract.table(table) else { return Ok(false) };
     match &declared.visibility {
         Visibility::Everyone => Ok(true),
@@ -36,7 +48,12 @@ pub fn visible<E>(
         Visibility::Parent { table: parent_table, field } => {
             let Some(parent_key) = value.get(field).and_then(Value::as_str) else { return Ok(false) };
             match parent(parent_table, parent_key)? {
-                Some(parent_value) => visible(contract, actor, (parent_table, parent_key, &parent_value), parent),
+                Some(parent_value) => visible(
+                    contract,
+                    actor,
+                    RowValue { table: parent_table, key: parent_key, value: &parent_value },
+                    parent,
+                ),
                 None => Ok(false),
             }
         }

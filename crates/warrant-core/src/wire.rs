@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::reason::ReasonCode;
-use crate::request::RequestError;
+use crate::request::error::RequestError;
 use crate::text::visible;
 
 /// Checks that `json` is one JSON object with no repeated key at any depth and no U+0000 in

@@ -76,8 +76,15 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
             let now = match request::validate(contract, request) {
                 // The recorded answers of the turn's checks: a replay calls no model.
                 Ok(valid) => {
-                    let answers = (&record.answers, &record.outbound_answers);
-                    turn::decide_answered(contract, &valid, &facts, &record.conflicts, answers).response
+                    turn::decide_answered(
+                        contract,
+                        &valid,
+                        &facts,
+                        &record.conflicts,
+                        &record.answers,
+                        &record.outbound_answers,
+                    )
+                    .response
                 }
                 Err(error) => {
                     for (i, act) in recorded.acts.iter().enumerate() {

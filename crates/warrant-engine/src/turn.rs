@@ -194,7 +194,8 @@ impl<S: Store> Engine<S> {
             valid,
             &facts,
             &gathered.conflicts,
-            (&gathered.answers, &gathered.gate_answers),
+            &gathered.answers,
+            &gathered.gate_answers,
         )
     }
 }

@@ -140,6 +140,7 @@ pub fn task_limits_from_contract(config: &ModelConfig) -> BTreeMap<String, TaskL
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warrant_core::check::ModelTask;
 
     #[test]
     fn calls_and_tokens_run_out() {
@@ -158,9 +159,9 @@ mod tests {
         let own = TaskLimits { calls: 3, max_tokens: 24, timeout: Duration::from_secs(20) };
         let tighter = TaskLimits { calls: 1, max_tokens: 8, timeout: Duration::from_secs(2) };
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now())
-            .with_task_limits(BTreeMap::from([("locate".to_owned(), tighter)]));
-        assert_eq!(budget.task_limits("locate", own), tighter);
-        assert_eq!(budget.task_limits("value_stated", own), own);
+            .with_task_limits(BTreeMap::from([(ModelTask::Locate.name().to_owned(), tighter)]));
+        assert_eq!(budget.task_limits(ModelTask::Locate.name(), own), tighter);
+        assert_eq!(budget.task_limits(ModelTask::ValueStated.name(), own), own);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use warrant_core::check::{CheckFailure, CheckVerdict};
+use warrant_core::check::{CheckFailure, CheckVerdict, ModelTask};
 
 use crate::budget::{TaskLimits, TurnBudget};
 use crate::provider::{ChatAnswer, ChatRequest, Message, Provider, ProviderError, canonical};
@@ -21,8 +21,10 @@ pub trait Task {
     type Input;
     /// What it returns beside its verdict (a pointer, a draft; often nothing).
     type Output;
+    /// The task.
+    const TASK: ModelTask;
     /// The task's name (`value_stated`).
-    const NAME: &'static str;
+    const NAME: &'static str = Self::TASK.name();
     /// The built-in prompt.
     fn prompt() -> &'static str;
     /// The JSON schema of the answer.
@@ -176,6 +178,15 @@ impl std::fmt::Debug for Runner<'_> {
     }
 }
 
+/// What a call asks: the prompt version, the task, the check it answers, and the round.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    prompt: &'a PromptVersion,
+    task: &'a str,
+    check: Option<&'a str>,
+    round: Round,
+}
+
 /// The message of the repair round.
 fn repair_message(error: &str) -> String {
     format!(
@@ -203,7 +214,13 @@ impl Runner<'_> {
                 schema: T::schema(),
                 max_tokens: limits.max_tokens,
             };
-            let answer = match self.call(&request, &limits, &mut spent, (&prompt, T::NAME, check, round), &mut calls) {
+            let answer = match self.call(
+                &request,
+                &limits,
+                &mut spent,
+                Asked { prompt: &prompt, task: T::NAME, check, round },
+                &mut calls,
+            ) {
                 Ok(answer) => answer,
                 Err((failure, detail)) => return TaskRun { outcome: Outcome::Failed { failure, detail }, calls },
             };
@@ -240,9 +257,10 @@ impl Runner<'_> {
         request: &ChatRequest,
         limits: &TaskLimits,
         spent: &mut u32,
-        (prompt, task, check, round): (&PromptVersion, &str, Option<&str>, Round),
+        asked: Asked<'_>,
         calls: &mut Vec<ModelCall>,
     ) -> Result<ChatAnswer, (CheckFailure, String)> {
+        let Asked { prompt, task, check, round } = asked;
         let hash = request.hash();
         for attempt in 0..2u32 {
             let mut record = ModelCall {

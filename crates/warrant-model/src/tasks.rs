@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warrant_core::check::CheckVerdict;
+use warrant_core::check::{CheckVerdict, ModelTask};
 use warrant_core::pointer::{self, NumberedText, TextPointer};
 
 use crate::budget::TaskLimits;
@@ -79,7 +79,7 @@ struct Stated {
 impl Task for ValueStated {
     type Input = ValueStatedInput;
     type Output = ();
-    const NAME: &'static str = "value_stated";
+    const TASK: ModelTask = ModelTask::ValueStated;
 
     fn prompt() -> &'static str {
         include_str!("../prompts/value_stated.md")
@@ -154,7 +154,7 @@ impl Task for Locate {
     type Input = LocateInput;
     /// `Some` only with a passing verdict.
     type Output = Option<Located>;
-    const NAME: &'static str = "locate";
+    const TASK: ModelTask = ModelTask::Locate;
 
     fn prompt() -> &'static str {
         include_str!("../prompts/locate.md")
@@ -223,7 +223,7 @@ struct Uncovered {
 impl Task for UncoveredRequest {
     type Input = UncoveredRequestInput;
     type Output = ();
-    const NAME: &'static str = "uncovered_request";
+    const TASK: ModelTask = ModelTask::UncoveredRequest;
 
     fn prompt() -> &'static str {
         include_str!("../prompts/uncovered_request.md")
@@ -277,7 +277,7 @@ struct Coverage {
 impl Task for ClaimsCoverage {
     type Input = ClaimsCoverageInput;
     type Output = ();
-    const NAME: &'static str = "claims_coverage";
+    const TASK: ModelTask = ModelTask::ClaimsCoverage;
 
     fn prompt() -> &'static str {
         include_str!("../prompts/claims_coverage.md")
@@ -338,7 +338,7 @@ impl Task for Rewrite {
     type Input = RewriteInput;
     /// `Some` only with a passing verdict.
     type Output = Option<RewrittenDraft>;
-    const NAME: &'static str = "rewrite";
+    const TASK: ModelTask = ModelTask::Rewrite;
 
     fn prompt() -> &'static str {
         include_str!("../prompts/rewrite.md")

@@ -9,17 +9,22 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::claim::{self, Outbound, RawOutbound};
 use crate::guard::{self, Guards, RawGuards};
 use crate::limits::{self, Limits, RawLimits};
 use crate::money;
 use crate::operation::{self, Operation, RawOperation};
+use crate::outbound::claim::{self, Outbound, RawOutbound};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
 use crate::records::{Table, TableSource, Visibility};
-use crate::score::{self, Score};
+use crate::score::{self, RawScore, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
+
+pub mod error;
+
+pub(crate) use error::Locator;
+pub use error::{ContractError, ContractErrorKind};
 
 /// Where a contract's companion files (Cedar policies) come from. warrant-core does no IO: the
 /// engine or the command line reads the files, relative to the contract.
@@ -89,22 +94,7 @@ impl Contract {
         let guards = guard::compile(&at, &raw.guards)?;
         let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
         let (currency, tables) = compile_records(&at, raw.records.as_ref(), actor_table)?;
-        let actor = match &raw.actor {
-            None => None,
-            Some(actor) => {
-                let table = actor.table.get_ref();
-                if !tables.iter().any(|t| t.name == *table) {
-                    return Err(at.error(
-                        actor.table.span().start,
-                        ContractErrorKind::BadTable {
-                            table: text::visible(table),
-                            message: "the actor's table is not declared in `[records]`".into(),
-                        },
-                    ));
-                }
-                Some(table.clone())
-            }
-        };
+        let actor = compile_actor(&at, raw.actor.as_ref(), &tables)?;
         let scope = operation::Scope {
             at: &at,
             kinds: &kinds,
@@ -113,37 +103,8 @@ impl Contract {
             has_currency: currency.is_some(),
         };
         let operations = operation::compile(&scope, &raw.operation)?;
-        let mut policy_texts = Vec::new();
-        let mut policy_files = Vec::new();
-        if let Some(policies) = &raw.policies {
-            for file in policies.files.get_ref() {
-                let content = files.read(file.get_ref()).map_err(|message| {
-                    at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
-                })?;
-                policy_files.push(PolicyFile { name: file.get_ref().clone(), text: content.clone() });
-                policy_texts.push((file.get_ref().clone(), content, file.span().start));
-            }
-        }
         let cedar_schema = policy_schema::generate(&tables, actor.as_deref(), &operations);
-        let policies = Policies::compile(&policy_files, &cedar_schema).map_err(|e| match e {
-            PolicyLoadError::At { file, offset, message } => {
-                let (name, text) = policy_files.get(file).map_or(("", ""), |f| (f.name.as_str(), f.text.as_str()));
-                // The error is in the policy file: it names that file, at its own line and column.
-                let origin = companion_path(origin, name);
-                Locator { origin: &origin, text }
-                    .error(offset, ContractErrorKind::BadPolicy { file: name.to_owned(), message })
-            }
-            PolicyLoadError::Schema(message) => {
-                let offset = policy_texts.first().map_or(0, |p| p.2);
-                at.error(
-                    offset,
-                    ContractErrorKind::BadPolicy {
-                        file: String::new(),
-                        message: format!("the Cedar schema generated from the contract is refused: {message}"),
-                    },
-                )
-            }
-        })?;
+        let (policies, policy_texts) = compile_policies(&at, raw.policies.as_ref(), files, &cedar_schema)?;
         if !operations.is_empty() && policies.is_empty() {
             return Err(at.error(0, ContractErrorKind::MissingSection("policies")));
         }
@@ -257,6 +218,71 @@ impl Contract {
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
+}
+
+/// The `[actor]` section: the table whose rows are the actors, which `[records]` must declare.
+fn compile_actor(at: &Locator<'_>, raw: Option<&RawActor>, tables: &[Table]) -> Result<Option<String>, ContractError> {
+    let actor = match raw {
+        None => None,
+        Some(actor) => {
+            let table = actor.table.get_ref();
+            if !tables.iter().any(|t| t.name == *table) {
+                return Err(at.error(
+                    actor.table.span().start,
+                    ContractErrorKind::BadTable {
+                        table: text::visible(table),
+                        message: "the actor's table is not declared in `[records]`".into(),
+                    },
+                ));
+            }
+            Some(table.clone())
+        }
+    };
+    Ok(actor)
+}
+
+/// The policy files as the contract's hash covers them: name, text, and the offset of the name.
+type PolicyTexts = Vec<(String, String, usize)>;
+
+/// The `[policies]` section: each Cedar file read through `files`, checked against the schema
+/// generated from the contract; with the texts (name, text, offset) that the contract's hash covers.
+fn compile_policies(
+    at: &Locator<'_>,
+    raw: Option<&RawPolicies>,
+    files: &dyn ContractFiles,
+    cedar_schema: &serde_json::Value,
+) -> Result<(Policies, PolicyTexts), ContractError> {
+    let mut policy_texts = Vec::new();
+    let mut policy_files = Vec::new();
+    if let Some(policies) = raw {
+        for file in policies.files.get_ref() {
+            let content = files.read(file.get_ref()).map_err(|message| {
+                at.error(file.span().start, ContractErrorKind::BadPolicy { file: file.get_ref().clone(), message })
+            })?;
+            policy_files.push(PolicyFile { name: file.get_ref().clone(), text: content.clone() });
+            policy_texts.push((file.get_ref().clone(), content, file.span().start));
+        }
+    }
+    let policies = Policies::compile(&policy_files, cedar_schema).map_err(|e| match e {
+        PolicyLoadError::At { file, offset, message } => {
+            let (name, text) = policy_files.get(file).map_or(("", ""), |f| (f.name.as_str(), f.text.as_str()));
+            // The error is in the policy file: it names that file, at its own line and column.
+            let origin = companion_path(at.origin, name);
+            Locator { origin: &origin, text }
+                .error(offset, ContractErrorKind::BadPolicy { file: name.to_owned(), message })
+        }
+        PolicyLoadError::Schema(message) => {
+            let offset = policy_texts.first().map_or(0, |p| p.2);
+            at.error(
+                offset,
+                ContractErrorKind::BadPolicy {
+                    file: String::new(),
+                    message: format!("the Cedar schema generated from the contract is refused: {message}"),
+                },
+            )
+        }
+    })?;
+    Ok((policies, policy_texts))
 }
 
 fn compile_kinds(at: &Locator<'_>, kinds: &Spanned<Vec<Spanned<String>>>) -> Result<SourceKinds, ContractError> {
@@ -473,148 +499,6 @@ struct RawSources {
     kinds: Spanned<Vec<Spanned<String>>>,
     /// The source kind of the request's `acts` when an act names none.
     acts: Option<Spanned<String>>,
-}
-
-/// The `[score]` section as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawScore {
-    #[serde(default)]
-    pub(crate) clause: Vec<RawClause>,
-    #[serde(default)]
-    pub(crate) passive: Vec<RawPassive>,
-}
-
-/// One `[[score.clause]]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawClause {
-    pub(crate) text: Spanned<String>,
-    pub(crate) op: Spanned<String>,
-    pub(crate) from: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-/// One `[[score.passive]]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawPassive {
-    pub(crate) text: Spanned<String>,
-}
-
-/// Turns byte offsets in the contract text into line and column for error messages.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Locator<'a> {
-    pub(crate) origin: &'a str,
-    pub(crate) text: &'a str,
-}
-
-impl Locator<'_> {
-    /// The 1-based line and column (in characters) of byte `offset`.
-    pub(crate) fn line_column(&self, offset: usize) -> (u32, u32) {
-        let offset = offset.min(self.text.len());
-        let before = self.text.get(..offset).unwrap_or_default();
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before.get(line_start..).unwrap_or_default().chars().count() + 1;
-        (u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX))
-    }
-
-    pub(crate) fn error(&self, offset: usize, kind: ContractErrorKind) -> ContractError {
-        let (line, column) = self.line_column(offset);
-        ContractError { origin: self.origin.to_owned(), line, column, kind }
-    }
-}
-
-/// A contract that does not load, with the place at fault.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}:{line}:{column}: {kind}")]
-pub struct ContractError {
-    /// The file (as given to the loader).
-    pub origin: String,
-    /// 1-based line of the value at fault.
-    pub line: u32,
-    /// 1-based column, in characters.
-    pub column: u32,
-    /// What is wrong.
-    pub kind: ContractErrorKind,
-}
-
-/// What is wrong with a contract.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ContractErrorKind {
-    /// The TOML does not parse, or a field is unknown, missing or of the wrong type.
-    #[error("{0}")]
-    Syntax(String),
-    /// A required section is absent.
-    #[error("the `[{0}]` section is missing")]
-    MissingSection(&'static str),
-    /// `sources.kinds` is empty.
-    #[error("`sources.kinds` is empty; declare at least one source kind")]
-    EmptyKinds,
-    /// More kinds than a kind set can hold.
-    #[error("`sources.kinds` declares more than 64 source kinds")]
-    TooManyKinds,
-    /// A name is not an identifier.
-    #[error("`{0}` is not a name: use lowercase ASCII letters, digits and `_`, starting with a letter")]
-    BadName(String),
-    /// A source kind is declared twice.
-    #[error("source kind `{0}` is declared twice")]
-    DuplicateKind(String),
-    /// A clause's `from` names a kind not in `sources.kinds`.
-    #[error("clause `{clause}` names the undeclared source kind `{kind}`")]
-    UndeclaredKind { clause: String, kind: String },
-    /// A clause's `from` is an empty list, which would make it unusable.
-    #[error("clause `{0}` has an empty `from` list; omit `from` to allow every kind")]
-    EmptyFrom(String),
-    /// A clause's text is empty.
-    #[error("a clause is empty")]
-    EmptyClause,
-    /// A clause is the same text (after NFC) as an earlier scored or passive clause.
-    #[error("clause `{clause}` repeats the clause at line {first_line}")]
-    DuplicateClause { clause: String, first_line: u32 },
-    /// A clause is not exactly one sentence under the segmenter.
-    #[error("clause `{clause}` is {sentences} sentences under the segmenter; a clause must be exactly one sentence")]
-    NotOneSentence { clause: String, sentences: usize },
-    /// A clause starts or ends with white space, so no trimmed sentence could ever equal it.
-    #[error("clause `{0}` starts or ends with white space")]
-    SurroundingWhiteSpace(String),
-    /// `sources.acts` names a kind not in `sources.kinds`.
-    #[error("`sources.acts` names the undeclared source kind `{0}`")]
-    UndeclaredActKind(String),
-    /// Two operations share a name.
-    #[error("operation `{0}` is declared twice")]
-    DuplicateOperation(String),
-    /// An operation's `from` names a kind not in `sources.kinds`.
-    #[error("operation `{op}` names the undeclared source kind `{kind}`")]
-    UndeclaredOperationKind { op: String, kind: String },
-    /// An operation's arguments, derived quantities or effects are inconsistent.
-    #[error("operation `{op}`: {message}")]
-    BadOperation { op: String, message: String },
-    /// A records table is declared wrongly.
-    #[error("table `{table}`: {message}")]
-    BadTable { table: String, message: String },
-    /// A currency code outside ISO 4217.
-    #[error("`{0}` is not an ISO 4217 currency code with minor units")]
-    UnknownCurrency(String),
-    /// A policy file cannot be read or does not parse.
-    #[error("policy file `{file}`: {message}")]
-    BadPolicy { file: String, message: String },
-    /// A guard's shapes or correction copy are declared wrongly.
-    #[error("guard `{guard}`: {message}")]
-    BadGuard { guard: String, message: String },
-    /// A clause contains a control, zero-width, bidirectional or other invisible character.
-    #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
-    InvisibleCharacter { clause: String, code: u32 },
-    /// The `[model]` section is declared wrongly.
-    #[error("`[model]`: {0}")]
-    BadModel(String),
-    /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
-    #[error("outbound {what}: {message}")]
-    BadOutbound { what: String, message: String },
-    /// The `[limits]` section is declared wrongly.
-    #[error("`[limits]`: {0}")]
-    BadLimit(String),
 }
 
 // The `[model]` section (docs/design.md §6): where the model tasks run and within what limits. The

@@ -10,12 +10,12 @@ use std::fmt;
 use serde::Deserialize;
 
 use crate::check::{CheckFailure, CheckVerdict};
-use crate::claim::PathName;
 use crate::contract::Contract;
+use crate::facts::{EventRecord, FactError};
+use crate::outbound::claim::PathName;
 use crate::outbound::{self, Basis, GateAnswer, GateAnswers, LedgerFacts, Outgoing};
 use crate::records::Record;
 use crate::request::Draft;
-use crate::turn::{EventRecord, FactError};
 
 /// A recorded answer of the coverage check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

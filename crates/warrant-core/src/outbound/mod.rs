@@ -108,23 +108,29 @@
 //! assert_eq!(outbox.0[0].text(), "Hello.");
 //! ```
 
+pub mod claim;
+#[cfg(feature = "corpus")]
+pub mod corpus;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use self::claim::{Backing, Claim, ClaimArgKind, PathName};
 use crate::check::{CheckFailure, CheckVerdict};
-use crate::claim::{self, Backing, Claim, ClaimArgKind, PathName};
 use crate::contract::Contract;
+use crate::facts::{EventRecord, FactError};
+use crate::id::derive_id;
 use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::request::{Draft, RequestError};
-use crate::turn::{EventRecord, FactError, Reason, derive_id};
+use crate::verdict::Reason;
 use crate::visibility;
 
 /// The task names of the gate's model questions.
-pub const REWRITE: &str = "rewrite";
+pub const REWRITE: &str = crate::check::ModelTask::Rewrite.name();
 
 /// The facts the gate reads: authoritative rows and the conversation's committed events.
 pub trait LedgerFacts {
@@ -144,12 +150,12 @@ pub struct LedgerRead {
 }
 
 /// Logs every fact read through it.
-struct Reading<'f> {
+struct LedgerReading<'f> {
     facts: &'f dyn LedgerFacts,
     log: RefCell<LedgerRead>,
 }
 
-impl LedgerFacts for Reading<'_> {
+impl LedgerFacts for LedgerReading<'_> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
         let found = self.facts.record(table, key)?;
         let mut log = self.log.borrow_mut();
@@ -561,47 +567,76 @@ struct Stage {
     passed: bool,
 }
 
-/// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
-#[expect(clippy::too_many_arguments, reason = "one private step of `clear`; its state is the gate's own")]
-fn check_stage(
-    contract: &Contract,
-    recipient: &str,
-    stage: &str,
-    text: &str,
-    claims: &[Value],
+/// The gate's inputs that hold for every stage: the contract, the recipient, the ledger and
+/// the answers of its questions.
+struct GateInput<'a> {
+    contract: &'a Contract,
+    recipient: &'a str,
+    facts: &'a dyn LedgerFacts,
+    answers: &'a GateAnswers,
+}
+
+/// A text under check: the stage (`draft` or `rewrite`), its text and claims, and whether its
+/// coverage is checked.
+#[derive(Clone, Copy)]
+struct StageText<'a> {
+    stage: &'a str,
+    text: &'a str,
+    claims: &'a [Value],
     coverage: bool,
-    facts: &dyn LedgerFacts,
-    answers: &GateAnswers,
-    gate: (&mut Vec<ClaimVerdict>, &mut Vec<Question>, &mut Vec<Reason>),
-) -> Stage {
-    let (verdicts, questions, reasons) = gate;
+}
+
+/// What the gate found over its stages: every claim's verdict, the questions it asked, and why.
+#[derive(Default)]
+struct GateLog {
+    verdicts: Vec<ClaimVerdict>,
+    questions: Vec<Question>,
+    reasons: Vec<Reason>,
+}
+
+/// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
+fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -> Stage {
     let mut parsed = Vec::new();
     let mut all_parse = true;
-    for (i, value) in claims.iter().enumerate() {
-        match claim::parse_claim(contract.outbound(), value, &format!("{stage}.claims[{i}]")) {
+    for (i, value) in under.claims.iter().enumerate() {
+        match claim::parse_claim(input.contract.outbound(), value, &format!("{}.claims[{i}]", under.stage)) {
             Ok(claim) => parsed.push((i, claim)),
             Err((field, message)) => {
                 all_parse = false;
-                verdicts.push(ClaimVerdict {
-                    stage: stage.into(),
+                log.verdicts.push(ClaimVerdict {
+                    stage: under.stage.into(),
                     index: i,
                     claim: value.clone(),
                     backed: false,
                     by: None,
                     reason: Some(ReasonCode::ClaimInvalid),
                 });
-                reasons.push(reason(ReasonCode::ClaimInvalid, Some(field), Some(message)));
+                log.reasons.push(reason(ReasonCode::ClaimInvalid, Some(field), Some(message)));
             }
         }
     }
+    let (backed, all_backed) = back_claims(input, under.stage, parsed, log);
+    if !(all_parse && all_backed) {
+        return Stage { backed, passed: false };
+    }
+    check_coverage(input, under, backed, log)
+}
+
+/// Each parsed claim against the ledger, visibility first; the backed ones, and whether all were.
+fn back_claims(
+    input: &GateInput<'_>,
+    stage: &str,
+    parsed: Vec<(usize, Claim)>,
+    log: &mut GateLog,
+) -> (Vec<Claim>, bool) {
     let mut backed = Vec::new();
-    let mut all_backed = all_parse;
+    let mut all_backed = true;
     for (i, claim) in parsed {
         let field = format!("{stage}.claims[{i}]");
         // Visibility first: a claim about a row the recipient may not see is not backed, however
         // the ledger stands, and is refused alike whether the row exists or not.
-        let backed_by = match claim_visible(contract, recipient, &claim, facts) {
-            Ok(true) => backing(contract, &claim, facts).map(|by| by.ok_or(ReasonCode::ClaimUnbacked)),
+        let backed_by = match claim_visible(input.contract, input.recipient, &claim, input.facts) {
+            Ok(true) => backing(input.contract, &claim, input.facts).map(|by| by.ok_or(ReasonCode::ClaimUnbacked)),
             Ok(false) => Ok(Err(ReasonCode::ClaimNotVisible)),
             Err(e) => Err(e),
         };
@@ -609,25 +644,25 @@ fn check_stage(
             Ok(Ok(by)) => (Some(by), None),
             Ok(Err(code)) => (None, Some(code)),
             Err(e) => {
-                reasons.push(reason(ReasonCode::ClaimUnverifiable, Some(field.clone()), Some(e.0)));
+                log.reasons.push(reason(ReasonCode::ClaimUnverifiable, Some(field.clone()), Some(e.0)));
                 (None, Some(ReasonCode::ClaimUnverifiable))
             }
         };
         if code == Some(ReasonCode::ClaimNotVisible) {
-            reasons.push(reason(
+            log.reasons.push(reason(
                 ReasonCode::ClaimNotVisible,
                 Some(field.clone()),
                 Some(format!("`{}` names a row that is not the recipient's to see", claim.claim)),
             ));
         }
         if code == Some(ReasonCode::ClaimUnbacked) {
-            reasons.push(reason(
+            log.reasons.push(reason(
                 ReasonCode::ClaimUnbacked,
                 Some(field),
                 Some(format!("no committed event or record backs `{}`", claim.claim)),
             ));
         }
-        verdicts.push(ClaimVerdict {
+        log.verdicts.push(ClaimVerdict {
             stage: stage.into(),
             index: i,
             claim: claim.to_json(),
@@ -641,10 +676,12 @@ fn check_stage(
             all_backed = false;
         }
     }
-    if !all_backed {
-        return Stage { backed, passed: false };
-    }
-    if !coverage {
+    (backed, all_backed)
+}
+
+/// The coverage check of a text whose every claim is backed, when its path asks for it.
+fn check_coverage(input: &GateInput<'_>, under: StageText<'_>, backed: Vec<Claim>, log: &mut GateLog) -> Stage {
+    if !under.coverage {
         return Stage { backed, passed: true };
     }
     if backed.is_empty() {
@@ -653,14 +690,14 @@ fn check_stage(
         // warrant: it does not go out, and no model is asked.
         return Stage { backed, passed: false };
     }
-    let question = Question::coverage(text, &backed);
-    let answer = answers.get(&question.id);
+    let question = Question::coverage(under.text, &backed);
+    let answer = input.answers.get(&question.id);
     let id = question.id.clone();
-    if !questions.iter().any(|q| q.id == id) {
-        questions.push(question);
+    if !log.questions.iter().any(|q| q.id == id) {
+        log.questions.push(question);
     }
-    let rewrite = stage != "draft";
-    let field = Some(format!("{stage}.text"));
+    let rewrite = under.stage != "draft";
+    let field = Some(format!("{}.text", under.stage));
     let taken = match answer {
         Some(GateAnswer::Verdict { verdict: CheckVerdict::Pass }) => {
             return Stage { backed, passed: true };
@@ -678,7 +715,7 @@ fn check_stage(
     // A rewrite that fails its coverage check, for whatever cause, claims more than the facts
     // it was given could back.
     let code = if rewrite { ReasonCode::RewriteUnbacked } else { taken.0 };
-    reasons.push(reason(code, field, Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1))));
+    log.reasons.push(reason(code, field, Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1))));
     Stage { backed, passed: false }
 }
 
@@ -715,7 +752,7 @@ fn row_visible(
         return Ok(false);
     };
     let mut parent = |t: &str, k: &str| facts.record(t, k).map(|r| r.map(|r| r.value));
-    visibility::visible(contract, recipient, (table, key, &row.value), &mut parent)
+    visibility::visible(contract, recipient, visibility::RowValue { table, key, value: &row.value }, &mut parent)
 }
 
 /// What backs `claim`: an event id or a row, `None` when nothing does.
@@ -815,82 +852,50 @@ pub fn clear(
     answers: &GateAnswers,
 ) -> Result<Gate, RequestError> {
     let (path, channel) = check_route(contract, outgoing)?;
-    let reading = Reading { facts, log: RefCell::new(LedgerRead::default()) };
-    let mut verdicts = Vec::new();
-    let mut questions = Vec::new();
-    let mut reasons = Vec::new();
+    let reading = LedgerReading { facts, log: RefCell::new(LedgerRead::default()) };
+    let input = GateInput { contract, recipient: outgoing.actor, facts: &reading, answers };
+    let mut log = GateLog::default();
     let draft = outgoing.draft;
-    let first = check_stage(
-        contract,
-        outgoing.actor,
-        "draft",
-        &draft.text,
-        &draft.claims,
-        path.coverage,
-        &reading,
-        answers,
-        (&mut verdicts, &mut questions, &mut reasons),
-    );
+    let under = StageText { stage: "draft", text: &draft.text, claims: &draft.claims, coverage: path.coverage };
+    let first = check_stage(&input, under, &mut log);
     let (basis, text, claims) = if first.passed {
         (Basis::Cleared, draft.text.clone(), first.backed)
     } else if first.backed.is_empty() {
         // Nothing the draft claims is true, so there is nothing to rewrite from: a model asked
         // to rewrite it could only repeat the draft or invent. No model is asked.
-        reasons.push(reason(
+        log.reasons.push(reason(
             ReasonCode::NothingBacked,
             None,
             Some("no claim of the draft is backed: there is nothing true to rewrite from".into()),
         ));
-        fallback(path, outgoing.locale, &mut reasons)
+        fallback(path, outgoing.locale, &mut log.reasons)
     } else if let Some((text, claims)) = compose(contract, &first.backed, outgoing.locale) {
         // Every backed claim has authored copy: the rewrite is those sentences, by code, and
         // states nothing else. No model writes it, so there is nothing to check again.
-        reasons.push(reason(
+        log.reasons.push(reason(
             ReasonCode::RewriteComposed,
             None,
             Some("composed from the authored copy of the backed claims".into()),
         ));
         (Basis::Rewritten, text, claims)
     } else {
-        let question = Question::rewrite(verified_facts(contract, outgoing.actor, &first.backed, &reading));
-        let answer = answers.get(&question.id).cloned();
-        questions.push(question);
-        match answer {
-            Some(GateAnswer::Rewritten { text }) => {
-                let claims: Vec<Value> = first.backed.iter().map(Claim::to_json).collect();
-                // The rewrite's text is the model's, not the generator's: its coverage check
-                // runs on every path, so that nothing unchecked reaches a customer.
-                let second = check_stage(
-                    contract,
-                    outgoing.actor,
-                    "rewrite",
-                    &text,
-                    &claims,
-                    true,
-                    &reading,
-                    answers,
-                    (&mut verdicts, &mut questions, &mut reasons),
-                );
-                if second.passed {
-                    (Basis::Rewritten, text, second.backed)
-                } else {
-                    fallback(path, outgoing.locale, &mut reasons)
-                }
-            }
-            Some(GateAnswer::Failed { detail, .. }) => {
-                reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some(detail)));
-                fallback(path, outgoing.locale, &mut reasons)
-            }
-            Some(GateAnswer::Verdict { .. }) | None => {
-                reasons.push(reason(
-                    ReasonCode::RewriteFailed,
-                    Some("rewrite".into()),
-                    Some("the rewrite has no text".into()),
-                ));
-                fallback(path, outgoing.locale, &mut reasons)
-            }
-        }
+        model_rewrite(&input, path, outgoing, &first.backed, &mut log)
     };
+    let GateLog { verdicts, questions, reasons } = log;
+    let message = cleared_message(outgoing, channel, Cleared { basis, text, claims }, reasons);
+    Ok(Gate { message, verdicts, questions, facts: reading.log.into_inner() })
+}
+
+/// What the gate clears: the basis, the text and the claims it states.
+struct Cleared {
+    basis: Basis,
+    text: String,
+    claims: Vec<Claim>,
+}
+
+/// The cleared message, its id a hash of everything it is.
+fn cleared_message(outgoing: &Outgoing<'_>, channel: String, cleared: Cleared, reasons: Vec<Reason>) -> ClearedMessage {
+    let Cleared { basis, text, claims } = cleared;
     let claims: Vec<Value> = claims.iter().map(Claim::to_json).collect();
     let claims_text = crate::id::canonical(&Value::Array(claims.clone()));
     let basis_name = match basis {
@@ -912,7 +917,7 @@ pub fn clear(
             &claims_text,
         ],
     );
-    let message = ClearedMessage {
+    ClearedMessage {
         id,
         conversation: outgoing.conversation.to_owned(),
         actor: outgoing.actor.to_owned(),
@@ -924,8 +929,47 @@ pub fn clear(
         text,
         claims,
         reasons,
-    };
-    Ok(Gate { message, verdicts, questions, facts: reading.log.into_inner() })
+    }
+}
+
+/// The model's rewrite, given only the backed claims and the rows they name, checked again
+/// with coverage on every path; anything else is the fallback copy.
+fn model_rewrite(
+    input: &GateInput<'_>,
+    path: &claim::OutboundPath,
+    outgoing: &Outgoing<'_>,
+    backed: &[Claim],
+    log: &mut GateLog,
+) -> (Basis, String, Vec<Claim>) {
+    let question = Question::rewrite(verified_facts(input.contract, outgoing.actor, backed, input.facts));
+    let answer = input.answers.get(&question.id).cloned();
+    log.questions.push(question);
+    match answer {
+        Some(GateAnswer::Rewritten { text }) => {
+            let claims: Vec<Value> = backed.iter().map(Claim::to_json).collect();
+            // The rewrite's text is the model's, not the generator's: its coverage check
+            // runs on every path, so that nothing unchecked reaches a customer.
+            let under = StageText { stage: "rewrite", text: &text, claims: &claims, coverage: true };
+            let second = check_stage(input, under, log);
+            if second.passed {
+                (Basis::Rewritten, text, second.backed)
+            } else {
+                fallback(path, outgoing.locale, &mut log.reasons)
+            }
+        }
+        Some(GateAnswer::Failed { detail, .. }) => {
+            log.reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some(detail)));
+            fallback(path, outgoing.locale, &mut log.reasons)
+        }
+        Some(GateAnswer::Verdict { .. }) | None => {
+            log.reasons.push(reason(
+                ReasonCode::RewriteFailed,
+                Some("rewrite".into()),
+                Some("the rewrite has no text".into()),
+            ));
+            fallback(path, outgoing.locale, &mut log.reasons)
+        }
+    }
 }
 
 fn fallback(path: &claim::OutboundPath, locale: &str, reasons: &mut Vec<Reason>) -> (Basis, String, Vec<Claim>) {

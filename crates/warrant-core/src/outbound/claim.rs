@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::date::Locale;
 use crate::money::Money;
 use crate::operation::Operation;
@@ -19,7 +19,7 @@ use crate::source;
 use crate::text;
 
 /// The semantic check a path may declare: does the text claim more than its claims list?
-pub const CLAIMS_COVERAGE: &str = "claims_coverage";
+pub const CLAIMS_COVERAGE: &str = crate::check::ModelTask::ClaimsCoverage.name();
 
 /// The kind of an argument of a claim: the operation argument kinds that a statement of fact
 /// can carry.
@@ -384,6 +384,100 @@ fn bad(at: &Locator<'_>, offset: usize, what: &str, message: String) -> Contract
     at.error(offset, ContractErrorKind::BadOutbound { what: what.to_owned(), message })
 }
 
+/// One `[[outbound.channel]]`: a webhook whose URL is in the named environment variable.
+fn compile_channel(at: &Locator<'_>, raw_channel: &RawChannel, out: &Outbound) -> Result<Channel, ContractError> {
+    let name = raw_channel.name.get_ref();
+    let what = format!("channel `{}`", text::visible(name));
+    if !source::is_identifier(name) {
+        return Err(at.error(raw_channel.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+    }
+    if out.channel(name).is_some() {
+        return Err(bad(at, raw_channel.name.span().start, &what, "is declared twice".into()));
+    }
+    if raw_channel.kind.get_ref() != "webhook" {
+        return Err(bad(
+            at,
+            raw_channel.kind.span().start,
+            &what,
+            format!("kind `{}` is not `webhook`", text::visible(raw_channel.kind.get_ref())),
+        ));
+    }
+    let env = raw_channel.url_env.get_ref();
+    let env_ok = env.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && env.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if !env_ok {
+        return Err(bad(
+            at,
+            raw_channel.url_env.span().start,
+            &what,
+            format!("`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)", text::visible(env)),
+        ));
+    }
+    Ok(Channel { name: name.clone(), kind: "webhook".into(), url_env: env.clone() })
+}
+
+/// One `[[outbound.path]]`: its channel, its checks, and fallback copy for every locale.
+fn compile_path(at: &Locator<'_>, raw_path: &RawPath, out: &Outbound) -> Result<OutboundPath, ContractError> {
+    let name = raw_path.name.get_ref();
+    let Some(path) = PathName::from_name(name) else {
+        return Err(bad(
+            at,
+            raw_path.name.span().start,
+            "path",
+            format!("`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`", text::visible(name)),
+        ));
+    };
+    let what = format!("path `{name}`");
+    if out.path(path).is_some() {
+        return Err(bad(at, raw_path.name.span().start, &what, "is declared twice".into()));
+    }
+    let channel = raw_path.channel.get_ref();
+    if out.channel(channel).is_none() {
+        return Err(bad(
+            at,
+            raw_path.channel.span().start,
+            &what,
+            format!("channel `{}` is not declared", text::visible(channel)),
+        ));
+    }
+    let mut coverage = false;
+    for check in &raw_path.checks {
+        if check.get_ref() != CLAIMS_COVERAGE || coverage {
+            return Err(bad(
+                at,
+                check.span().start,
+                &what,
+                format!("check `{}` is not `{CLAIMS_COVERAGE}` (once)", text::visible(check.get_ref())),
+            ));
+        }
+        coverage = true;
+    }
+    let mut fallback = BTreeMap::new();
+    for (locale, copy) in raw_path.fallback.get_ref() {
+        if !out.locales.contains(locale) {
+            return Err(bad(
+                at,
+                copy.span().start,
+                &what,
+                format!("fallback copy for `{}`, which `outbound.locales` does not declare", text::visible(locale)),
+            ));
+        }
+        if copy.get_ref().trim().is_empty() {
+            return Err(bad(at, copy.span().start, &what, format!("the fallback copy for `{locale}` is empty")));
+        }
+        fallback.insert(locale.clone(), copy.get_ref().clone());
+    }
+    if let Some(missing) = out.locales.iter().find(|l| !fallback.contains_key(*l)) {
+        return Err(bad(
+            at,
+            raw_path.fallback.span().start,
+            &what,
+            format!("no fallback copy for the locale `{missing}`"),
+        ));
+    }
+    Ok(OutboundPath { name: path, channel: channel.clone(), coverage, fallback })
+}
+
 /// Compiles `[outbound]` against the records and operations it refers to.
 pub(crate) fn compile(
     at: &Locator<'_>,
@@ -410,34 +504,8 @@ pub(crate) fn compile(
         }
     }
     for raw_channel in &raw.channel {
-        let name = raw_channel.name.get_ref();
-        let what = format!("channel `{}`", text::visible(name));
-        if !source::is_identifier(name) {
-            return Err(at.error(raw_channel.name.span().start, ContractErrorKind::BadName(text::visible(name))));
-        }
-        if out.channel(name).is_some() {
-            return Err(bad(at, raw_channel.name.span().start, &what, "is declared twice".into()));
-        }
-        if raw_channel.kind.get_ref() != "webhook" {
-            return Err(bad(
-                at,
-                raw_channel.kind.span().start,
-                &what,
-                format!("kind `{}` is not `webhook`", text::visible(raw_channel.kind.get_ref())),
-            ));
-        }
-        let env = raw_channel.url_env.get_ref();
-        let env_ok = env.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-            && env.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        if !env_ok {
-            return Err(bad(
-                at,
-                raw_channel.url_env.span().start,
-                &what,
-                format!("`url_env` `{}` is not an environment variable name (A-Z, 0-9, `_`)", text::visible(env)),
-            ));
-        }
-        out.channels.push(Channel { name: name.clone(), kind: "webhook".into(), url_env: env.clone() });
+        let channel = compile_channel(at, raw_channel, &out)?;
+        out.channels.push(channel);
     }
     for raw_claim in &raw.claim {
         let claim = compile_claim(at, raw_claim, tables, operations, &out.locales)?;
@@ -452,64 +520,8 @@ pub(crate) fn compile(
         out.claims.push(claim);
     }
     for raw_path in &raw.path {
-        let name = raw_path.name.get_ref();
-        let Some(path) = PathName::from_name(name) else {
-            return Err(bad(
-                at,
-                raw_path.name.span().start,
-                "path",
-                format!("`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`", text::visible(name)),
-            ));
-        };
-        let what = format!("path `{name}`");
-        if out.path(path).is_some() {
-            return Err(bad(at, raw_path.name.span().start, &what, "is declared twice".into()));
-        }
-        let channel = raw_path.channel.get_ref();
-        if out.channel(channel).is_none() {
-            return Err(bad(
-                at,
-                raw_path.channel.span().start,
-                &what,
-                format!("channel `{}` is not declared", text::visible(channel)),
-            ));
-        }
-        let mut coverage = false;
-        for check in &raw_path.checks {
-            if check.get_ref() != CLAIMS_COVERAGE || coverage {
-                return Err(bad(
-                    at,
-                    check.span().start,
-                    &what,
-                    format!("check `{}` is not `{CLAIMS_COVERAGE}` (once)", text::visible(check.get_ref())),
-                ));
-            }
-            coverage = true;
-        }
-        let mut fallback = BTreeMap::new();
-        for (locale, copy) in raw_path.fallback.get_ref() {
-            if !out.locales.contains(locale) {
-                return Err(bad(
-                    at,
-                    copy.span().start,
-                    &what,
-                    format!("fallback copy for `{}`, which `outbound.locales` does not declare", text::visible(locale)),
-                ));
-            }
-            if copy.get_ref().trim().is_empty() {
-                return Err(bad(at, copy.span().start, &what, format!("the fallback copy for `{locale}` is empty")));
-            }
-            fallback.insert(locale.clone(), copy.get_ref().clone());
-        }
-        if let Some(missing) = out.locales.iter().find(|l| !fallback.contains_key(*l)) {
-            return Err(bad(
-                at,
-                raw_path.fallback.span().start,
-                &what,
-                format!("no fallback copy for the locale `{missing}`"),
-            ));
-        }
-        out.paths.push(OutboundPath { name: path, channel: channel.clone(), coverage, fallback });
+        let path = compile_path(at, raw_path, &out)?;
+        out.paths.push(path);
     }
     if !out.paths.is_empty() && out.locales.is_empty() {
         return Err(at.error(
@@ -523,117 +535,126 @@ pub(crate) fn compile(
     Ok(out)
 }
 
-fn compile_claim(
+/// One argument of a claim kind, with its kind.
+fn compile_claim_arg(
     at: &Locator<'_>,
-    raw: &RawClaim,
+    what: &str,
     tables: &[Table],
-    operations: &[Operation],
-    locales: &[String],
-) -> Result<ClaimKind, ContractError> {
-    let name = raw.name.get_ref();
-    if !source::is_identifier(name) {
-        return Err(at.error(raw.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+    arg_name: &str,
+    raw_arg: &Spanned<RawClaimArg>,
+) -> Result<ClaimArg, ContractError> {
+    let offset = raw_arg.span().start;
+    let raw_arg = raw_arg.get_ref();
+    if !source::is_identifier(arg_name) || arg_name == "claim" {
+        return Err(bad(
+            at,
+            offset,
+            what,
+            format!("argument `{}` is not a name (and `claim` is reserved)", text::visible(arg_name)),
+        ));
     }
-    let what = format!("claim `{name}`");
-    let mut args = Vec::new();
-    for (arg_name, raw_arg) in &raw.args {
-        let offset = raw_arg.span().start;
-        let raw_arg = raw_arg.get_ref();
-        if !source::is_identifier(arg_name) || arg_name == "claim" {
+    let kind = match (raw_arg.kind.as_str(), &raw_arg.table, &raw_arg.values) {
+        ("record", Some(table), None) => {
+            if !tables.iter().any(|t| t.name == *table) {
+                return Err(bad(
+                    at,
+                    offset,
+                    what,
+                    format!("argument `{arg_name}` names the undeclared table `{}`", text::visible(table)),
+                ));
+            }
+            ClaimArgKind::Record { table: table.clone() }
+        }
+        ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum { values: values.clone() },
+        ("money", None, None) => ClaimArgKind::Money,
+        ("date", None, None) => ClaimArgKind::Date,
+        ("text", None, None) => ClaimArgKind::Text,
+        (kind, _, _) => {
             return Err(bad(
                 at,
                 offset,
-                &what,
-                format!("argument `{}` is not a name (and `claim` is reserved)", text::visible(arg_name)),
+                what,
+                format!(
+                    "argument `{arg_name}`: kind `{}` is not `record` (with `table`), `enum` (with `values`), `money`, `date` or `text`",
+                    text::visible(kind)
+                ),
             ));
         }
-        let kind = match (raw_arg.kind.as_str(), &raw_arg.table, &raw_arg.values) {
-            ("record", Some(table), None) => {
-                if !tables.iter().any(|t| t.name == *table) {
-                    return Err(bad(
-                        at,
-                        offset,
-                        &what,
-                        format!("argument `{arg_name}` names the undeclared table `{}`", text::visible(table)),
-                    ));
-                }
-                ClaimArgKind::Record { table: table.clone() }
-            }
-            ("enum", None, Some(values)) if !values.is_empty() => ClaimArgKind::Enum { values: values.clone() },
-            ("money", None, None) => ClaimArgKind::Money,
-            ("date", None, None) => ClaimArgKind::Date,
-            ("text", None, None) => ClaimArgKind::Text,
-            (kind, _, _) => {
-                return Err(bad(
-                    at,
-                    offset,
-                    &what,
-                    format!(
-                        "argument `{arg_name}`: kind `{}` is not `record` (with `table`), `enum` (with `values`), `money`, `date` or `text`",
-                        text::visible(kind)
-                    ),
-                ));
-            }
-        };
-        args.push(ClaimArg { name: arg_name.clone(), kind });
+    };
+    Ok(ClaimArg { name: arg_name.to_owned(), kind })
+}
+
+/// `backed_by.event`: a committed event of the operation, its arguments matched with the claim's.
+fn event_backing(
+    at: &Locator<'_>,
+    what: &str,
+    offset: usize,
+    backing: &RawBacking,
+    operations: &[Operation],
+    args: &[ClaimArg],
+) -> Result<Backing, ContractError> {
+    let RawBacking { event: Some(op), args: pairs, outcome, .. } = backing else {
+        return Err(bad(at, offset, what, "`backed_by.event` is missing".into()));
+    };
+    let claim_arg = |arg: &str| args.iter().find(|a| a.name == arg);
+    let Some(operation) = operations.iter().find(|o| o.name == *op) else {
+        return Err(bad(
+            at,
+            offset,
+            what,
+            format!("`backed_by.event` names the undeclared operation `{}`", text::visible(op)),
+        ));
+    };
+    let mut matched = Vec::new();
+    for (op_arg, arg) in pairs {
+        if operation.arg(op_arg).is_none() {
+            return Err(bad(at, offset, what, format!("operation `{op}` has no argument `{}`", text::visible(op_arg))));
+        }
+        if claim_arg(arg).is_none() {
+            return Err(bad(
+                at,
+                offset,
+                what,
+                format!(
+                    "`backed_by.args.{op_arg}` names `{}`, which is not an argument of the claim",
+                    text::visible(arg)
+                ),
+            ));
+        }
+        matched.push((op_arg.clone(), arg.clone()));
     }
-    let offset = raw.backed_by.span().start;
-    let backing = raw.backed_by.get_ref();
+    if let Some(unmatched) = args.iter().find(|a| !matched.iter().any(|(_, c)| *c == a.name)) {
+        return Err(bad(
+            at,
+            offset,
+            what,
+            format!("argument `{}` is not matched with any argument of `{op}`", unmatched.name),
+        ));
+    }
+    let done = match outcome.as_deref() {
+        None => false,
+        Some("done") => true,
+        Some(other) => {
+            return Err(bad(at, offset, what, format!("`backed_by.outcome` `{}` is not `done`", text::visible(other))));
+        }
+    };
+    Ok(Backing::Event { op: op.clone(), args: matched, done })
+}
+
+/// A claim kind's `backed_by`: a committed event with equal arguments, or a row in a declared
+/// state.
+fn compile_backing(
+    at: &Locator<'_>,
+    what: &str,
+    offset: usize,
+    backing: &RawBacking,
+    operations: &[Operation],
+    args: &[ClaimArg],
+) -> Result<Backing, ContractError> {
     let claim_arg = |arg: &str| args.iter().find(|a| a.name == arg);
     let backing = match backing {
-        RawBacking { event: Some(op), args: pairs, outcome, record: None, key: None, field: None, values: None } => {
-            let Some(operation) = operations.iter().find(|o| o.name == *op) else {
-                return Err(bad(
-                    at,
-                    offset,
-                    &what,
-                    format!("`backed_by.event` names the undeclared operation `{}`", text::visible(op)),
-                ));
-            };
-            let mut matched = Vec::new();
-            for (op_arg, arg) in pairs {
-                if operation.arg(op_arg).is_none() {
-                    return Err(bad(
-                        at,
-                        offset,
-                        &what,
-                        format!("operation `{op}` has no argument `{}`", text::visible(op_arg)),
-                    ));
-                }
-                if claim_arg(arg).is_none() {
-                    return Err(bad(
-                        at,
-                        offset,
-                        &what,
-                        format!(
-                            "`backed_by.args.{op_arg}` names `{}`, which is not an argument of the claim",
-                            text::visible(arg)
-                        ),
-                    ));
-                }
-                matched.push((op_arg.clone(), arg.clone()));
-            }
-            if let Some(unmatched) = args.iter().find(|a| !matched.iter().any(|(_, c)| *c == a.name)) {
-                return Err(bad(
-                    at,
-                    offset,
-                    &what,
-                    format!("argument `{}` is not matched with any argument of `{op}`", unmatched.name),
-                ));
-            }
-            let done = match outcome.as_deref() {
-                None => false,
-                Some("done") => true,
-                Some(other) => {
-                    return Err(bad(
-                        at,
-                        offset,
-                        &what,
-                        format!("`backed_by.outcome` `{}` is not `done`", text::visible(other)),
-                    ));
-                }
-            };
-            Backing::Event { op: op.clone(), args: matched, done }
+        RawBacking { event: Some(_), record: None, key: None, field: None, values: None, .. } => {
+            event_backing(at, what, offset, backing, operations, args)?
         }
         RawBacking {
             event: None,
@@ -650,7 +671,7 @@ fn compile_claim(
                     return Err(bad(
                         at,
                         offset,
-                        &what,
+                        what,
                         format!("`backed_by.key` must name a `record` argument of table `{}`", text::visible(table)),
                     ));
                 }
@@ -661,7 +682,7 @@ fn compile_claim(
                 return Err(bad(
                     at,
                     offset,
-                    &what,
+                    what,
                     format!(
                         "argument `{}` is not checked by `backed_by`: a claim backed by a record has only its key",
                         unchecked.name
@@ -669,19 +690,36 @@ fn compile_claim(
                 ));
             }
             if field.is_empty() || values.is_empty() {
-                return Err(bad(
-                    at,
-                    offset,
-                    &what,
-                    "`backed_by.field` and `backed_by.values` must not be empty".into(),
-                ));
+                return Err(bad(at, offset, what, "`backed_by.field` and `backed_by.values` must not be empty".into()));
             }
             Backing::Record { table: table.clone(), key: key.clone(), field: field.clone(), values: values.clone() }
         }
         _ => {
-            return Err(bad(at, offset, &what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
+            return Err(bad(at, offset, what, "`backed_by` is either `event` (with `args`, optional `outcome`) or `record` with `key`, `field` and `values`".into()));
         }
     };
+    Ok(backing)
+}
+
+fn compile_claim(
+    at: &Locator<'_>,
+    raw: &RawClaim,
+    tables: &[Table],
+    operations: &[Operation],
+    locales: &[String],
+) -> Result<ClaimKind, ContractError> {
+    let name = raw.name.get_ref();
+    if !source::is_identifier(name) {
+        return Err(at.error(raw.name.span().start, ContractErrorKind::BadName(text::visible(name))));
+    }
+    let what = format!("claim `{name}`");
+    let mut args = Vec::new();
+    for (arg_name, raw_arg) in &raw.args {
+        args.push(compile_claim_arg(at, &what, tables, arg_name, raw_arg)?);
+    }
+    let offset = raw.backed_by.span().start;
+    let backing = raw.backed_by.get_ref();
+    let backing = compile_backing(at, &what, offset, backing, operations, &args)?;
     let mut copy = BTreeMap::new();
     for (locale, written) in &raw.copy {
         let offset = written.span().start;

@@ -17,6 +17,9 @@
 //! [`Enforcing::enforce`], and an [`Enforcing`] can be made only from a [`Promotion`] for this
 //! exact guard version, which only the ladder makes.
 
+#[cfg(feature = "corpus")]
+pub mod corpus;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -25,10 +28,10 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use toml::Spanned;
 
-use crate::contract::{ContractError, ContractErrorKind, Locator};
+use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::ladder::{Promotion, PromotionRecord, Refusal, Subject};
 use crate::reason::ReasonCode;
-use crate::request::Call;
+use crate::request::body::Call;
 use crate::source;
 use crate::text::{self, Sentences};
 
@@ -405,20 +408,8 @@ impl Quotes {
 /// Compiles the `[guards]` section.
 pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, ContractError> {
     let Some(raw) = &raw.announcement else { return Ok(Guards::default()) };
-    let bad = |offset: usize, message: String| {
-        at.error(offset, ContractErrorKind::BadGuard { guard: "announcement".into(), message })
-    };
-    let mode = match &raw.mode {
-        None => Mode::Observe,
-        Some(m) if m.get_ref() == "observe" => Mode::Observe,
-        Some(m) if m.get_ref() == "enforce" => Mode::Enforce,
-        Some(m) => {
-            return Err(bad(
-                m.span().start,
-                format!("`mode` is `{}`; give `observe` or `enforce`", text::visible(m.get_ref())),
-            ));
-        }
-    };
+    let bad = |offset: usize, message: String| bad_guard(at, offset, message);
+    let mode = guard_mode(at, raw)?;
     if raw.shape.is_empty() {
         return Err(bad(raw.correction.span().start, "declare at least one `[[guards.announcement.shape]]`".into()));
     }
@@ -432,138 +423,250 @@ pub(crate) fn compile(at: &Locator<'_>, raw: &RawGuards) -> Result<Guards, Contr
         languages.push(language.clone());
         corrections.push(checked);
     }
-    let mut tools: Vec<String> = Vec::new();
-    let mut lookup: FxHashMap<Box<str>, Shape> = FxHashMap::default();
+    let mut set = ShapeSet { hasher, tools: Vec::new(), lookup: FxHashMap::default() };
     for shape in &raw.shape {
-        let language = shape.language.get_ref();
-        let Some(language_index) = languages.iter().position(|l| l == language) else {
-            return Err(bad(
-                shape.language.span().start,
-                format!(
-                    "language `{}` has no correction copy in `[guards.announcement.correction]`",
-                    text::visible(language)
-                ),
-            ));
+        add_shape(at, shape, &languages, &mut set)?;
+    }
+    Ok(Guards {
+        announcement: Some(AnnouncementGuard {
+            mode,
+            version: set.hasher.finish(),
+            languages,
+            tools: set.tools,
+            corrections,
+            lookup: set.lookup,
+        }),
+    })
+}
+
+/// The guard's closed set as the shapes build it: the version's hasher, the tools, the sentences.
+struct ShapeSet {
+    hasher: Hasher,
+    tools: Vec<String>,
+    lookup: FxHashMap<Box<str>, Shape>,
+}
+
+/// Adds one `[[guards.announcement.shape]]`: its slots checked, hashed into the version, and
+/// every sentence it makes added to the set.
+fn add_shape(
+    at: &Locator<'_>,
+    shape: &RawShape,
+    languages: &[String],
+    set: &mut ShapeSet,
+) -> Result<(), ContractError> {
+    let bad = |offset: usize, message: String| bad_guard(at, offset, message);
+    let language = shape.language.get_ref();
+    let Some(language_index) = languages.iter().position(|l| l == language) else {
+        return Err(bad(
+            shape.language.span().start,
+            format!(
+                "language `{}` has no correction copy in `[guards.announcement.correction]`",
+                text::visible(language)
+            ),
+        ));
+    };
+    let language_index = u32::try_from(language_index).unwrap_or(u32::MAX);
+    let separator = shape_separator(at, shape)?;
+    let order = shape_order(at, shape)?;
+    let subjects = slot_parts(at, shape.subject.get_ref(), true, "subject")?;
+    let verbs = slot_parts(at, shape.verb.get_ref(), false, "verb")?;
+    let mut imminence = vec![String::new()];
+    imminence.extend(slot_parts(at, &shape.imminence, false, "imminence")?);
+    let stops = slot_parts(at, shape.stop.get_ref(), false, "stop")?;
+    for (list, span, slot) in [
+        (&subjects, shape.subject.span(), "subject"),
+        (&verbs, shape.verb.span(), "verb"),
+        (&stops, shape.stop.span(), "stop"),
+    ] {
+        if list.is_empty() {
+            return Err(bad(span.start, format!("`{slot}` is empty")));
+        }
+    }
+    if shape.object.get_ref().is_empty() {
+        return Err(bad(shape.object.span().start, "`object` names no tool".into()));
+    }
+    set.hasher.add(&["shape", language, separator]);
+    set.hasher.add(&order);
+    for (slot, list) in [("subject", &subjects), ("verb", &verbs), ("imminence", &imminence), ("stop", &stops)] {
+        set.hasher.add(&[slot]);
+        set.hasher.add(&list.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    for (tool, objects) in shape.object.get_ref() {
+        if !source::is_identifier(tool) {
+            return Err(bad(shape.object.span().start, format!("tool `{}` is not a name", text::visible(tool))));
+        }
+        let objects = slot_parts(at, objects, false, "object")?;
+        if objects.is_empty() {
+            return Err(bad(shape.object.span().start, format!("tool `{tool}` has no object")));
+        }
+        set.hasher.add(&["object", tool]);
+        set.hasher.add(&objects.iter().map(String::as_str).collect::<Vec<_>>());
+        let tool_index = match set.tools.iter().position(|t| t == tool) {
+            Some(i) => i,
+            None => {
+                set.tools.push(tool.clone());
+                set.tools.len() - 1
+            }
         };
-        let language_index = u32::try_from(language_index).unwrap_or(u32::MAX);
-        let separator = shape.separator.as_ref().map_or(" ", |s| s.get_ref().as_str());
-        if separator.chars().any(|c| text::is_invisible(c) || is_quotation_mark(c)) {
-            let offset = shape.separator.as_ref().map_or(0, |s| s.span().start);
-            return Err(bad(offset, "the separator contains an invisible character or a quotation mark".into()));
-        }
-        let mut order: Vec<&str> = Vec::new();
-        for slot in shape.order.get_ref() {
-            let name = slot.get_ref().as_str();
-            if !matches!(name, "subject" | "verb" | "object" | "imminence") || order.contains(&name) {
-                return Err(bad(
-                    slot.span().start,
-                    format!("`order` slot `{}` is unknown or repeated", text::visible(name)),
-                ));
-            }
-            order.push(name);
-        }
-        if order.len() != 4 {
+        let tool_index = u32::try_from(tool_index).unwrap_or(u32::MAX);
+        let words = ShapeWords {
+            order: &order,
+            subjects: &subjects,
+            verbs: &verbs,
+            imminence: &imminence,
+            stops: &stops,
+            separator,
+        };
+        add_sentences(
+            at,
+            shape,
+            &words,
+            &objects,
+            Indexes { language: language_index, tool: tool_index },
+            &mut set.lookup,
+        )?;
+    }
+    Ok(())
+}
+
+/// The guard's `mode`: `observe` (the default) or `enforce`.
+fn guard_mode(at: &Locator<'_>, raw: &RawAnnouncement) -> Result<Mode, ContractError> {
+    let bad = |offset: usize, message: String| bad_guard(at, offset, message);
+    let mode = match &raw.mode {
+        None => Mode::Observe,
+        Some(m) if m.get_ref() == "observe" => Mode::Observe,
+        Some(m) if m.get_ref() == "enforce" => Mode::Enforce,
+        Some(m) => {
             return Err(bad(
-                shape.order.span().start,
-                "`order` must name subject, verb, object and imminence once each".into(),
+                m.span().start,
+                format!("`mode` is `{}`; give `observe` or `enforce`", text::visible(m.get_ref())),
             ));
         }
-        let parts = |list: &[Spanned<String>], may_be_empty: bool, slot: &str| -> Result<Vec<String>, ContractError> {
-            list.iter()
-                .map(|p| {
-                    check_part(p.get_ref(), may_be_empty)
-                        .map_err(|m| bad(p.span().start, format!("{slot} `{}`: {m}", text::visible(p.get_ref()))))
-                })
-                .collect()
-        };
-        let subjects = parts(shape.subject.get_ref(), true, "subject")?;
-        let verbs = parts(shape.verb.get_ref(), false, "verb")?;
-        let mut imminence = vec![String::new()];
-        imminence.extend(parts(&shape.imminence, false, "imminence")?);
-        let stops = parts(shape.stop.get_ref(), false, "stop")?;
-        for (list, span, slot) in [
-            (&subjects, shape.subject.span(), "subject"),
-            (&verbs, shape.verb.span(), "verb"),
-            (&stops, shape.stop.span(), "stop"),
-        ] {
-            if list.is_empty() {
-                return Err(bad(span.start, format!("`{slot}` is empty")));
-            }
+    };
+    Ok(mode)
+}
+
+/// A shape's `order`: subject, verb, object and imminence, each once.
+fn shape_order<'s>(at: &Locator<'_>, shape: &'s RawShape) -> Result<Vec<&'s str>, ContractError> {
+    let bad = |offset: usize, message: String| bad_guard(at, offset, message);
+    let mut order: Vec<&str> = Vec::new();
+    for slot in shape.order.get_ref() {
+        let name = slot.get_ref().as_str();
+        if !matches!(name, "subject" | "verb" | "object" | "imminence") || order.contains(&name) {
+            return Err(bad(
+                slot.span().start,
+                format!("`order` slot `{}` is unknown or repeated", text::visible(name)),
+            ));
         }
-        if shape.object.get_ref().is_empty() {
-            return Err(bad(shape.object.span().start, "`object` names no tool".into()));
-        }
-        hasher.add(&["shape", language, separator]);
-        hasher.add(&order);
-        for (slot, list) in [("subject", &subjects), ("verb", &verbs), ("imminence", &imminence), ("stop", &stops)] {
-            hasher.add(&[slot]);
-            hasher.add(&list.iter().map(String::as_str).collect::<Vec<_>>());
-        }
-        for (tool, objects) in shape.object.get_ref() {
-            if !source::is_identifier(tool) {
-                return Err(bad(shape.object.span().start, format!("tool `{}` is not a name", text::visible(tool))));
-            }
-            let objects = parts(objects, false, "object")?;
-            if objects.is_empty() {
-                return Err(bad(shape.object.span().start, format!("tool `{tool}` has no object")));
-            }
-            hasher.add(&["object", tool]);
-            hasher.add(&objects.iter().map(String::as_str).collect::<Vec<_>>());
-            let tool_index = match tools.iter().position(|t| t == tool) {
-                Some(i) => i,
-                None => {
-                    tools.push(tool.clone());
-                    tools.len() - 1
-                }
-            };
-            let tool_index = u32::try_from(tool_index).unwrap_or(u32::MAX);
-            for object in &objects {
-                for subject in &subjects {
-                    for verb in &verbs {
-                        for soon in &imminence {
-                            let words: Vec<&str> = order
-                                .iter()
-                                .map(|slot| match *slot {
-                                    "subject" => subject.as_str(),
-                                    "verb" => verb.as_str(),
-                                    "object" => object.as_str(),
-                                    _ => soon.as_str(),
-                                })
-                                .filter(|w| !w.is_empty())
-                                .collect();
-                            let body = words.join(separator);
-                            for stop in &stops {
-                                let sentence = format!("{body}{stop}");
-                                if Sentences::new(&sentence).count() != 1 || sentence.trim() != sentence {
-                                    return Err(bad(
-                                        shape.language.span().start,
-                                        format!(
-                                            "the shape makes `{sentence}`, which is not one sentence under the segmenter"
-                                        ),
-                                    ));
-                                }
-                                let entry = lookup
-                                    .entry(sentence.into_boxed_str())
-                                    .or_insert_with(|| Shape { language: language_index, tools: SmallVec::new() });
-                                if !entry.tools.contains(&tool_index) {
-                                    entry.tools.push(tool_index);
-                                }
-                                if lookup.len() > MAX_SENTENCES {
-                                    return Err(bad(
-                                        shape.language.span().start,
-                                        format!("the shapes make more than {MAX_SENTENCES} sentences"),
-                                    ));
-                                }
-                            }
+        order.push(name);
+    }
+    if order.len() != 4 {
+        return Err(bad(
+            shape.order.span().start,
+            "`order` must name subject, verb, object and imminence once each".into(),
+        ));
+    }
+    Ok(order)
+}
+
+/// The words of a shape's slots, checked, in the order its sentences put them.
+struct ShapeWords<'w> {
+    order: &'w [&'w str],
+    subjects: &'w [String],
+    verbs: &'w [String],
+    imminence: &'w [String],
+    stops: &'w [String],
+    separator: &'w str,
+}
+
+/// The language and the tool a generated sentence is an announcement in and of.
+#[derive(Clone, Copy)]
+struct Indexes {
+    language: u32,
+    tool: u32,
+}
+
+/// Adds every sentence the shape makes for one tool's objects to the closed set.
+fn add_sentences(
+    at: &Locator<'_>,
+    shape: &RawShape,
+    words: &ShapeWords<'_>,
+    objects: &[String],
+    indexes: Indexes,
+    lookup: &mut FxHashMap<Box<str>, Shape>,
+) -> Result<(), ContractError> {
+    let bad = |offset: usize, message: String| bad_guard(at, offset, message);
+    for object in objects {
+        for subject in words.subjects {
+            for verb in words.verbs {
+                for soon in words.imminence {
+                    let parts: Vec<&str> = words
+                        .order
+                        .iter()
+                        .map(|slot| match *slot {
+                            "subject" => subject.as_str(),
+                            "verb" => verb.as_str(),
+                            "object" => object.as_str(),
+                            _ => soon.as_str(),
+                        })
+                        .filter(|w| !w.is_empty())
+                        .collect();
+                    let body = parts.join(words.separator);
+                    for stop in words.stops {
+                        let sentence = format!("{body}{stop}");
+                        if Sentences::new(&sentence).count() != 1 || sentence.trim() != sentence {
+                            return Err(bad(
+                                shape.language.span().start,
+                                format!("the shape makes `{sentence}`, which is not one sentence under the segmenter"),
+                            ));
+                        }
+                        let entry = lookup
+                            .entry(sentence.into_boxed_str())
+                            .or_insert_with(|| Shape { language: indexes.language, tools: SmallVec::new() });
+                        if !entry.tools.contains(&indexes.tool) {
+                            entry.tools.push(indexes.tool);
+                        }
+                        if lookup.len() > MAX_SENTENCES {
+                            return Err(bad(
+                                shape.language.span().start,
+                                format!("the shapes make more than {MAX_SENTENCES} sentences"),
+                            ));
                         }
                     }
                 }
             }
         }
     }
-    Ok(Guards {
-        announcement: Some(AnnouncementGuard { mode, version: hasher.finish(), languages, tools, corrections, lookup }),
-    })
+    Ok(())
+}
+
+/// The parts of one slot of a shape, each checked and in NFC.
+fn slot_parts(
+    at: &Locator<'_>,
+    list: &[Spanned<String>],
+    may_be_empty: bool,
+    slot: &str,
+) -> Result<Vec<String>, ContractError> {
+    list.iter()
+        .map(|p| {
+            check_part(p.get_ref(), may_be_empty)
+                .map_err(|m| bad_guard(at, p.span().start, format!("{slot} `{}`: {m}", text::visible(p.get_ref()))))
+        })
+        .collect()
+}
+
+/// A shape's separator (a space unless given), with no invisible character or quotation mark.
+fn shape_separator<'s>(at: &Locator<'_>, shape: &'s RawShape) -> Result<&'s str, ContractError> {
+    let separator = shape.separator.as_ref().map_or(" ", |s| s.get_ref().as_str());
+    if separator.chars().any(|c| text::is_invisible(c) || is_quotation_mark(c)) {
+        let offset = shape.separator.as_ref().map_or(0, |s| s.span().start);
+        return Err(bad_guard(at, offset, "the separator contains an invisible character or a quotation mark".into()));
+    }
+    Ok(separator)
+}
+
+fn bad_guard(at: &Locator<'_>, offset: usize, message: String) -> ContractError {
+    at.error(offset, ContractErrorKind::BadGuard { guard: "announcement".into(), message })
 }
 
 /// Checks one shape part or correction and returns it in NFC.

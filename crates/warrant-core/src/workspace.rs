@@ -1,0 +1,171 @@
+//! The rows a turn has read, with the changes its effects have made so far.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::change::{self, RowChange};
+use crate::facts::{Facts, Interaction, RowRef};
+use crate::reason::ReasonCode;
+use crate::records::Record;
+use crate::verdict::Finding;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    /// The row as read from the facts (`None` when it does not exist).
+    pub(crate) read: Option<Record>,
+    /// The working value after this turn's effects so far, shared until an effect changes it
+    /// (so that taking a snapshot before each act costs no copy of the rows).
+    pub(crate) current: Option<Arc<Value>>,
+}
+
+/// A row as the turn sees it now: the revision it was read at, and its current value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowView {
+    /// The revision read.
+    pub revision: i64,
+    /// The value after this turn's effects so far.
+    pub value: Arc<Value>,
+}
+
+/// The rows a turn has read, with the changes its effects have made so far.
+pub struct Workspace<'f> {
+    facts: &'f dyn Facts,
+    pub(crate) rows: BTreeMap<RowRef, Slot>,
+    pub(crate) interactions: BTreeMap<String, Option<Interaction>>,
+    pub(crate) touched: BTreeSet<RowRef>,
+}
+
+impl std::fmt::Debug for Workspace<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace").field("rows", &self.rows.len()).finish()
+    }
+}
+
+impl<'f> Workspace<'f> {
+    pub(crate) fn new(facts: &'f dyn Facts) -> Self {
+        Workspace { facts, rows: BTreeMap::new(), interactions: BTreeMap::new(), touched: BTreeSet::new() }
+    }
+
+    /// The row as the turn sees it now (read revision, current value).
+    pub fn row(&mut self, row: &RowRef) -> Result<Option<RowView>, Finding> {
+        if !self.touched.contains(row) {
+            self.touched.insert(row.clone());
+        }
+        if !self.rows.contains_key(row) {
+            let read = self.facts.record(&row.table, &row.key).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable)
+                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
+            })?;
+            let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
+            self.rows.insert(row.clone(), Slot { read, current });
+        }
+        let Some(slot) = self.rows.get(row) else { return Ok(None) };
+        Ok(match (&slot.read, &slot.current) {
+            (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
+            _ => None,
+        })
+    }
+
+    /// Changes the value at `pointer` (object fields and list indexes) inside a row.
+    pub fn update(
+        &mut self,
+        row: &RowRef,
+        pointer: &[String],
+        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
+    ) -> Result<(), Finding> {
+        let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
+        if self.row(row)?.is_none() {
+            return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
+        }
+        let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row) else {
+            return Err(inapplicable(format!("row `{}` vanished", row.key)));
+        };
+        let value = Arc::make_mut(shared);
+        let Some((last, parents)) = pointer.split_last() else {
+            *value = make(Some(value))?;
+            return Ok(());
+        };
+        let mut target = value;
+        for part in parents {
+            target = match target {
+                Value::Object(map) => map.get_mut(part),
+                Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+                _ => None,
+            }
+            .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
+        }
+        match target {
+            Value::Object(map) => {
+                let new = make(map.get(last))?;
+                map.insert(last.clone(), new);
+            }
+            Value::Array(items) => {
+                let slot = last
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| items.get_mut(i))
+                    .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
+                *slot = make(Some(slot))?;
+            }
+            _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
+        if !self.interactions.contains_key(id) {
+            let found = self
+                .facts
+                .interaction(id)
+                .map_err(|e| Finding::refuse(ReasonCode::FactUnavailable).detail(format!("interaction `{id}`: {e}")))?;
+            self.interactions.insert(id.to_owned(), found);
+        }
+        Ok(self.interactions.get(id).cloned().flatten())
+    }
+
+    pub(crate) fn snapshot(&self) -> BTreeMap<RowRef, Option<Arc<Value>>> {
+        self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
+    }
+
+    pub(crate) fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
+        for (row, current) in snapshot {
+            if let Some(slot) = self.rows.get_mut(&row) {
+                slot.current = current;
+            }
+        }
+    }
+
+    /// What changed in each of `rows` since `since`, field by field.
+    pub(crate) fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
+        let null = Value::Null;
+        rows.iter()
+            .filter_map(|row| {
+                let slot = self.rows.get(row)?;
+                let before = match since.get(row) {
+                    Some(before) => before.as_deref(),
+                    None => slot.read.as_ref().map(|r| &r.value),
+                };
+                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
+                Some(RowChange { row: row.clone(), fields })
+            })
+            .collect()
+    }
+
+    pub(crate) fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
+        let same = |a: &Option<Arc<Value>>, b: &Option<Arc<Value>>| match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            (None, None) => true,
+            _ => false,
+        };
+        self.rows
+            .iter()
+            .filter(|(row, slot)| match since.get(*row) {
+                Some(before) => !same(before, &slot.current),
+                None => slot.current.as_deref() != slot.read.as_ref().map(|r| &r.value),
+            })
+            .map(|(row, _)| row.clone())
+            .collect()
+    }
+}
