@@ -1,6 +1,7 @@
 //! The ways the store itself can fail. Outcomes a caller must decide on (a stale revision, a
 //! duplicate turn) are not here: they are values of [`crate::CommitOutcome`] and
-//! [`crate::OutcomeResult`].
+//! [`crate::OutcomeResult`], or a [`crate::RecordConflict`] for a write from the system of
+//! record.
 
 /// A failure of the store: the database, the stored data, or input it cannot keep.
 #[derive(Debug, thiserror::Error)]

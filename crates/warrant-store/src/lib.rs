@@ -7,9 +7,10 @@
 //! the [`PromptRegistry`], the [`Outbox`] and the [`Jobs`]; [`Store`] is all six. Both backends
 //! keep the same tables and pass the same conformance suite (`tests/it`). The rules are
 //! written once, over the primitive statements each backend supplies: the order of a commit
-//! and its decisions in `txn.rs`, the system of record's writes in `records.rs`, the ladder's in `ladder.rs`, delivery's in `outbox.rs`; the
-//! SQL of each concern is in `sqlite/*.rs` and `pg/*.rs`. [`AnyStore`] and `Box<S>` forward
-//! every method to the store they hold, in one macro (`any.rs`).
+//! and its decisions in `txn.rs`, the system of record's writes in `records.rs`, the ladder's
+//! in `ladder.rs`, delivery's in `outbox.rs`; the SQL of each concern is in `sqlite/*.rs` and
+//! `pg/*.rs`. [`AnyStore`] and `Box<S>` forward every method to the store they hold, in one
+//! macro (`any.rs`).
 
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]

@@ -289,12 +289,12 @@ pub(crate) fn import(tx: &mut impl RecordsTxn, table: &str, rows: &[(String, Val
 
 /// The rows of a file that `stored` (every row of the table) does not hold with equal JSON.
 pub(crate) fn differences(stored: Vec<Record>, rows: &[(String, Value)]) -> Vec<RecordDifference> {
-    let mut stored: std::collections::BTreeMap<String, Record> =
+    let stored: std::collections::BTreeMap<String, Record> =
         stored.into_iter().map(|record| (record.key.clone(), record)).collect();
     rows.iter()
-        .filter_map(|(key, file)| match stored.remove(key) {
+        .filter_map(|(key, file)| match stored.get(key) {
             Some(record) if record.value == *file => None,
-            stored => Some(RecordDifference { key: key.clone(), stored, file: file.clone() }),
+            stored => Some(RecordDifference { key: key.clone(), stored: stored.cloned(), file: file.clone() }),
         })
         .collect()
 }

@@ -93,6 +93,7 @@ conformance! {
     records::a_delete_needs_the_revision_and_a_deleted_row_is_gone,
     records::an_import_creates_or_replaces_every_row_and_answers_each_revision,
     records::a_refused_import_writes_no_row,
+    records::an_import_failing_at_one_row_rolls_back_the_rows_before_it,
     records::a_row_that_is_no_object_or_has_no_key_is_refused,
     records::a_file_compared_with_the_store_names_the_rows_that_differ,
     records::two_creates_of_one_row_one_creates_one_finds_it,

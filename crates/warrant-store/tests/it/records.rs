@@ -9,7 +9,7 @@ use warrant_store::{
 };
 
 use crate::build::{commit, rows, write};
-use crate::fixture::Fixture;
+use crate::fixture::{Backend, Fixture, admin};
 
 fn seed(store: &mut dyn Store) {
     let seeded = store
@@ -221,6 +221,42 @@ pub fn a_refused_import_writes_no_row(fx: &Fixture) {
         assert_eq!(revision(&mut *store, "#W1"), Some(1), "{error}: a row was written");
         assert_eq!(store.record("orders", "#W5").unwrap(), None, "{error}: a row was written");
     }
+}
+
+/// Stores a row at the last revision there is, behind the store's back: no write can follow it.
+fn store_at_the_last_revision(fx: &Fixture, key: &str) {
+    match &fx.backend {
+        Backend::Sqlite { path, .. } => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.execute(
+                "INSERT INTO records (tbl, key, revision, value) VALUES ('orders', ?1, ?2, '{}')",
+                rusqlite::params![key, i64::MAX],
+            )
+            .unwrap();
+        }
+        Backend::Postgres { conninfo, schema } => {
+            let sql =
+                format!("INSERT INTO {schema}.records (tbl, key, revision, value) VALUES ('orders', $1, $2, '{{}}')");
+            admin(conninfo).execute(&sql, &[&key, &i64::MAX]).unwrap();
+        }
+    }
+}
+
+pub fn an_import_failing_at_one_row_rolls_back_the_rows_before_it(fx: &Fixture) {
+    let mut store = fx.open();
+    seed(&mut *store);
+    store_at_the_last_revision(fx, "#W9");
+    // Written in key order: #W0 and #W1 go in before #W9 fails.
+    let given = rows(&[("#W9", json!({})), ("#W1", json!({"status": "shipped"})), ("#W0", json!({}))]);
+    let error = store.import_records("orders", &given).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    assert_eq!(store.record("orders", "#W0").unwrap(), None);
+    assert_eq!(store.record("orders", "#W1").unwrap().unwrap().value, json!({"status": "pending"}));
+    assert_eq!(revision(&mut *store, "#W9"), Some(i64::MAX));
+    // A commit expecting the last revision is stale, not an overflow.
+    let mut c = commit("c1", "t1");
+    c.writes.push(write("orders", "#W9", i64::MAX, json!({})));
+    assert!(matches!(store.commit(&c).unwrap(), CommitOutcome::StaleRevision { .. }));
 }
 
 pub fn a_row_that_is_no_object_or_has_no_key_is_refused(fx: &Fixture) {
