@@ -98,4 +98,5 @@ conformance! {
     records::a_file_compared_with_the_store_names_the_rows_that_differ,
     records::two_creates_of_one_row_one_creates_one_finds_it,
     records::two_unconditional_puts_of_a_new_row_both_write,
+    records::a_put_and_a_commit_of_one_revision_one_wins,
 }

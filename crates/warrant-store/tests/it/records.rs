@@ -367,3 +367,41 @@ pub fn two_unconditional_puts_of_a_new_row_both_write(fx: &Fixture) {
         assert_eq!(revision(&mut *fx.open(), &key), Some(2));
     }
 }
+
+pub fn a_put_and_a_commit_of_one_revision_one_wins(fx: &Fixture) {
+    for round in 0..6 {
+        let key = format!("#R{round}");
+        fx.open().seed_records("orders", &rows(&[(key.as_str(), json!({"status": "pending"}))])).unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        let (put, committed) = std::thread::scope(|s| {
+            let (barrier, key) = (&barrier, &key);
+            let put = s.spawn(move || {
+                let mut store = fx.open();
+                barrier.wait();
+                store.put_record("orders", key, &json!({"status": "shipped"}), Precondition::IfMatch(1))
+            });
+            let committed = s.spawn(move || {
+                let mut store = fx.open();
+                let mut c = commit("c1", key);
+                c.writes.push(write("orders", key, 1, json!({"status": "cancelled"})));
+                barrier.wait();
+                store.commit(&c).unwrap()
+            });
+            (put.join().unwrap(), committed.join().unwrap())
+        });
+        let stored = fx.open().record("orders", &key).unwrap().unwrap();
+        assert_eq!(stored.revision, 2, "{put:?} {committed:?}");
+        match (&put, &committed) {
+            (Ok(2), CommitOutcome::StaleRevision { actual: Some(2), .. }) => {
+                assert_eq!(stored.value, json!({"status": "shipped"}));
+            }
+            (
+                Err(RecordError::Conflict(RecordConflict::Revision { current: 2, .. })),
+                CommitOutcome::Committed { .. },
+            ) => {
+                assert_eq!(stored.value, json!({"status": "cancelled"}));
+            }
+            _ => panic!("not one winner: {put:?} {committed:?}"),
+        }
+    }
+}
