@@ -300,8 +300,8 @@ pub(crate) fn differences(stored: Vec<Record>, rows: &[(String, Value)]) -> Vec<
 }
 
 /// Refuses rows a put or an import must not store: an empty key, a value that is not an
-/// object, a key given twice; and what neither backend can keep. `row` is the position of
-/// each row, named in the error when there is more than one.
+/// object, a key given twice; and what neither backend can keep. With `positions`, an error
+/// names the row by its position among those given.
 pub(crate) fn check_rows(table: &str, rows: &[(&str, &Value)], positions: bool) -> Result<(), StoreError> {
     crate::storable::check_text("the table name", table)?;
     let mut seen = std::collections::BTreeSet::new();
@@ -310,11 +310,12 @@ pub(crate) fn check_rows(table: &str, rows: &[(&str, &Value)], positions: bool) 
         if key.is_empty() {
             return Err(StoreError::EmptyKey { table: table.to_owned(), row });
         }
-        crate::storable::check_text(&format!("the key of row {i}"), key)?;
+        let of = if positions { format!(" of row {i}") } else { String::new() };
+        crate::storable::check_text(&format!("the key{of}"), key)?;
         if !value.is_object() {
             return Err(StoreError::NotAnObject { table: table.to_owned(), key: (*key).to_owned(), row });
         }
-        crate::storable::check_json(&format!("the value of row {i} (`{}`)", key.escape_debug()), value)?;
+        crate::storable::check_json(&format!("the value{of} (`{}`)", key.escape_debug()), value)?;
         if !seen.insert(*key) {
             return Err(StoreError::DuplicateKey { table: table.to_owned(), key: (*key).to_owned() });
         }
