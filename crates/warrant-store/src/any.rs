@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use crate::{
     AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, DueJob, EffectRow, Enqueued, EventRow,
-    Failure, FailureRecorded, FindingRow, InteractionRow, Jobs, Ladder, Lease, Ledger, NewJob, Outbox, OutboxMessage,
-    OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, PromotionRow, PromptPromotionRow, PromptRegistry,
-    PromptRow, Record, RetryPolicy, SqliteStore, StoreError, StoredTurn,
+    Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, Ladder, Lease, Ledger, NewJob, Outbox,
+    OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
+    PromptPromotionRow, PromptRegistry, PromptRow, Record, RecordDifference, RecordError, Records, RetryPolicy,
+    SqliteStore, StoreError, StoredTurn,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -60,6 +61,20 @@ forward!(Ledger {
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+});
+
+forward!(Records {
+    fn put_record(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &Value,
+        precondition: Precondition,
+    ) -> Result<i64, RecordError>;
+    fn delete_record(&mut self, table: &str, key: &str, revision: i64) -> Result<(), RecordError>;
+    fn import_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<Imported, StoreError>;
+    fn table_records(&mut self, table: &str) -> Result<Vec<Record>, StoreError>;
+    fn differing_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<Vec<RecordDifference>, StoreError>;
 });
 
 forward!(Ladder {

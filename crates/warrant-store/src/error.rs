@@ -1,6 +1,7 @@
 //! The ways the store itself can fail. Outcomes a caller must decide on (a stale revision, a
 //! duplicate turn) are not here: they are values of [`crate::CommitOutcome`] and
-//! [`crate::OutcomeResult`].
+//! [`crate::OutcomeResult`], or a [`crate::RecordConflict`] for a write from the system of
+//! record.
 
 /// A failure of the store: the database, the stored data, or input it cannot keep.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,50 @@ pub enum StoreError {
         /// The id.
         id: String,
     },
+
+    /// A row given to be written has an empty key.
+    #[error("{} of table `{table}` has an empty key", row_name(*.row))]
+    EmptyKey {
+        /// The records table.
+        table: String,
+        /// The row's position among the rows given, when more than one was.
+        row: Option<usize>,
+    },
+
+    /// A row given to be written is not a JSON object.
+    #[error("{} of table `{table}` (key `{key}`) is not a JSON object", row_name(*.row))]
+    NotAnObject {
+        /// The records table.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// The row's position among the rows given, when more than one was.
+        row: Option<usize>,
+    },
+
+    /// Rows given to be written together name the same key twice.
+    #[error("the key `{key}` of table `{table}` is given twice")]
+    DuplicateKey {
+        /// The records table.
+        table: String,
+        /// The key given twice.
+        key: String,
+    },
+
+    /// Concurrent writers kept creating and deleting the row while this write looked at it;
+    /// nothing was written, and the write may be tried again.
+    #[error("record `{table}`/`{key}` kept changing under concurrent writers; nothing was written")]
+    Contended {
+        /// The records table.
+        table: String,
+        /// The row's key.
+        key: String,
+    },
+}
+
+/// A row named by its position, or as the one row of a put.
+fn row_name(row: Option<usize>) -> String {
+    row.map_or_else(|| "the row".to_owned(), |i| format!("row {i}"))
 }
 
 /// The client's own message says only "db error" or "error connecting to server"; what the

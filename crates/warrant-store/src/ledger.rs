@@ -17,11 +17,14 @@ pub trait Ledger: Send {
     fn migrate(&mut self) -> Result<(), StoreError>;
 
     /// Inserts rows of a records table at revision 1, in one transaction. Rows whose key
-    /// already exists are left untouched, so seeding twice is a no-op. Returns how many rows
-    /// were inserted.
+    /// already exists are left untouched, row by row, so seeding twice is a no-op and a data
+    /// file seeded again adds only its rows the store lacks; a row the system of record
+    /// deleted ([`Records::delete_record`](crate::Records::delete_record)) is not brought back.
+    /// Returns how many rows were inserted.
     fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError>;
 
-    /// The record `key` of `table`, with its revision.
+    /// The record `key` of `table`, with its revision; `None` when there is none, or it was
+    /// deleted.
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
 
     /// The stored turn `turn` of `conversation`.

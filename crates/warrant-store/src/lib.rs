@@ -1,14 +1,16 @@
 //! Where warrant keeps what it decided: records with revisions, effects, events, interactions
 //! and replay records, in SQLite (the embedded default) or PostgreSQL. Only this crate knows SQL.
 //!
-//! The surface is five traits, one per concern: the [`Ledger`] (commits, turns, records,
-//! events, interactions, replay records), the [`Ladder`] (findings, audits, promotions), the
-//! [`PromptRegistry`], the [`Outbox`] and the [`Jobs`]; [`Store`] is all five. Both backends
+//! The surface is six traits, one per concern: the [`Ledger`] (commits, turns, records,
+//! events, interactions, replay records), [`Records`] (writes from the system of record:
+//! puts, deletes and imports under revisions), the [`Ladder`] (findings, audits, promotions),
+//! the [`PromptRegistry`], the [`Outbox`] and the [`Jobs`]; [`Store`] is all six. Both backends
 //! keep the same tables and pass the same conformance suite (`tests/it`). The rules are
 //! written once, over the primitive statements each backend supplies: the order of a commit
-//! and its decisions in `txn.rs`, the ladder's in `ladder.rs`, delivery's in `outbox.rs`; the
-//! SQL of each concern is in `sqlite/*.rs` and `pg/*.rs`. [`AnyStore`] and `Box<S>` forward
-//! every method to the store they hold, in one macro (`any.rs`).
+//! and its decisions in `txn.rs`, the system of record's writes in `records.rs`, the ladder's
+//! in `ladder.rs`, delivery's in `outbox.rs`; the SQL of each concern is in `sqlite/*.rs` and
+//! `pg/*.rs`. [`AnyStore`] and `Box<S>` forward every method to the store they hold, in one
+//! macro (`any.rs`).
 
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
@@ -22,6 +24,7 @@ mod migrations;
 mod outbox;
 mod pg;
 mod prompts;
+mod records;
 mod registry;
 mod rows;
 mod sqlite;
@@ -39,27 +42,29 @@ pub use outbox::{
 };
 pub use pg::PgStore;
 pub use prompts::PromptRegistry;
+pub use records::{Imported, KeyRevision, Precondition, RecordConflict, RecordDifference, RecordError, Records};
 pub use registry::{Added, Registry, TenantEntry};
 pub use rows::{
     EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, StoredTurn,
 };
 pub use sqlite::SqliteStore;
 
-/// A connection to warrant's store: the ledger, the ladder, the prompt registry, the outbox
-/// and the due jobs. One value is one connection: give each thread its own.
+/// A connection to warrant's store: the ledger, the records' writes, the ladder, the prompt
+/// registry, the outbox and the due jobs. One value is one connection: give each thread its own.
 ///
-/// Every type that implements the five implements `Store`, so `S: Store`, `dyn Store` and
+/// Every type that implements the six implements `Store`, so `S: Store`, `dyn Store` and
 /// `Box<dyn Store>` reach every method. A caller holding a concrete store (a [`SqliteStore`])
 /// brings the trait of the methods it calls into scope, or [`prelude`] for all of them.
 ///
 /// Business outcomes (a duplicate turn, a stale revision, a closed interaction) are values of
-/// [`CommitOutcome`] and [`OutcomeResult`], and wrote nothing; [`StoreError`] is for failures
-/// of the store itself, and a failed write also wrote nothing.
-pub trait Store: Ledger + Ladder + PromptRegistry + Outbox + Jobs + Send {}
+/// [`CommitOutcome`] and [`OutcomeResult`], and wrote nothing; a write from the system of
+/// record refused by its precondition is a [`RecordConflict`]; [`StoreError`] is for failures
+/// of the store itself and input it cannot keep, and a failed write also wrote nothing.
+pub trait Store: Ledger + Records + Ladder + PromptRegistry + Outbox + Jobs + Send {}
 
-impl<S: Ledger + Ladder + PromptRegistry + Outbox + Jobs + Send + ?Sized> Store for S {}
+impl<S: Ledger + Records + Ladder + PromptRegistry + Outbox + Jobs + Send + ?Sized> Store for S {}
 
 /// The store's traits, for a caller that holds a concrete store: `use warrant_store::prelude::*`.
 pub mod prelude {
-    pub use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry, Store};
+    pub use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry, Records, Store};
 }

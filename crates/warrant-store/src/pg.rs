@@ -9,6 +9,7 @@ mod ladder;
 mod ledger;
 mod outbox;
 mod prompts;
+mod records;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -11,7 +11,7 @@ pub struct Record {
     pub table: String,
     /// The row's key within its table.
     pub key: String,
-    /// 1 when seeded, one more on every committed write.
+    /// 1 when first stored, one more on every write: a commit's, a put's, a delete's.
     pub revision: i64,
     /// The row as the contract's records describe it.
     pub value: serde_json::Value,

@@ -7,6 +7,7 @@ mod ladder;
 mod ledger;
 mod outbox;
 mod prompts;
+mod records;
 
 use std::path::Path;
 use std::time::Duration;

@@ -186,6 +186,11 @@ pub(crate) fn check_job(job: &crate::outbox::NewJob) -> Result<(), StoreError> {
     json(|| "`draft`".to_owned(), &job.draft)
 }
 
+/// A JSON argument named `field` in the error.
+pub(crate) fn check_json(field: &str, value: &Value) -> Result<(), StoreError> {
+    json(|| field.to_owned(), value)
+}
+
 /// A text argument named `field` in the error.
 pub(crate) fn check_text(field: &str, value: &str) -> Result<(), StoreError> {
     text(|| field.to_owned(), value)

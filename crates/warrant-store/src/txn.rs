@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::LadderTxn;
+use crate::records::{FIRST_REVISION, next_revision};
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.
@@ -33,12 +34,21 @@ pub(crate) trait Txn: LadderTxn {
     /// duplicate is found before its record writes could be mistaken for stale ones.
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
 
-    /// Inserts a record at revision 1 unless one with its key exists; whether it did.
-    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError>;
+    /// Inserts a record at `revision` unless one with its key exists (deleted or not); whether
+    /// it did.
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError>;
 
-    /// Applies the write if the record is at the expected revision; whether it did.
-    fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError>;
+    /// Applies the write, leaving the record at `revision`, if the record is stored (not
+    /// deleted) at the expected revision; whether it did.
+    fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError>;
 
+    /// The revision of a stored record, `None` when there is none (or it was deleted).
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError>;
 
     /// Inserts a new effect, without an outcome.
@@ -68,11 +78,12 @@ pub(crate) trait Txn: LadderTxn {
     fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError>;
 }
 
-/// The steps of seeding: each row goes in unless its key is there.
+/// The steps of seeding: each row goes in unless its key is there, also as a deleted row, so
+/// that seeding never brings back a row the system of record deleted.
 pub(crate) fn seed(tx: &mut impl Txn, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError> {
     let mut inserted = 0;
     for (key, value) in rows {
-        if tx.insert_record_if_absent(table, key, value)? {
+        if tx.insert_record_if_absent(table, key, FIRST_REVISION, value)? {
             inserted += 1;
         }
     }
@@ -93,7 +104,12 @@ fn apply_writes(tx: &mut impl Txn, writes: &[RecordWrite]) -> Result<Option<Stal
     let mut ordered: Vec<&RecordWrite> = writes.iter().collect();
     ordered.sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
     for write in ordered {
-        if !tx.update_record(write)? {
+        // No row is ever at the last revision there is, so a write expecting it is stale.
+        let updated = match next_revision(write.expected_revision) {
+            Some(revision) => tx.update_record(write, revision)?,
+            None => false,
+        };
+        if !updated {
             return Ok(Some(Stale {
                 table: write.table.clone(),
                 key: write.key.clone(),

@@ -57,7 +57,10 @@ impl Ledger for PgStore {
         if !storable(table) || !storable(key) {
             return Ok(None);
         }
-        let row = self.query_opt("SELECT revision, value FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
+        let row = self.query_opt(
+            "SELECT revision, value FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted",
+            &[&table, &key],
+        )?;
         row.map(|row| {
             Ok(Record {
                 table: table.to_owned(),
@@ -205,26 +208,33 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
     }
 
-    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError> {
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
         let inserted = self.execute(
-            "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, 1, $3)
+            "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, $3, $4)
              ON CONFLICT (tbl, key) DO NOTHING",
-            &[&table, &key, value],
+            &[&table, &key, &revision, value],
         )?;
         Ok(inserted == 1)
     }
 
-    fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError> {
+    fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError> {
         let updated = self.execute(
-            "UPDATE records SET value = $4, revision = revision + 1
-             WHERE tbl = $1 AND key = $2 AND revision = $3",
-            &[&write.table, &write.key, &write.expected_revision, &write.value],
+            "UPDATE records SET value = $4, revision = $5
+             WHERE tbl = $1 AND key = $2 AND revision = $3 AND NOT deleted",
+            &[&write.table, &write.key, &write.expected_revision, &write.value, &revision],
         )?;
         Ok(updated == 1)
     }
 
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
-        let row = self.query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2", &[&table, &key])?;
+        let row = self
+            .query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted", &[&table, &key])?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 

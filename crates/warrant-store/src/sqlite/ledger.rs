@@ -48,7 +48,7 @@ impl Ledger for SqliteStore {
         }
         let raw: Option<(i64, String)> = self
             .conn
-            .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2")?
+            .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
             .query_row(params![table, key], |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()?;
         raw.map(|(revision, value)| {
@@ -208,32 +208,38 @@ impl Txn for SqliteTxn<'_> {
         read_turn(self.0, conversation, turn)
     }
 
-    fn insert_record_if_absent(&mut self, table: &str, key: &str, value: &Value) -> Result<bool, StoreError> {
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
         let inserted = self
             .0
             .prepare_cached(
-                "INSERT INTO records (tbl, key, revision, value) VALUES (?1, ?2, 1, ?3)
+                "INSERT INTO records (tbl, key, revision, value) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (tbl, key) DO NOTHING",
             )?
-            .execute(params![table, key, value.to_string()])?;
+            .execute(params![table, key, revision, value.to_string()])?;
         Ok(inserted == 1)
     }
 
-    fn update_record(&mut self, write: &RecordWrite) -> Result<bool, StoreError> {
+    fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError> {
         let updated = self
             .0
             .prepare_cached(
-                "UPDATE records SET value = ?4, revision = revision + 1
-                 WHERE tbl = ?1 AND key = ?2 AND revision = ?3",
+                "UPDATE records SET value = ?4, revision = ?5
+                 WHERE tbl = ?1 AND key = ?2 AND revision = ?3 AND deleted = 0",
             )?
-            .execute(params![write.table, write.key, write.expected_revision, write.value.to_string()])?;
+            .execute(params![write.table, write.key, write.expected_revision, write.value.to_string(), revision])?;
         Ok(updated == 1)
     }
 
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
         Ok(self
             .0
-            .prepare_cached("SELECT revision FROM records WHERE tbl = ?1 AND key = ?2")?
+            .prepare_cached("SELECT revision FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
             .query_row(params![table, key], |row| row.get(0))
             .optional()?)
     }

@@ -10,6 +10,7 @@ mod conformance;
 mod fixture;
 mod guards;
 mod outbox;
+mod records;
 mod registry;
 mod roundtrip;
 mod schema;
@@ -85,4 +86,17 @@ conformance! {
     outbox::due_jobs_are_taken_when_due_once_and_completed_by_their_holder,
     outbox::two_schedulers_never_take_the_same_job,
     outbox::delivery_input_with_nul_is_refused,
+    records::a_put_without_a_precondition_creates_then_replaces,
+    records::if_none_match_only_creates,
+    records::if_match_only_updates_that_revision,
+    records::a_put_makes_a_commit_decided_against_the_old_row_stale,
+    records::a_delete_needs_the_revision_and_a_deleted_row_is_gone,
+    records::an_import_creates_or_replaces_every_row_and_answers_each_revision,
+    records::a_refused_import_writes_no_row,
+    records::an_import_failing_at_one_row_rolls_back_the_rows_before_it,
+    records::a_row_that_is_no_object_or_has_no_key_is_refused,
+    records::a_file_compared_with_the_store_names_the_rows_that_differ,
+    records::two_creates_of_one_row_one_creates_one_finds_it,
+    records::two_unconditional_puts_of_a_new_row_both_write,
+    records::a_put_and_a_commit_of_one_revision_one_wins,
 }
