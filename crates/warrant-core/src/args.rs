@@ -35,7 +35,12 @@ pub enum Checked {
     /// An ISO date, evaluated with the turn's clock.
     Date(String),
     /// Money, in minor units of its currency.
-    Money { units: i64, currency: String },
+    Money {
+        /// The amount in minor units (cents for USD).
+        units: i64,
+        /// Its ISO 4217 code, the contract's one currency.
+        currency: String,
+    },
     /// An integer within bounds.
     Integer(i64),
     /// A boolean.

@@ -35,13 +35,33 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// A negative control performed operations: the boundary has failed.
-    Boundary { got: Vec<String> },
+    Boundary {
+        /// The operations performed, by name.
+        got: Vec<String>,
+    },
     /// A positive case performed other operations than expected (or none).
-    WrongOperations { expected: Vec<String>, got: Vec<String>, rejection: Option<String> },
+    WrongOperations {
+        /// The operations the case names.
+        expected: Vec<String>,
+        /// The operations performed.
+        got: Vec<String>,
+        /// The reason code of the rejection, if the gate rejected the text.
+        rejection: Option<String>,
+    },
     /// The rejection reason differs from the expected one.
-    WrongReason { expected: String, got: Option<String> },
+    WrongReason {
+        /// The reason code the case names.
+        expected: String,
+        /// The reason code given, if any.
+        got: Option<String>,
+    },
     /// An input error was expected and the text was read instead, or the other way around.
-    WrongError { expected: Option<String>, got: Option<String> },
+    WrongError {
+        /// The input error the case names, if any.
+        expected: Option<String>,
+        /// The input error raised, if any.
+        got: Option<String>,
+    },
     /// The case itself is malformed.
     BadCase(String),
 }

@@ -311,18 +311,44 @@ pub struct PromotionRecord {
 pub enum Refusal {
     /// Too few audited flags.
     #[error("{audited} findings audited, the bar is at least {min}")]
-    TooFewAudits { audited: u64, min: u64 },
+    TooFewAudits {
+        /// Findings audited so far.
+        audited: u64,
+        /// The least the bar accepts.
+        min: u64,
+    },
     /// The false-positive rate is not under the bar.
     #[error("false-positive rate {rate:.4} ({false_positives} of {audited}) is not under {max}")]
-    FalsePositiveRate { rate: f64, false_positives: u64, audited: u64, max: f64 },
+    FalsePositiveRate {
+        /// False positives over findings audited.
+        rate: f64,
+        /// Audited findings judged wrong.
+        false_positives: u64,
+        /// Findings audited.
+        audited: u64,
+        /// The bar the rate must be under.
+        max: f64,
+    },
     /// The adversarial corpus failed, or ran no case at all.
     #[error(
         "the adversarial corpus passed {passed} and failed {failed} cases; it must pass some and fail at most {max}"
     )]
-    Corpus { passed: u64, failed: u64, max: u64 },
+    Corpus {
+        /// Cases the version got right.
+        passed: u64,
+        /// Cases it got wrong.
+        failed: u64,
+        /// The most failures the bar accepts.
+        max: u64,
+    },
     /// The record was earned by another version.
     #[error("the promotion is for version `{promoted}`, the current version is `{current}`")]
-    VersionMismatch { promoted: String, current: String },
+    VersionMismatch {
+        /// The version the promotion was earned by.
+        promoted: String,
+        /// The version in force now.
+        current: String,
+    },
 }
 
 impl Refusal {

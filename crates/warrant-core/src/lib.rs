@@ -3,6 +3,7 @@
 //! Everything it needs from the world arrives as an argument, so the same inputs always give
 //! the same decisions, and a replay can prove it.
 
+#![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
 pub mod args;

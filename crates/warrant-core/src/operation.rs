@@ -57,25 +57,62 @@ pub struct Arg {
 #[derive(Debug, Clone)]
 pub enum ArgKind {
     /// An id from a closed set.
-    Enum { values: Vec<String> },
+    Enum {
+        /// The ids the value may be; anything else is refused.
+        values: Vec<String>,
+    },
     /// A row of a table, by key (optionally with the revision the model saw).
-    Record { table: String },
+    Record {
+        /// The table the row must be in, and visible to the actor.
+        table: String,
+    },
     /// Rows of a table; with `pairs_with`, one per element of that list argument, and with
     /// `same`, each row's field equal to its pair's.
-    Records { table: String, pairs_with: Option<String>, same: Option<String>, require: BTreeMap<String, Value> },
+    Records {
+        /// The table every row must be in, and visible to the actor.
+        table: String,
+        /// The list argument this one pairs with, element by element; lengths must be equal.
+        pairs_with: Option<String>,
+        /// A field each row must hold with the same value as its pair's row.
+        same: Option<String>,
+        /// Fields every row must hold with exactly these values.
+        require: BTreeMap<String, Value>,
+    },
     /// A member of a collection inside the actor's or another argument's record: the keys of an
     /// object field, or the `key` field of the elements of a list field.
-    Member { of: String, path: String, key: Option<String> },
+    Member {
+        /// `actor`, or the record argument whose row holds the collection.
+        of: String,
+        /// The field path of the collection in that row.
+        path: String,
+        /// For a list, the field of each element that is its id; `None` for an object's keys.
+        key: Option<String>,
+    },
     /// Several members, counted with repeats (an id may be named as often as it occurs).
-    Members { of: String, path: String, key: Option<String> },
+    Members {
+        /// `actor`, or the record argument whose row holds the collection.
+        of: String,
+        /// The field path of the collection in that row.
+        path: String,
+        /// For a list, the field of each element that is its id; `None` for an object's keys.
+        key: Option<String>,
+    },
     /// Words of the latest user entry, by pointer.
-    Text { allow_empty: bool },
+    Text {
+        /// Whether a pointer to no words is accepted; otherwise it is refused.
+        allow_empty: bool,
+    },
     /// A DateExpr, evaluated with the turn's clock.
     Date,
     /// A Money value.
     Money,
     /// An integer within bounds.
-    Integer { min: i64, max: i64 },
+    Integer {
+        /// The least value accepted.
+        min: i64,
+        /// The greatest value accepted.
+        max: i64,
+    },
     /// A boolean.
     Bool,
 }
@@ -125,34 +162,78 @@ pub struct Step {
 #[derive(Debug, Clone)]
 pub enum Change {
     /// Sets the field at `path` to a literal.
-    SetValue { path: Path, value: Value },
+    SetValue {
+        /// The field changed.
+        path: Path,
+        /// The value written there.
+        value: Value,
+    },
     /// Sets the field at `path` to an argument's checked value.
-    SetArg { path: Path, arg: String },
+    SetArg {
+        /// The field changed.
+        path: Path,
+        /// The argument whose checked value is written there.
+        arg: String,
+    },
     /// Sets the field at `path` to an object of arguments' checked values.
-    SetArgs { path: Path, args: Vec<String> },
+    SetArgs {
+        /// The field changed.
+        path: Path,
+        /// The arguments written there, each under its own name.
+        args: Vec<String>,
+    },
     /// Sets the field at `path` to a derived money quantity.
-    SetMoney { path: Path, amount: Expr },
+    SetMoney {
+        /// The field changed.
+        path: Path,
+        /// The quantity, in minor units, written there as an amount.
+        amount: Expr,
+    },
     /// Adds a money quantity to the number at `path`.
-    Add { path: Path, amount: Expr },
+    Add {
+        /// The number changed.
+        path: Path,
+        /// The quantity added, in minor units (negative to take away).
+        amount: Expr,
+    },
     /// Replaces each member named by `members` with the row its pair in `with` names, copying
     /// `fields` from that row.
-    Swap { members: String, with: String, fields: Vec<String> },
+    Swap {
+        /// The members argument naming the members replaced.
+        members: String,
+        /// The records argument naming, pair by pair, the rows they become.
+        with: String,
+        /// The fields copied from each new row into its member.
+        fields: Vec<String>,
+    },
     /// For each element of the list at `list` (those whose fields equal `when_element`): adds
     /// its money field `amount` to the `field` of the member of the object at `into` that its
     /// field `key` names (members whose fields equal `when_member` only). A cancellation
     /// refunds gift cards this way.
     AddEach {
+        /// The list whose elements are added from.
         list: Path,
+        /// The object whose members are added to.
         into: Path,
+        /// The field of an element naming the member it is added to.
         key: String,
+        /// The element's money field that is added.
         amount: String,
+        /// The member's field that receives the amount.
         field: String,
+        /// Field values an element must hold to be counted.
         when_element: Vec<(String, Value)>,
+        /// Field values a member must hold to receive anything.
         when_member: Vec<(String, Value)>,
     },
     /// Appends an entry to the list at `path`, each field from a literal, an argument or a
     /// derived quantity.
-    Append { path: Path, entry: Vec<(String, EntryValue)> },
+    Append {
+        /// The list appended to.
+        path: Path,
+        /// The new entry's fields, in order, each with where its value comes from.
+        entry: Vec<(String, EntryValue)>,
+    },
 }
 
 /// Where a field of an appended entry comes from.

@@ -67,7 +67,14 @@ pub enum TableSource {
     File(String),
     /// The entries of an object field of another table's rows, each becoming a row keyed by its
     /// entry key, with the parent row's key written into `parent_field`.
-    Nested { table: String, path: String, parent_field: String },
+    Nested {
+        /// The parent table whose rows hold the entries.
+        table: String,
+        /// The object field of each parent row whose entries become rows.
+        path: String,
+        /// The field of each new row that receives its parent row's key.
+        parent_field: String,
+    },
 }
 
 /// A data file or row that does not fit its table.
@@ -75,25 +82,71 @@ pub enum TableSource {
 pub enum DataError {
     /// The file is not a JSON object keyed by row key.
     #[error("table `{table}`: the data is not a JSON object keyed by row key")]
-    NotKeyed { table: String },
+    NotKeyed {
+        /// The table the data was meant for.
+        table: String,
+    },
     /// A row is not a JSON object.
     #[error("table `{table}`, row `{key}`: the row is not a JSON object")]
-    RowNotObject { table: String, key: String },
+    RowNotObject {
+        /// The table the data was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+    },
     /// A fractional number outside a declared money field.
     #[error(
         "table `{table}`, row `{key}`: `{path}` holds the fractional number {number}; declare the field as money or store it as text"
     )]
-    UndeclaredFraction { table: String, key: String, path: String, number: String },
+    UndeclaredFraction {
+        /// The table the data was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// Where in the row the number is, written `field.inner[0]`.
+        path: String,
+        /// The number as the file wrote it.
+        number: String,
+    },
     /// A money number with more digits than the currency allows.
     #[error("table `{table}`, row `{key}`: `{path}` holds {number}, more digits than {exponent} minor units allow")]
-    TooPrecise { table: String, key: String, path: String, number: String, exponent: u32 },
+    TooPrecise {
+        /// The table the data was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// Where in the row the number is, written `field.inner[0]`.
+        path: String,
+        /// The number as the file wrote it.
+        number: String,
+        /// The currency's number of minor-unit digits.
+        exponent: u32,
+    },
     /// A money number that is no exact amount of the contract's currency for another reason:
     /// beyond what warrant computes exactly.
     #[error("table `{table}`, row `{key}`: `{path}` holds {number}: {reason}")]
-    NotMoney { table: String, key: String, path: String, number: String, reason: String },
+    NotMoney {
+        /// The table the data was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// Where in the row the number is, written `field.inner[0]`.
+        path: String,
+        /// The number as the file wrote it.
+        number: String,
+        /// Why it is not an exact amount.
+        reason: String,
+    },
     /// The nested source field is missing or not an object.
     #[error("table `{table}`, row `{key}`: `{path}` is not an object of rows")]
-    NestedNotObject { table: String, key: String, path: String },
+    NestedNotObject {
+        /// The table the data was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// The nested source field that should hold the rows.
+        path: String,
+    },
 }
 
 /// Splits a parsed data file into rows, checking every number.

@@ -62,7 +62,12 @@ pub enum ContractErrorKind {
     DuplicateKind(String),
     /// A clause's `from` names a kind not in `sources.kinds`.
     #[error("clause `{clause}` names the undeclared source kind `{kind}`")]
-    UndeclaredKind { clause: String, kind: String },
+    UndeclaredKind {
+        /// The clause's text.
+        clause: String,
+        /// The kind it names.
+        kind: String,
+    },
     /// A clause's `from` is an empty list, which would make it unusable.
     #[error("clause `{0}` has an empty `from` list; omit `from` to allow every kind")]
     EmptyFrom(String),
@@ -71,10 +76,20 @@ pub enum ContractErrorKind {
     EmptyClause,
     /// A clause is the same text (after NFC) as an earlier scored or passive clause.
     #[error("clause `{clause}` repeats the clause at line {first_line}")]
-    DuplicateClause { clause: String, first_line: u32 },
+    DuplicateClause {
+        /// The repeated text.
+        clause: String,
+        /// The line of its first occurrence.
+        first_line: u32,
+    },
     /// A clause is not exactly one sentence under the segmenter.
     #[error("clause `{clause}` is {sentences} sentences under the segmenter; a clause must be exactly one sentence")]
-    NotOneSentence { clause: String, sentences: usize },
+    NotOneSentence {
+        /// The clause's text.
+        clause: String,
+        /// How many sentences the segmenter finds in it.
+        sentences: usize,
+    },
     /// A clause starts or ends with white space, so no trimmed sentence could ever equal it.
     #[error("clause `{0}` starts or ends with white space")]
     SurroundingWhiteSpace(String),
@@ -86,31 +101,66 @@ pub enum ContractErrorKind {
     DuplicateOperation(String),
     /// An operation's `from` names a kind not in `sources.kinds`.
     #[error("operation `{op}` names the undeclared source kind `{kind}`")]
-    UndeclaredOperationKind { op: String, kind: String },
+    UndeclaredOperationKind {
+        /// The operation's name.
+        op: String,
+        /// The kind it names.
+        kind: String,
+    },
     /// An operation's arguments, derived quantities or effects are inconsistent.
     #[error("operation `{op}`: {message}")]
-    BadOperation { op: String, message: String },
+    BadOperation {
+        /// The operation's name.
+        op: String,
+        /// What is inconsistent.
+        message: String,
+    },
     /// A records table is declared wrongly.
     #[error("table `{table}`: {message}")]
-    BadTable { table: String, message: String },
+    BadTable {
+        /// The table's name.
+        table: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A currency code outside ISO 4217.
     #[error("`{0}` is not an ISO 4217 currency code with minor units")]
     UnknownCurrency(String),
     /// A policy file cannot be read or does not parse.
     #[error("policy file `{file}`: {message}")]
-    BadPolicy { file: String, message: String },
+    BadPolicy {
+        /// The policy file, as the contract names it.
+        file: String,
+        /// The reader's or Cedar's error.
+        message: String,
+    },
     /// A guard's shapes or correction copy are declared wrongly.
     #[error("guard `{guard}`: {message}")]
-    BadGuard { guard: String, message: String },
+    BadGuard {
+        /// The guard's name.
+        guard: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A clause contains a control, zero-width, bidirectional or other invisible character.
     #[error("clause `{clause}` contains the invisible or control character U+{code:04X}")]
-    InvisibleCharacter { clause: String, code: u32 },
+    InvisibleCharacter {
+        /// The clause's text.
+        clause: String,
+        /// The character's code point.
+        code: u32,
+    },
     /// The `[model]` section is declared wrongly.
     #[error("`[model]`: {0}")]
     BadModel(String),
     /// The `[outbound]` section (claims, paths, channels, locales) is declared wrongly.
     #[error("outbound {what}: {message}")]
-    BadOutbound { what: String, message: String },
+    BadOutbound {
+        /// The part at fault: a claim, path, channel or locale, by name.
+        what: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The `[limits]` section is declared wrongly.
     #[error("`[limits]`: {0}")]
     BadLimit(String),

@@ -42,7 +42,10 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// A case that must stay clear was flagged.
-    Overreach { sentences: Vec<String> },
+    Overreach {
+        /// The sentences the guard flagged.
+        sentences: Vec<String>,
+    },
     /// A case that must flag was not.
     Missed,
     /// The case is malformed.

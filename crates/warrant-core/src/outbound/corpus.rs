@@ -94,13 +94,43 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// A case that must go out as fallback copy went out as the draft or a rewrite.
-    Leak { path: PathName, basis: Basis, text: String },
+    Leak {
+        /// The path the case ran on.
+        path: PathName,
+        /// The basis it went out on.
+        basis: Basis,
+        /// The text that went out.
+        text: String,
+    },
     /// It went out on another basis than expected.
-    Basis { path: PathName, expected: Basis, got: Basis, reasons: Vec<String> },
+    Basis {
+        /// The path the case ran on.
+        path: PathName,
+        /// The basis the case names.
+        expected: Basis,
+        /// The basis it went out on.
+        got: Basis,
+        /// The reason codes the gate gave.
+        reasons: Vec<String>,
+    },
     /// An expected reason is missing.
-    Reasons { path: PathName, expected: Vec<String>, got: Vec<String> },
+    Reasons {
+        /// The path the case ran on.
+        path: PathName,
+        /// The reason codes the case names.
+        expected: Vec<String>,
+        /// The reason codes the gate gave.
+        got: Vec<String>,
+    },
     /// It went out with another text than the case pins.
-    Text { path: PathName, expected: String, got: String },
+    Text {
+        /// The path the case ran on.
+        path: PathName,
+        /// The text the case pins.
+        expected: String,
+        /// The text that went out.
+        got: String,
+    },
     /// The case is malformed.
     BadCase(String),
 }
