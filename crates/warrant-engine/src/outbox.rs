@@ -17,9 +17,9 @@
 //! }
 //! ```
 //!
-//! The raw [`Store::enqueue`] is the store's own primitive, for warrant-store and its tests:
-//! code above the store reaches the outbox through the engine (a test scans the service and
-//! the CLI for any other call).
+//! The raw [`Outbox::enqueue`](warrant_store::Outbox::enqueue) is the store's own primitive,
+//! for warrant-store and its tests: code above the store reaches the outbox through the engine
+//! (a test scans the service and the CLI for any other call).
 
 use warrant_store::{DueJob, Enqueued, Lease, Store};
 
