@@ -129,7 +129,7 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
         return Err(DataError::RowNotObject { table: table.name.clone(), key: key.to_owned() });
     };
     if let TableSource::Nested { table: parent, parent_field, .. } = &table.source
-        && !fields.get(parent_field).is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+        && fields.get(parent_field).and_then(Value::as_str).is_none_or(str::is_empty)
     {
         return Err(DataError::MissingKeyField {
             table: table.name.clone(),
