@@ -77,7 +77,7 @@ pub enum EngineError {
     /// A row given to a records write does not fit its table; it names the table, the key and,
     /// where one is at fault, the field. Nothing was written.
     #[error("{0}")]
-    InvalidRow(records::DataError),
+    InvalidRow(Box<records::DataError>),
     /// A line of a records import cannot be read; nothing was written.
     #[error("table `{table}`, import line {line}: {message}")]
     InvalidImport {
