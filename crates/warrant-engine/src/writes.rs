@@ -32,7 +32,8 @@ impl<S: Store> Engine<S> {
     /// Checks `value` as the row `key` of `table`, as every seeded row is checked.
     fn check_row(&self, table: &str, key: &str, value: &Value) -> Result<(), EngineError> {
         let table = self.table(table)?;
-        records::check_row(table, key, value, self.contract.currency()).map_err(|e| EngineError::InvalidRow(Box::new(e)))
+        records::check_row(table, key, value, self.contract.currency())
+            .map_err(|e| EngineError::InvalidRow(Box::new(e)))
     }
 
     /// The row `key` of the declared table `table` as stored now, with its revision; `None`
