@@ -68,7 +68,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("GET", "/v1/records/{table}/{key}") => get(crate::records::get_record),
         ("PUT", "/v1/records/{table}/{key}") => put(crate::records::put_record),
         ("DELETE", "/v1/records/{table}/{key}") => delete(crate::records::delete_record),
-        ("POST", "/v1/records/{table}/import") => post(crate::records::import_records),
+        ("POST", "/v1/records/{table}/import") => crate::records::import_key_row().post(crate::records::import_records),
         ("GET", "/v1/guards/{guard}/findings") => get(crate::ladder::list_findings),
         ("POST", "/v1/findings/{id}/audit") => post(crate::ladder::post_audit),
         ("GET", "/v1/ladder") => get(crate::ladder::get_ladder),

@@ -68,6 +68,15 @@ fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
     }
 }
 
+/// A row keyed `import`, whose path is the import route's: its `GET`, `PUT` and `DELETE` are
+/// the row's, as for any other key.
+pub(crate) fn import_key_row() -> axum::routing::MethodRouter<AppState> {
+    let key = |path: Result<Path<String>, PathRejection>| path.map(|Path(table)| Path((table, "import".to_owned())));
+    axum::routing::get(move |state, tenant, path| get_record(state, tenant, key(path)))
+        .put(move |state, tenant, path, headers, body| put_record(state, tenant, key(path), headers, body))
+        .delete(move |state, tenant, path, headers| delete_record(state, tenant, key(path), headers))
+}
+
 /// The row `key` of `table` with its revision, and the revision as its `ETag`.
 pub(crate) async fn get_record(
     State(state): State<AppState>,

@@ -93,6 +93,16 @@ async fn records_over_http(mut place: Place) {
     );
     let (status, _, _) = send(&app, ("GET", "/v1/records/order/%23I1"), b, &[], None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "A's import is A's");
+
+    // A row keyed `import` is a row like any other, though its path is the import route's.
+    let path = "/v1/records/order/import";
+    let row = json!({"status": "pending"});
+    let (status, _, created) = send(&app, ("PUT", path), a, &[("if-none-match", "*")], json_body(&row)).await;
+    assert_eq!((status, &created["key"]), (StatusCode::OK, &json!("import")), "{created}");
+    let (status, etag, read) = send(&app, ("GET", path), a, &[], None).await;
+    assert_eq!((status, etag.as_deref(), &read["value"]), (StatusCode::OK, Some("\"1\""), &row), "{read}");
+    let (status, _, _) = send(&app, ("DELETE", path), a, &[("if-match", "1")], None).await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 /// A `PUT` between a hold and its confirmation: the confirmation is refused `stale_revision`,
