@@ -22,6 +22,7 @@ mod demo;
 mod guard;
 mod outbound;
 mod prompt;
+mod records;
 mod scheduler;
 mod score;
 mod serve;
@@ -97,6 +98,12 @@ enum Command {
     /// Runs one outbound request (a draft for a path) through the outbound gate; prints the
     /// cleared message.
     Outbound(outbound::OutboundArgs),
+    /// The records as the system of record writes them: get, put, delete and import rows, as
+    /// the records routes do.
+    Records {
+        #[command(subcommand)]
+        command: records::RecordsCommand,
+    },
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -193,6 +200,7 @@ fn main() -> ExitCode {
         }),
         Command::Scheduler { command } => scheduler::run(&command),
         Command::Outbound(args) => outbound::run(&args),
+        Command::Records { command } => records::run(&command),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

@@ -232,6 +232,12 @@ reason_codes! {
     MethodNotAllowed => "method_not_allowed",
     /// An effect outcome names no effect of this store.
     UnknownEffect => "unknown_effect",
+    /// A records route or command names a table the contract does not declare.
+    UnknownTable => "unknown_table",
+    /// A row written through the records API or `warrant records` does not fit its table (not
+    /// an object, a money field that is no exact amount of the contract's currency, a missing
+    /// key field); the field names the path at fault. Nothing was written.
+    InvalidRecord => "invalid_record",
 }
 
 impl std::fmt::Display for ReasonCode {

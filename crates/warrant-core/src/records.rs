@@ -147,6 +147,63 @@ pub enum DataError {
         /// The nested source field that should hold the rows.
         path: String,
     },
+    /// A row's key is empty.
+    #[error("table `{table}`: a row's key is empty")]
+    EmptyKey {
+        /// The table the row was meant for.
+        table: String,
+    },
+    /// A row of a nested table lacks the text field holding its parent row's key.
+    #[error("table `{table}`, row `{key}`: `{path}` must hold the key of its `{parent}` row as text")]
+    MissingKeyField {
+        /// The table the row was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// The field that should hold the parent row's key.
+        path: String,
+        /// The parent table.
+        parent: String,
+    },
+}
+
+impl DataError {
+    /// The path of the field at fault, where one field is (`price`, `items[0].price`); `None`
+    /// for a fault of the whole row or file.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            DataError::UndeclaredFraction { path, .. }
+            | DataError::TooPrecise { path, .. }
+            | DataError::NotMoney { path, .. }
+            | DataError::NestedNotObject { path, .. }
+            | DataError::MissingKeyField { path, .. } => Some(path),
+            DataError::NotKeyed { .. } | DataError::RowNotObject { .. } | DataError::EmptyKey { .. } => None,
+        }
+    }
+}
+
+/// Checks one row of `table` as every row is checked, whether it comes from a data file when
+/// the store is seeded or from the system of record through a write: a key that is not empty, a
+/// JSON object, its numbers (money fields exact in `currency`, no other fraction), and for a
+/// nested table the field holding its parent row's key.
+pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Result<(), DataError> {
+    if key.is_empty() {
+        return Err(DataError::EmptyKey { table: table.name.clone() });
+    }
+    let Value::Object(fields) = value else {
+        return Err(DataError::RowNotObject { table: table.name.clone(), key: key.to_owned() });
+    };
+    if let TableSource::Nested { table: parent, parent_field, .. } = &table.source
+        && fields.get(parent_field).and_then(Value::as_str).is_none_or(str::is_empty)
+    {
+        return Err(DataError::MissingKeyField {
+            table: table.name.clone(),
+            key: key.to_owned(),
+            path: parent_field.clone(),
+            parent: parent.clone(),
+        });
+    }
+    check_numbers(table, key, "", value, currency)
 }
 
 /// Splits a parsed data file into rows, checking every number.
@@ -160,10 +217,7 @@ pub fn rows_from_file(
     };
     let mut rows = Vec::with_capacity(map.len());
     for (key, value) in map {
-        if !value.is_object() {
-            return Err(DataError::RowNotObject { table: table.name.clone(), key });
-        }
-        check_numbers(table, &key, "", &value, currency)?;
+        check_row(table, &key, &value, currency)?;
         rows.push((key, value));
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -194,7 +248,7 @@ pub fn rows_from_parent(
             let mut fields = fields.clone();
             fields.insert(parent_field.to_owned(), Value::String(parent_key.clone()));
             let value = Value::Object(fields);
-            check_numbers(table, key, "", &value, currency)?;
+            check_row(table, key, &value, currency)?;
             rows.push((key.clone(), value));
         }
     }

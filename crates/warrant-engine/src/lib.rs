@@ -7,7 +7,7 @@
 //! [`Engine::turn`]. The modules by job: `builder` (configuration: the contract, the store, the
 //! model), `setup` (an engine over its store: migrated and seeded), `turn` (the turn loop),
 //! `facts` (stored facts served to the core), `commit` (a decision as one commit), `record` (the
-//! typed replay record), `replay`, `outcome` (effect outcomes), `guards` (the ladder), `outbound`
+//! typed replay record), `replay`, `outcome` (effect outcomes), `writes` (the records written by the system of record), `guards` (the ladder), `outbound`
 //! and `outbox` (the outbound gate and the outbox), `dispatch` (delivery), `model` (the checks
 //! through warrant-model).
 #![warn(missing_docs)]
@@ -27,6 +27,7 @@ mod record;
 mod replay;
 mod setup;
 mod turn;
+mod writes;
 
 use warrant_core::records;
 use warrant_core::{Contract, ContractError};
@@ -45,6 +46,7 @@ pub use record::{REPLAY_VERSION, ReplayRecord};
 pub use replay::{ReplayChange, ReplayReport};
 pub use turn::TurnResult;
 pub use warrant_core::id::canonical;
+pub use writes::RecordWritten;
 
 /// What can stop the engine (as opposed to a verdict, which is a value).
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +71,26 @@ pub enum EngineError {
     /// Commits kept conflicting; nothing was committed.
     #[error("the turn could not be committed after {0} attempts")]
     Contention(usize),
+    /// A records write or read names a table the contract does not declare.
+    #[error("the contract declares no records table `{0}`")]
+    UnknownTable(String),
+    /// A row given to a records write does not fit its table; it names the table, the key and,
+    /// where one is at fault, the field. Nothing was written.
+    #[error("{0}")]
+    InvalidRow(Box<records::DataError>),
+    /// A line of a records import cannot be read; nothing was written.
+    #[error("table `{table}`, import line {line}: {message}")]
+    InvalidImport {
+        /// The records table.
+        table: String,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A records write's precondition does not hold (`stale_revision`); nothing was written.
+    #[error(transparent)]
+    Conflict(warrant_store::RecordConflict),
     /// A stored value does not read back.
     #[error("stored {what} is corrupt: {message}")]
     Corrupt {
@@ -105,11 +127,6 @@ impl<S: Store> Engine<S> {
     /// The contract.
     pub fn contract(&self) -> &Contract {
         &self.contract
-    }
-
-    /// The row `key` of `table` as stored now, with its revision.
-    pub fn record(&mut self, table: &str, key: &str) -> Result<Option<warrant_store::Record>, EngineError> {
-        Ok(self.store.record(table, key)?)
     }
 
     /// Stored turns after sequence number `after`, oldest first, at most `limit`.

@@ -14,13 +14,14 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
 use warrant_engine::{EngineError, OutcomeReply, Submitted, TurnResult};
+use warrant_store::RecordConflict;
 
 use crate::AppState;
 use crate::pool::PoolError;
@@ -39,6 +40,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
     ("GET", "/v1/records/{table}/{key}"),
+    ("PUT", "/v1/records/{table}/{key}"),
+    ("DELETE", "/v1/records/{table}/{key}"),
+    ("POST", "/v1/records/{table}/import"),
     ("GET", "/v1/guards/{guard}/findings"),
     ("POST", "/v1/findings/{id}/audit"),
     ("GET", "/v1/ladder"),
@@ -61,7 +65,10 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
         ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
-        ("GET", "/v1/records/{table}/{key}") => get(get_record),
+        ("GET", "/v1/records/{table}/{key}") => get(crate::records::get_record),
+        ("PUT", "/v1/records/{table}/{key}") => put(crate::records::put_record),
+        ("DELETE", "/v1/records/{table}/{key}") => delete(crate::records::delete_record),
+        ("POST", "/v1/records/{table}/import") => crate::records::import_key_row().post(crate::records::import_records),
         ("GET", "/v1/guards/{guard}/findings") => get(crate::ladder::list_findings),
         ("POST", "/v1/findings/{id}/audit") => post(crate::ladder::post_audit),
         ("GET", "/v1/ladder") => get(crate::ladder::get_ladder),
@@ -153,6 +160,29 @@ impl From<PoolError> for ApiError {
         match error {
             PoolError::Engine(EngineError::Contention(_)) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ReasonCode::Contention, None, error.to_string())
+            }
+            PoolError::Engine(EngineError::UnknownTable(_)) => {
+                ApiError::new(StatusCode::NOT_FOUND, ReasonCode::UnknownTable, Some("table"), error.to_string())
+            }
+            PoolError::Engine(EngineError::InvalidRow(ref row)) => {
+                let field = row.field().map(str::to_owned);
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ReasonCode::InvalidRecord,
+                    field.as_deref(),
+                    error.to_string(),
+                )
+            }
+            PoolError::Engine(EngineError::InvalidImport { .. }) => {
+                ApiError::bad(ReasonCode::InvalidInput, None, error.to_string())
+            }
+            PoolError::Engine(EngineError::Conflict(RecordConflict::Absent { .. })) => {
+                ApiError::new(StatusCode::NOT_FOUND, ReasonCode::UnknownRecord, Some("key"), error.to_string())
+            }
+            PoolError::Engine(EngineError::Conflict(ref conflict)) => {
+                let field =
+                    if matches!(conflict, RecordConflict::Present { .. }) { "if-none-match" } else { "if-match" };
+                ApiError::new(StatusCode::CONFLICT, ReasonCode::StaleRevision, Some(field), error.to_string())
             }
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, other.to_string()),
         }
@@ -424,28 +454,6 @@ async fn post_score(
             Ok(response)
         }
         Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
-    }
-}
-
-async fn get_record(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> Result<Response, ApiError> {
-    let Path((table, key)) = path.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, None, e.body_text()))?;
-    let (table_name, key_name) = (table.clone(), key.clone());
-    let record = state.inner.pools.with_engine(&tenant, move |engine| engine.record(&table_name, &key_name)).await?;
-    match record {
-        Some(record) => Ok(axum::Json(
-            json!({"table": record.table, "key": record.key, "revision": record.revision, "value": record.value}),
-        )
-        .into_response()),
-        None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            ReasonCode::UnknownRecord,
-            Some("key"),
-            format!("no record `{key}` in `{table}`"),
-        )),
     }
 }
 

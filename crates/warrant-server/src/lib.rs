@@ -11,6 +11,7 @@ mod api;
 mod ladder;
 mod metrics;
 mod pool;
+mod records;
 pub mod tenants;
 
 use std::net::SocketAddr;

@@ -9,6 +9,7 @@ mod input;
 mod outbound;
 mod prompts;
 mod receiver;
+mod records;
 mod score;
 mod serve;
 mod service;

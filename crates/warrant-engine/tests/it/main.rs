@@ -10,6 +10,7 @@ mod invariants;
 mod keys;
 mod lifecycle;
 mod outbound;
+mod record_writes;
 mod records;
 mod retail;
 mod reverts;

@@ -10,6 +10,7 @@ mod keys;
 mod ladder;
 mod openapi;
 mod outbound;
+mod records;
 mod review;
 
 use std::io::{BufRead, BufReader, Read, Write};

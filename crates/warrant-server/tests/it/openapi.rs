@@ -72,6 +72,58 @@ fn the_documents_reason_codes_are_the_reason_codes() {
     assert_eq!(listed, codes, "the `ReasonCode` schema lists every code of `warrant reasons`, in its order");
 }
 
+/// Every answer of the records routes: writes under each condition, refused rows, unknown
+/// tables and rows, an import all or nothing.
+async fn records_routes(c: &mut Checker, app: &axum::Router, k: &str) {
+    let (row_route, uri) = ("/v1/records/{table}/{key}", "/v1/records/order/%23N1");
+    let row = json!({"user_id": USER, "status": "pending"});
+    c.headers = vec![("if-none-match", "*".into())];
+    let (status, created) = c.json(app, ("PUT", row_route, uri), k, Some(row.clone())).await;
+    assert_eq!((status, &created["key"]), (200, &json!("#N1")), "{created}");
+    let (status, _) = c.json(app, ("PUT", row_route, uri), k, Some(row.clone())).await;
+    assert_eq!(status, 409);
+    c.headers = vec![("if-match", "\"1\"".into())];
+    let (status, replaced) = c.json(app, ("PUT", row_route, uri), k, Some(row.clone())).await;
+    assert_eq!((status, &replaced["revision"]), (200, &json!(2)), "{replaced}");
+    let (status, _) = c.json(app, ("PUT", row_route, "/v1/records/order/%23none"), k, Some(row.clone())).await;
+    assert_eq!(status, 404);
+    c.headers = vec![];
+    let (status, _) = c.json(app, ("PUT", row_route, "/v1/records/orders/x"), k, Some(row.clone())).await;
+    assert_eq!(status, 404);
+    let (status, bad) = c.json(app, ("PUT", row_route, uri), k, Some(json!({"price": 47.845}))).await;
+    assert_eq!((status, &bad["error"]["field"]), (422, &json!("price")), "{bad}");
+    let (status, _) = c.refused(app, ("PUT", row_route, uri), Some(k), Some("[1]")).await;
+    assert_eq!(status, 400);
+
+    let (status, _) = c.json(app, ("DELETE", row_route, uri), k, None).await;
+    assert_eq!(status, 400, "no If-Match");
+    c.headers = vec![("if-match", "1".into())];
+    let (status, _) = c.json(app, ("DELETE", row_route, uri), k, None).await;
+    assert_eq!(status, 409);
+    let (status, _) = c.json(app, ("DELETE", row_route, "/v1/records/order/%23none"), k, None).await;
+    assert_eq!(status, 404);
+    c.headers = vec![("if-match", "2".into())];
+    let (status, deleted) = c.json(app, ("DELETE", row_route, uri), k, None).await;
+    assert_eq!((status, &deleted["deleted"]), (200, &json!(2)), "{deleted}");
+    c.headers = vec![];
+
+    let import = "/v1/records/{table}/import";
+    let lines = |text: &str| Some(("application/x-ndjson", text.to_owned()));
+    let good = format!("{}\n{}\n", json!({"#N1": row}), json!({"#N2": row}));
+    let (status, imported) =
+        c.exchange(app, ("POST", import, "/v1/records/order/import"), Some(k), lines(&good), false).await;
+    assert_eq!((status, &imported["count"]), (200, &json!(2)), "{imported}");
+    assert_eq!(imported["revisions"][0], json!({"key": "#N1", "revision": 4}), "{imported}");
+    let bad = format!("{}\n{}\n", json!({"#N3": row}), json!({"#N4": {"amount": 0.001}}));
+    let (status, _) = c.exchange(app, ("POST", import, "/v1/records/order/import"), Some(k), lines(&bad), false).await;
+    assert_eq!(status, 422);
+    let (status, _) =
+        c.exchange(app, ("POST", import, "/v1/records/order/import"), Some(k), lines("not json"), false).await;
+    assert_eq!(status, 400);
+    let (status, _) = c.exchange(app, ("POST", import, "/v1/records/nope/import"), Some(k), lines(&good), false).await;
+    assert_eq!(status, 404);
+}
+
 fn concrete(path: &str) -> String {
     path.replace("{id}", "eff_x").replace("{guard}", "announcement").replace("{table}", "order").replace("{key}", "k")
 }
@@ -98,13 +150,15 @@ struct Checker {
     components: Value,
     /// (method, route, status) of every answer checked.
     seen: BTreeSet<(String, String, u16)>,
+    /// Headers sent with the next requests (the records routes' conditions).
+    headers: Vec<(&'static str, String)>,
 }
 
 impl Checker {
     fn new() -> Checker {
         let doc = document();
         let components = closed(&doc["components"]);
-        Checker { doc, components, seen: BTreeSet::new() }
+        Checker { doc, components, seen: BTreeSet::new(), headers: Vec::new() }
     }
 
     fn validate(&self, schema: &Value, instance: &Value, what: &str) {
@@ -138,6 +192,9 @@ impl Checker {
         let mut builder = Request::builder().method(method).uri(uri);
         if let Some(key) = key {
             builder = builder.header("authorization", format!("Bearer {key}"));
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(*name, value.as_str());
         }
         let request = match &body {
             Some((content_type, text)) => {
@@ -289,6 +346,7 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     assert_eq!((status, &record["value"]["status"]), (200, &json!("cancelled")), "{record}");
     let (status, _) = c.json(&app, ("GET", "/v1/records/{table}/{key}", "/v1/records/order/none"), k, None).await;
     assert_eq!(status, 404);
+    records_routes(&mut c, &app, k).await;
 
     // Findings, an audit of one, the same audit again, and the ladder.
     let findings_uri = "/v1/guards/announcement/findings?limit=5";
