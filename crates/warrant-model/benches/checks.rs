@@ -14,11 +14,12 @@
 use std::time::{Duration, Instant};
 
 use divan::Bencher;
-use warrant_core::check::{CheckRequest, VALUE_STATED};
 use warrant_core::pointer::UAX29;
 use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
+use warrant_vocab::check::CheckRequest;
+use warrant_vocab::task::VALUE_STATED;
 
 fn main() {
     divan::main();

@@ -3,11 +3,12 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict, VALUE_STATED};
 use warrant_core::pointer::UAX29;
 use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
+use warrant_vocab::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict};
+use warrant_vocab::task::VALUE_STATED;
 
 use crate::roomy;
 

@@ -2,13 +2,13 @@
 
 use std::time::Instant;
 
-use warrant_core::check::{CheckFailure, CheckVerdict};
 use warrant_core::pointer::UAX29;
 use warrant_model::tasks::*;
 use warrant_model::{
     BudgetLimits, Outcome, PromptVersion, Prompts, ProviderError, RecordedProvider, Recorder, Round, Runner, Task,
     TurnBudget,
 };
+use warrant_vocab::check::{CheckFailure, CheckVerdict};
 
 use crate::{Scripted, roomy};
 
@@ -292,9 +292,9 @@ mod any_answer {
     //! Whatever a model writes, reading it never panics, and a passing verdict comes only with
     //! the whole schema satisfied.
     use proptest::prelude::*;
-    use warrant_core::check::CheckVerdict;
     use warrant_core::pointer::UAX29;
     use warrant_model::tasks::*;
+    use warrant_vocab::check::CheckVerdict;
 
     fn texts() -> impl Strategy<Value = String> {
         prop_oneof![
