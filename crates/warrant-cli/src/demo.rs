@@ -17,7 +17,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use warrant_core::Contract;
-use warrant_core::pointer::{self, NumberedText, TextPointer};
+use warrant_core::pointer::{self, TextPointer};
 use warrant_engine::{Engine, ModelSource, OutboundResult, TurnResult, load_contract};
 use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::{SqliteStore, Store};
@@ -243,7 +243,7 @@ fn bundled(folder: &Path) -> Result<(Contract, PathBuf), Exit> {
 
 /// The words a pointer slices from `message`, as code slices them.
 fn sliced(message: &str, from: u32, to: u32) -> String {
-    let numbered = NumberedText::new(message);
+    let numbered = pointer::numbered(message);
     match pointer::resolve(&numbered, &TextPointer { from, to, copy: None }) {
         Ok(resolved) => format!("{:?}", resolved.value),
         Err(e) => format!("no words ({e})"),
@@ -375,7 +375,7 @@ fn play(args: &DemoArgs, scratch: &Path) -> Result<(), Exit> {
         "country": {"ptr": [9, 9]},
         "zip": {"ptr": [10, 10]},
     });
-    println!("the user's message as the model sees it: {}", NumberedText::new(user).render());
+    println!("the user's message as the model sees it: {}", pointer::numbered(user).render());
     println!(
         "the model points at words; code slices them: address1 = {}, city = {}, state = {}, zip = {}",
         sliced(user, 4, 6),

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use warrant_core::ladder::{AuditSummary, Bars, CorpusRun, Ladder, Subject};
+use warrant_core::pointer::UAX29;
 use warrant_engine::{StoreUrl, active_prompt, prompt_subject};
 use warrant_model::corpus::{self, Case, CaseResult};
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
@@ -170,7 +171,7 @@ fn record(args: &RecordArgs) -> Result<(), Exit> {
     for case in &cases {
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let runner = Runner { provider: &recorder, model: &model, budget: &budget, prompts: &prompts };
-        let result = corpus::run_case(&runner, &args.task, case).map_err(|e| Exit::Input(e.to_string()))?;
+        let result = corpus::run_case(&runner, &args.task, case, UAX29).map_err(|e| Exit::Input(e.to_string()))?;
         println!(
             "{}",
             json!({"case": result.name, "expect": result.expect, "got": result.got.as_ref().map_err(String::as_str), "passed": result.passed()})
@@ -204,7 +205,7 @@ fn promote(args: &PromoteArgs) -> Result<(), Exit> {
         // Each case has a budget of its own, as a turn would.
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let runner = Runner { provider: &provider, model: &args.model, budget: &budget, prompts: &prompts };
-        results.push(corpus::run_case(&runner, &args.task, case).map_err(|e| Exit::Input(e.to_string()))?);
+        results.push(corpus::run_case(&runner, &args.task, case, UAX29).map_err(|e| Exit::Input(e.to_string()))?);
     }
     let regressions: Vec<&CaseResult> = results.iter().filter(|r| !r.passed()).collect();
     let accepted = regressions.is_empty();

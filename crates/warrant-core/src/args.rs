@@ -11,7 +11,7 @@ use crate::date::{self, DateExpr, TurnClock};
 use crate::facts::RowRef;
 use crate::money::{Currency, Money};
 use crate::operation::{Arg, ArgKind, Operation};
-use crate::pointer::{self, NumberedText, TextPointer};
+use crate::pointer::{self, TextPointer};
 use crate::reason::ReasonCode;
 use crate::verdict::Finding;
 use crate::visibility::{self, RowValue};
@@ -205,7 +205,7 @@ fn check_text(ctx: &ArgContext<'_>, allow_empty: bool, value: &Value) -> Result<
     let text = ctx.user_text.ok_or_else(|| {
         Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
     })?;
-    let numbered = NumberedText::new(text);
+    let numbered = pointer::numbered(text);
     let resolved = pointer::resolve(&numbered, &pointer)
         .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
     let value = resolved.value.to_owned();

@@ -6,34 +6,9 @@
 //! JSON is hashed in its canonical form (keys sorted), so a store that keeps the same value with
 //! its keys in another order (PostgreSQL's JSONB) cannot change an id derived from it.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-/// Hex digits of the digest an id keeps: 128 bits, so that ids of one store do not collide by
-/// chance and a collision cannot be searched for.
-const ID_HEX: usize = 32;
-
-/// A deterministic id: `prefix`, `_`, and the first 32 hex digits of a SHA-256 of the parts,
-/// each part preceded by its length in bytes.
-pub fn derive_id(prefix: &str, parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update((parts.len() as u64).to_be_bytes());
-    for part in parts {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part.as_bytes());
-    }
-    let digest = hasher.finalize();
-    let mut id = String::with_capacity(prefix.len() + 1 + ID_HEX);
-    id.push_str(prefix);
-    id.push('_');
-    for byte in digest.iter().take(ID_HEX / 2) {
-        // Writing to a `String` cannot fail.
-        let _ = write!(id, "{byte:02x}");
-    }
-    id
-}
+pub use warrant_vocab::id::derive_id;
 
 /// JSON text with every object's keys sorted and no white space, so that two equal values give
 /// the same text whatever order their keys were written or stored in.

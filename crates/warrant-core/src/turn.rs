@@ -20,7 +20,7 @@ use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
 use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
-use crate::pointer::{self, NumberedText, TextPointer};
+use crate::pointer::{self, TextPointer};
 use crate::policy::{PolicyDecision, PolicyEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
@@ -963,7 +963,7 @@ fn semantic_checks(
         let field = format!("args.{}", arg.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
         let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
-        let numbered = NumberedText::new(message);
+        let numbered = pointer::numbered(message);
         let pointer: TextPointer =
             args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest};
 use warrant_core::ladder::{Promotion, PromotionRecord};
+use warrant_core::pointer::UAX29;
 use warrant_model::tasks::TASKS;
 use warrant_model::{
     BudgetLimits, CheckRound, PromptVersion, Prompts, Provider, Runner, TaskLimits, TurnBudget, run_checks,
@@ -96,7 +97,7 @@ pub(crate) fn run(model: Option<&ModelSetup>, budget: Option<&TurnBudget>, reque
         (Some(model), Some(budget)) => {
             let runner =
                 Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
-            run_checks(&runner, requests, model.parallel)
+            run_checks(&runner, requests, model.parallel, UAX29)
         }
         _ => {
             let mut round = CheckRound::default();

@@ -14,10 +14,12 @@
 use std::time::{Duration, Instant};
 
 use divan::Bencher;
-use warrant_core::check::{CheckRequest, VALUE_STATED};
+use warrant_core::pointer::UAX29;
 use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
+use warrant_vocab::check::CheckRequest;
+use warrant_vocab::task::VALUE_STATED;
 
 fn main() {
     divan::main();
@@ -57,6 +59,6 @@ fn four_checks_of_5_ms(bencher: Bencher, parallel: usize) {
     bencher.bench_local(|| {
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-        run_checks(&runner, &requests, parallel)
+        run_checks(&runner, &requests, parallel, UAX29)
     });
 }

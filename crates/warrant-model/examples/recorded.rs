@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use warrant_core::pointer::UAX29;
 use warrant_model::tasks::{ValueStated, ValueStatedInput};
 use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Outcome, Prompts, Provider, ProviderError, RecordedProvider, Recorder,
@@ -29,6 +30,7 @@ fn ask(provider: &dyn Provider) -> String {
         message: "please change the name to Kim Lee".into(),
         ptr: [6, 7],
         value: "Kim Lee".into(),
+        words: UAX29,
     };
     let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
     let prompts = Prompts::default();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use warrant_core::contract::ModelConfig;
+use warrant_vocab::model::ModelConfig;
 
 /// A turn's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +140,7 @@ pub fn task_limits_from_contract(config: &ModelConfig) -> BTreeMap<String, TaskL
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warrant_core::check::ModelTask;
+    use warrant_vocab::task::ModelTask;
 
     #[test]
     fn calls_and_tokens_run_out() {

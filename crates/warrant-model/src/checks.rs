@@ -7,10 +7,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use warrant_core::check::CheckVerdict;
-use warrant_core::check::{
-    CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, LOCATE, UNCOVERED_REQUEST, VALUE_STATED,
-};
+use warrant_vocab::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, CheckVerdict};
+use warrant_vocab::pointer::WordRule;
+use warrant_vocab::task::{LOCATE, UNCOVERED_REQUEST, VALUE_STATED};
 
 use crate::task::{ModelCall, Outcome, Runner};
 use crate::tasks::{Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueStated, ValueStatedInput};
@@ -35,7 +34,7 @@ fn answer<O>(outcome: Outcome<O>) -> CheckAnswer {
 /// A check's answer with the calls made for it.
 type Answered = (CheckAnswer, Vec<ModelCall>);
 
-fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
+fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answered {
     match request.task.as_str() {
         VALUE_STATED => {
             let input = ValueStatedInput {
@@ -44,6 +43,7 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
                 message: request.message.clone(),
                 ptr: request.ptr,
                 value: request.value.clone(),
+                words,
             };
             let run = runner.run::<ValueStated>(&input, Some(&request.id));
             (answer(run.outcome), run.calls)
@@ -53,6 +53,7 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
                 field: request.arg.clone(),
                 proposed: request.value.clone(),
                 message: request.message.clone(),
+                words,
             };
             let run = runner.run::<Locate>(&input, Some(&request.id));
             let answer = match run.outcome {
@@ -79,8 +80,10 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest) -> Answered {
 
 /// Runs `requests` concurrently, at most `parallel` at a time (at least one). The calling
 /// thread runs checks too, and each worker takes the next check as soon as it is free, so one
-/// check spawns no thread and a slow check never holds back the start of the others.
-pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usize) -> CheckRound {
+/// check spawns no thread and a slow check never holds back the start of the others. `words` is
+/// the rule the user's message is numbered by, and the model's copy cut by
+/// (`warrant_core::pointer::UAX29`).
+pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usize, words: WordRule) -> CheckRound {
     let workers = parallel.max(1).min(requests.len());
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Answered>>> = requests.iter().map(|_| Mutex::new(None)).collect();
@@ -89,7 +92,7 @@ pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usiz
             let i = next.fetch_add(1, Ordering::Relaxed);
             let (Some(request), Some(slot)) = (requests.get(i), slots.get(i)) else { break };
             // A panic in one check fails that check (its slot stays empty), not the turn.
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| run_one(runner, request))).ok();
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| run_one(runner, request, words))).ok();
             if let (Some(result), Ok(mut slot)) = (result, slot.lock()) {
                 *slot = Some(result);
             }

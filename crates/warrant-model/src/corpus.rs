@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_core::check::CheckVerdict;
+use warrant_vocab::check::CheckVerdict;
+use warrant_vocab::pointer::WordRule;
 
 use crate::task::{Outcome, Runner, Task};
 use crate::tasks::{
@@ -50,7 +51,14 @@ pub enum CorpusError {
     UnknownTask(String),
     /// A case's input does not fit its task.
     #[error("case `{case}`: the input does not fit task `{task}`: {message}")]
-    Input { case: String, task: String, message: String },
+    Input {
+        /// The case's name.
+        case: String,
+        /// The task it was run as.
+        task: String,
+        /// What does not fit, naming the field.
+        message: String,
+    },
 }
 
 fn field<T: for<'de> Deserialize<'de>>(case: &Case, task: &str, input: &Value, name: &str) -> Result<T, CorpusError> {
@@ -81,8 +89,9 @@ pub fn schema(task: &str) -> Result<Value, CorpusError> {
     })
 }
 
-/// Runs one case of the task named `task`.
-pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case) -> Result<CaseResult, CorpusError> {
+/// Runs one case of the task named `task`; a message is numbered by `words`
+/// (`warrant_core::pointer::UAX29`).
+pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case, words: WordRule) -> Result<CaseResult, CorpusError> {
     let i = &case.input;
     let got = match task {
         ValueStated::NAME => {
@@ -92,6 +101,7 @@ pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case) -> Result<CaseResu
                 message: field(case, task, i, "message")?,
                 ptr: field(case, task, i, "ptr")?,
                 value: field(case, task, i, "value")?,
+                words,
             };
             verdict(runner.run::<ValueStated>(&input, None).outcome)
         }
@@ -100,6 +110,7 @@ pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case) -> Result<CaseResu
                 field: field(case, task, i, "field")?,
                 proposed: field(case, task, i, "proposed")?,
                 message: field(case, task, i, "message")?,
+                words,
             };
             verdict(runner.run::<Locate>(&input, None).outcome)
         }

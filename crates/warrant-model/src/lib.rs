@@ -3,6 +3,7 @@
 //! schema and read into a verdict with no variant that authorizes: pass, block, repair, ask;
 //! a budget that runs out or a provider that fails makes the check fail, never pass.
 
+#![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
 pub mod budget;

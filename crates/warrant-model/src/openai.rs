@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use warrant_core::contract::ModelConfig;
+use warrant_vocab::model::ModelConfig;
 
 use crate::provider::{ChatAnswer, ChatRequest, Provider, ProviderError};
 

@@ -30,10 +30,22 @@ pub struct Exchange {
 pub enum CassetteError {
     /// The file cannot be read or written.
     #[error("cassette `{path}`: {message}")]
-    Io { path: String, message: String },
+    Io {
+        /// The cassette's path.
+        path: String,
+        /// What the file system said.
+        message: String,
+    },
     /// A line is not an exchange.
     #[error("cassette `{path}` line {line}: {message}")]
-    Line { path: String, line: usize, message: String },
+    Line {
+        /// The cassette's path.
+        path: String,
+        /// The line, from 1.
+        line: usize,
+        /// Why it is not an exchange.
+        message: String,
+    },
 }
 
 /// Answers from recordings only.

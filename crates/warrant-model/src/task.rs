@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use warrant_core::check::{CheckFailure, CheckVerdict, ModelTask};
+use warrant_vocab::check::{CheckFailure, CheckVerdict};
+use warrant_vocab::task::ModelTask;
 
 use crate::budget::{TaskLimits, TurnBudget};
 use crate::provider::{ChatAnswer, ChatRequest, Message, Provider, ProviderError, canonical};

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warrant_core::check::{CheckVerdict, ModelTask};
-use warrant_core::pointer::{self, NumberedText, TextPointer};
+use warrant_vocab::check::CheckVerdict;
+use warrant_vocab::pointer::{self, NumberedText, TextPointer, WordRule};
+use warrant_vocab::task::ModelTask;
 
 use crate::budget::TaskLimits;
 pub use crate::task::Task;
@@ -68,6 +69,8 @@ pub struct ValueStatedInput {
     pub ptr: [u32; 2],
     /// The words code sliced.
     pub value: String,
+    /// The rule the message's words are numbered by (`warrant_core::pointer::UAX29`).
+    pub words: WordRule,
 }
 
 #[derive(Deserialize)]
@@ -96,7 +99,7 @@ impl Task for ValueStated {
     fn question(input: &ValueStatedInput) -> String {
         let [from, to] = input.ptr;
         data_block(&json!({
-            "message": NumberedText::new(&input.message).render(),
+            "message": NumberedText::new(&input.message, input.words).render(),
             "action": input.op,
             "field": input.field,
             "pointed_words": {"from": from, "to": to},
@@ -130,6 +133,9 @@ pub struct LocateInput {
     pub proposed: String,
     /// The user's message.
     pub message: String,
+    /// The rule the message's words are numbered by and the model's copy is cut by
+    /// (`warrant_core::pointer::UAX29`).
+    pub words: WordRule,
 }
 
 /// A pointer the model gave and code resolved: the words are the message's, sliced by code.
@@ -180,7 +186,7 @@ impl Task for Locate {
 
     fn question(input: &LocateInput) -> String {
         data_block(&json!({
-            "message": NumberedText::new(&input.message).render(),
+            "message": NumberedText::new(&input.message, input.words).render(),
             "field": input.field,
             "proposed_value": input.proposed,
         }))
@@ -193,7 +199,7 @@ impl Task for Locate {
             return Ok((CheckVerdict::Ask, None));
         }
         let pointer = TextPointer { from: found.from, to: found.to, copy: Some(found.copy) };
-        let numbered = NumberedText::new(&input.message);
+        let numbered = NumberedText::new(&input.message, input.words);
         // A pointer that does not resolve is a structural mistake: the repair round quotes it.
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|e| format!("{}: {e}", e.code()))?;
         let narrowed = TextPointer { from: resolved.from, to: resolved.to, copy: pointer.copy };

@@ -15,6 +15,7 @@ use serde_json::json;
 use warrant_core::Contract;
 use warrant_core::check::{CheckAnswer, CheckAnswers, CheckVerdict};
 use warrant_core::contract::ContractFiles;
+use warrant_core::pointer::UAX29;
 use warrant_core::records::Record;
 use warrant_core::request;
 use warrant_core::turn::{self, Decision, FactError, Facts, Interaction, Verdict};
@@ -75,7 +76,7 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
     with_runner(|runner| {
         for case in &cases {
             let started = Instant::now();
-            let result = corpus::run_case(runner, "value_stated", case).unwrap();
+            let result = corpus::run_case(runner, "value_stated", case, UAX29).unwrap();
             eprintln!(
                 "value_stated {}: expect {:?}, got {:?} in {:?}",
                 case.name,
@@ -121,6 +122,7 @@ fn every_answer_of_every_task_is_parsed_by_code_or_fails_the_check() {
                 field: "name".into(),
                 proposed: "Kim Lee".into(),
                 message: "please change the name to Kim Lee".into(),
+                words: UAX29,
             },
             None,
         );
@@ -194,7 +196,7 @@ fn a_real_answer_can_only_take_away() {
     with_runner(|runner| {
         for (message, pointer) in turns {
             let first = decide(&contract, message, pointer.clone(), &CheckAnswers::new());
-            let round = run_checks(runner, &first.checks, 8);
+            let round = run_checks(runner, &first.checks, 8, UAX29);
             let with_model = decide(&contract, message, pointer.clone(), &round.answers);
             let all_pass: CheckAnswers = first
                 .checks
@@ -233,7 +235,7 @@ fn decide_in_rounds(runner: &Runner<'_>, contract: &Contract, message: &str, nam
         if missing.is_empty() {
             break;
         }
-        answers.extend(run_checks(runner, &missing, 1).answers);
+        answers.extend(run_checks(runner, &missing, 1, UAX29).answers);
         decision = decide(contract, message, json!(name), &answers);
     }
     (decision, answers)

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use warrant_core::pointer::UAX29;
 use warrant_model::corpus::{self, Case};
 use warrant_model::tasks::{Task, ValueStated};
 use warrant_model::{
@@ -44,7 +45,7 @@ fn record(cassette: &Path, prompt: &str, rule: fn(&str) -> &'static str) {
     for case in cases() {
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let runner = Runner { provider: &recorder, model: "default", budget: &budget, prompts: &prompts };
-        corpus::run_case(&runner, ValueStated::NAME, &case).unwrap();
+        corpus::run_case(&runner, ValueStated::NAME, &case, UAX29).unwrap();
     }
 }
 
@@ -169,7 +170,7 @@ fn a_turn_answers_its_checks_from_a_cassette_and_replays_without_one() {
         let budget = TurnBudget::new(BudgetLimits::default(), Instant::now());
         let prompts = Prompts::default();
         let runner = Runner { provider: &recorder, model: "default", budget: &budget, prompts: &prompts };
-        corpus::run_case(&runner, "value_stated", &cases()[0]).unwrap();
+        corpus::run_case(&runner, "value_stated", &cases()[0], UAX29).unwrap();
     }
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
         .args([

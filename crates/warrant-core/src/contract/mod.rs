@@ -505,47 +505,7 @@ struct RawSources {
 // contract names the environment variable that holds the key, never the key; the engine reads
 // the environment, whose `WARRANT_MODEL_*` settings override what is written here.
 
-/// The `[model]` section, checked. Every field is optional; an absent section runs no
-/// turn-level check and leaves the endpoint and budgets to the environment and defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ModelConfig {
-    /// The OpenAI-compatible endpoint's base URL (`http://…` or `https://…`).
-    pub base_url: Option<String>,
-    /// The model name sent with each request.
-    pub model: Option<String>,
-    /// The name of the environment variable that holds the bearer key.
-    pub key_env: Option<String>,
-    /// How long connecting may take, in milliseconds.
-    pub connect_timeout_ms: Option<u64>,
-    /// A turn's model calls.
-    pub turn_calls: Option<u32>,
-    /// A turn's tokens.
-    pub turn_tokens: Option<u32>,
-    /// A turn's deadline for its checks, in milliseconds.
-    pub turn_deadline_ms: Option<u64>,
-    /// Limits of single tasks, by task name (a member of [`crate::check::MODEL_TASKS`]).
-    pub tasks: std::collections::BTreeMap<String, TaskConfig>,
-    /// The turn-level checks that run (members of [`crate::check::TURN_CHECKS`]).
-    pub checks: Vec<String>,
-}
-
-impl ModelConfig {
-    /// Whether the turn-level check `check` runs.
-    pub fn runs(&self, check: &str) -> bool {
-        self.checks.iter().any(|c| c == check)
-    }
-}
-
-/// One task's limits in `[model.tasks.NAME]`; what is absent keeps the task's own limit.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskConfig {
-    /// Calls for one run of the task (the first, the repair round, retries).
-    pub calls: Option<u32>,
-    /// Completion tokens per call.
-    pub max_tokens: Option<u32>,
-    /// The longest one call may take, in milliseconds.
-    pub timeout_ms: Option<u64>,
-}
+pub use warrant_vocab::model::{ModelConfig, TaskConfig};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

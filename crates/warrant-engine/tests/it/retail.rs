@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
-use warrant_core::pointer::NumberedText;
+use warrant_core::pointer;
 use warrant_core::turn::{TurnResponse, Verdict};
 use warrant_engine::{Engine, TurnResult};
 use warrant_store::prelude::*;
@@ -45,7 +45,7 @@ const ADDRESS: [&str; 6] = ["address1", "address2", "city", "state", "country", 
 fn request(user: &str, turn: &str, op: &str, kwargs: &Map<String, Value>) -> Value {
     let mut args = kwargs.clone();
     let mut message = format!("Please go ahead with {op}");
-    let mut words = NumberedText::new(&message).len();
+    let mut words = pointer::numbered(&message).len();
     for field in ADDRESS {
         let Some(Value::String(text)) = kwargs.get(field) else { continue };
         if text.is_empty() {
@@ -53,7 +53,7 @@ fn request(user: &str, turn: &str, op: &str, kwargs: &Map<String, Value>) -> Val
         }
         message.push_str(" | ");
         message.push_str(text);
-        let count = NumberedText::new(text).len();
+        let count = pointer::numbered(text).len();
         let from = words + 1;
         words += count;
         args.insert(field.into(), json!({"ptr": [from, words], "copy": text}));

@@ -3,7 +3,7 @@
 //! connection to the same store, as another process would see them.
 
 use serde_json::{Value, json};
-use warrant_core::pointer::NumberedText;
+use warrant_core::pointer;
 use warrant_core::turn::{TurnResponse, Verdict};
 use warrant_engine::{Engine, ModelSource, TurnResult, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
@@ -25,14 +25,14 @@ fn address_change(order: &str, n: usize) -> Value {
     let mut fields = serde_json::Map::new();
     for (i, address) in WORDS.iter().enumerate() {
         for (field, text) in ["address1", "city", "state", "country", "zip"].iter().zip(address.split(" | ")) {
-            let count = NumberedText::new(text).len();
+            let count = pointer::numbered(text).len();
             if i == n {
                 fields.insert((*field).into(), json!({"ptr": [next, next + count - 1], "copy": text}));
             }
             next += count;
         }
     }
-    assert_eq!(next - 1, NumberedText::new(&message).len(), "the pointers cover the message");
+    assert_eq!(next - 1, pointer::numbered(&message).len(), "the pointers cover the message");
     fields.insert("order_id".into(), json!(order));
     fields.insert("address2".into(), json!(""));
     json!({"op": "modify_pending_order_address", "args": fields})

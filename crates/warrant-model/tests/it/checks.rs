@@ -3,10 +3,12 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use warrant_core::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict, VALUE_STATED};
+use warrant_core::pointer::UAX29;
 use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
+use warrant_vocab::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict};
+use warrant_vocab::task::VALUE_STATED;
 
 use crate::roomy;
 
@@ -45,7 +47,7 @@ fn the_checks_of_a_turn_are_in_flight_at_once() {
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, &requests(4), 8);
+    let round = run_checks(&runner, &requests(4), 8, UAX29);
     assert_eq!(provider.state.lock().unwrap().1, 4, "all four requests were in flight together");
     assert_eq!(round.answers.len(), 4);
     assert!(round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass }));
@@ -61,7 +63,7 @@ fn at_most_parallel_checks_are_in_flight() {
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    run_checks(&runner, &requests(4), 2);
+    run_checks(&runner, &requests(4), 2, UAX29);
     assert_eq!(provider.state.lock().unwrap().1, 2);
 }
 
@@ -71,7 +73,7 @@ fn the_turn_budget_is_shared_and_a_check_without_budget_fails() {
     let budget = TurnBudget::new(BudgetLimits { calls: 2, ..roomy() }, Instant::now());
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, &requests(3), 1);
+    let round = run_checks(&runner, &requests(3), 1, UAX29);
     let failed: Vec<_> = round
         .answers
         .values()
@@ -87,7 +89,7 @@ fn a_check_no_task_runs_fails() {
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
     let request = CheckRequest::new("looks_fine", "rename", "name", "Kim", [1, 1], "Kim");
-    let round = run_checks(&runner, std::slice::from_ref(&request), 4);
+    let round = run_checks(&runner, std::slice::from_ref(&request), 4, UAX29);
     assert!(matches!(
         round.answers.get(&request.id),
         Some(CheckAnswer::Failed { failure: CheckFailure::Unfinished, .. })
@@ -103,7 +105,7 @@ fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdi
     let locate = CheckRequest::locate("rename", "name", "Kim Lee", message);
     let provider = Scripted::new(vec![Ok(r#"{"found":true,"from":5,"to":7,"copy":"Kim Lee"}"#)]);
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, std::slice::from_ref(&locate), 8);
+    let round = run_checks(&runner, std::slice::from_ref(&locate), 8, UAX29);
     // The copy narrowed the pointer to the words it holds; only the pointer comes back.
     let pointer = serde_json::from_value(serde_json::json!({"ptr": [6, 7], "copy": "Kim Lee"})).unwrap();
     assert_eq!(round.answers[&locate.id], CheckAnswer::Located { pointer });
@@ -111,7 +113,7 @@ fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdi
 
     let provider = Scripted::new(vec![Ok(r#"{"found":false,"from":0,"to":0,"copy":""}"#)]);
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, std::slice::from_ref(&locate), 8);
+    let round = run_checks(&runner, std::slice::from_ref(&locate), 8, UAX29);
     assert_eq!(
         round.answers[&locate.id],
         CheckAnswer::Verdict { verdict: CheckVerdict::Ask },
@@ -121,7 +123,7 @@ fn a_locate_check_answers_with_the_pointer_and_an_uncovered_check_with_its_verdi
     let uncovered = CheckRequest::uncovered("cancel it and change my address", vec!["cancel_pending_order {}".into()]);
     let provider = Scripted::new(vec![Ok(r#"{"uncovered":"yes"}"#)]);
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, std::slice::from_ref(&uncovered), 8);
+    let round = run_checks(&runner, std::slice::from_ref(&uncovered), 8, UAX29);
     assert_eq!(round.answers[&uncovered.id], CheckAnswer::Verdict { verdict: CheckVerdict::Block });
     assert!(provider.requests()[0].messages[1].content.contains(r#""planned_actions":["cancel_pending_order {}"]"#));
 }
@@ -140,7 +142,7 @@ fn one_check_runs_on_the_calling_thread() {
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let round = run_checks(&runner, &requests(1), 8);
+    let round = run_checks(&runner, &requests(1), 8, UAX29);
     assert!(
         round.answers.values().all(|a| *a == CheckAnswer::Verdict { verdict: CheckVerdict::Pass }),
         "no thread was spawned for it"

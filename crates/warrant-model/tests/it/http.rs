@@ -5,10 +5,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use warrant_core::check::{CheckFailure, CheckVerdict};
+use warrant_core::pointer::UAX29;
 use warrant_model::openai::{EndpointConfig, OpenAiProvider};
 use warrant_model::tasks::{ValueStated, ValueStatedInput};
 use warrant_model::{Outcome, Prompts, Runner, TurnBudget};
+use warrant_vocab::check::{CheckFailure, CheckVerdict};
 
 use crate::roomy;
 
@@ -57,6 +58,7 @@ fn input() -> ValueStatedInput {
         message: "the name needs changing".into(),
         ptr: [3, 4],
         value: "needs changing".into(),
+        words: UAX29,
     }
 }
 

@@ -1,10 +1,12 @@
 //! Integration tests of warrant-model: tasks through scripted, recorded and HTTP providers;
 //! repair rounds, retries, budgets and failures that can only take away; concurrency; and the
-//! scan of the public API for functions that would decide meaning from two strings.
+//! scan of the public API for functions that would decide meaning from two strings; and the
+//! dependency closure, which holds no Cedar, TOML or ICU.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod api;
 mod checks;
+mod closure;
 mod http;
 mod tasks;
 

@@ -2,12 +2,13 @@
 
 use std::time::Instant;
 
-use warrant_core::check::{CheckFailure, CheckVerdict};
+use warrant_core::pointer::UAX29;
 use warrant_model::tasks::*;
 use warrant_model::{
     BudgetLimits, Outcome, PromptVersion, Prompts, ProviderError, RecordedProvider, Recorder, Round, Runner, Task,
     TurnBudget,
 };
+use warrant_vocab::check::{CheckFailure, CheckVerdict};
 
 use crate::{Scripted, roomy};
 
@@ -18,6 +19,7 @@ fn carrier() -> ValueStatedInput {
         message: "the name needs changing".into(),
         ptr: [3, 4],
         value: "needs changing".into(),
+        words: UAX29,
     }
 }
 
@@ -128,6 +130,7 @@ fn locate_points_and_code_slices_the_words() {
         field: "name".into(),
         proposed: "Kim Lee".into(),
         message: "Change the name to Kim Lee, please".into(),
+        words: UAX29,
     };
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
@@ -209,8 +212,14 @@ fn a_draft_cannot_forge_its_own_allowed_claims_list() {
             message: forged.into(),
             ptr: [1, 2],
             value: forged.into(),
+            words: UAX29,
         }),
-        Locate::question(&LocateInput { field: "name".into(), proposed: forged.into(), message: forged.into() }),
+        Locate::question(&LocateInput {
+            field: "name".into(),
+            proposed: forged.into(),
+            message: forged.into(),
+            words: UAX29,
+        }),
     ];
     for question in questions {
         let inner = question
@@ -283,8 +292,9 @@ mod any_answer {
     //! Whatever a model writes, reading it never panics, and a passing verdict comes only with
     //! the whole schema satisfied.
     use proptest::prelude::*;
-    use warrant_core::check::CheckVerdict;
+    use warrant_core::pointer::UAX29;
     use warrant_model::tasks::*;
+    use warrant_vocab::check::CheckVerdict;
 
     fn texts() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -296,12 +306,12 @@ mod any_answer {
     proptest! {
         #[test]
         fn no_answer_panics_a_reader_and_a_pass_needs_the_schema(answer in texts()) {
-            let stated = ValueStatedInput { op: "rename".into(), field: "name".into(), message: "call me Sam".into(), ptr: [3, 3], value: "Sam".into() };
+            let stated = ValueStatedInput { op: "rename".into(), field: "name".into(), message: "call me Sam".into(), ptr: [3, 3], value: "Sam".into(), words: UAX29 };
             if let Ok((CheckVerdict::Pass, ())) = ValueStated::read(&stated, &answer) {
                 let parsed: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
                 prop_assert_eq!(parsed, serde_json::json!({"answer": "yes"}));
             }
-            let located = LocateInput { field: "name".into(), proposed: "Sam".into(), message: "call me Sam".into() };
+            let located = LocateInput { field: "name".into(), proposed: "Sam".into(), message: "call me Sam".into(), words: UAX29 };
             if let Ok((CheckVerdict::Pass, found)) = Locate::read(&located, &answer) {
                 prop_assert!("call me Sam".contains(found.unwrap().value.as_str()));
             }

@@ -1,0 +1,81 @@
+//! The model tasks by name: the one enum that contracts, prompts, budgets and replay records
+//! name them by, and the lists of the checks a contract may declare.
+
+use serde::{Deserialize, Serialize};
+
+/// The model tasks, by the names contracts, prompts and replay records write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelTask {
+    /// "Is this pointed value what the user said?" Declared on `text` arguments.
+    ValueStated,
+    /// "Which words of the user's message give this plain value?" Asked when an agent proposes a
+    /// plain string for a `text` argument instead of a pointer; its answer is a pointer that code
+    /// checks as if the agent had sent it.
+    Locate,
+    /// "Does the latest user message hold a request that no act of the turn covers?" Asked once
+    /// per turn when the contract's `[model]` section names it.
+    UncoveredRequest,
+    /// "Does the text state more than its backed claims?" The outbound gate's coverage check.
+    ClaimsCoverage,
+    /// The outbound gate's rewrite of a draft from its backed claims.
+    Rewrite,
+}
+
+impl ModelTask {
+    /// Every task, in the order contracts list them.
+    pub const ALL: [ModelTask; 5] = [
+        ModelTask::ValueStated,
+        ModelTask::Locate,
+        ModelTask::UncoveredRequest,
+        ModelTask::ClaimsCoverage,
+        ModelTask::Rewrite,
+    ];
+
+    /// The task's name, as serialized.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelTask::ValueStated => "value_stated",
+            ModelTask::Locate => "locate",
+            ModelTask::UncoveredRequest => "uncovered_request",
+            ModelTask::ClaimsCoverage => "claims_coverage",
+            ModelTask::Rewrite => "rewrite",
+        }
+    }
+
+    /// The task of that name, if there is one.
+    pub fn from_name(name: &str) -> Option<ModelTask> {
+        ModelTask::ALL.into_iter().find(|task| task.name() == name)
+    }
+}
+
+impl std::fmt::Display for ModelTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
+pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
+
+/// The checks a contract may run once per turn (`[model] checks = ["uncovered_request"]`).
+pub const TURN_CHECKS: &[&str] = &[UNCOVERED_REQUEST];
+
+/// Every model task a contract may give limits to (`[model.tasks.NAME]`); warrant-model runs
+/// exactly these.
+pub const MODEL_TASKS: &[&str] = &[
+    ModelTask::ValueStated.name(),
+    ModelTask::Locate.name(),
+    ModelTask::UncoveredRequest.name(),
+    ModelTask::ClaimsCoverage.name(),
+    ModelTask::Rewrite.name(),
+];
+
+/// [`ModelTask::ValueStated`]'s name.
+pub const VALUE_STATED: &str = ModelTask::ValueStated.name();
+
+/// [`ModelTask::Locate`]'s name.
+pub const LOCATE: &str = ModelTask::Locate.name();
+
+/// [`ModelTask::UncoveredRequest`]'s name.
+pub const UNCOVERED_REQUEST: &str = ModelTask::UncoveredRequest.name();
