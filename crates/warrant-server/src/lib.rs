@@ -6,6 +6,7 @@
 //! tenant. A request is committed whole or not at all: each one is one engine call, and the
 //! engine commits a turn in one transaction.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod api;
 mod ladder;

@@ -7,6 +7,7 @@
 //! `warrant_vocab::check::CheckRequest` are one type.
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod check;
 pub mod id;
