@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::check::{CheckFailure, CheckVerdict};
+use crate::check::{CheckFailure, CheckVerdict, ModelTask};
 use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
 use crate::outbound::claim::PathName;
@@ -200,8 +200,8 @@ fn answers(contract: &Contract, case: &Case, outgoing: &Outgoing<'_>) -> Result<
             break;
         }
         for question in open {
-            let answer = match (question.task.as_str(), &question.text) {
-                (outbound::REWRITE, _) => case.answers.rewrite.clone().map(|text| GateAnswer::Rewritten { text }),
+            let answer = match (question.task, &question.text) {
+                (ModelTask::Rewrite, _) => case.answers.rewrite.clone().map(|text| GateAnswer::Rewritten { text }),
                 (_, Some(text)) if *text == case.draft.text => coverage(case.answers.draft_coverage),
                 _ => coverage(case.answers.rewrite_coverage),
             };
