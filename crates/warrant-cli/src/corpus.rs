@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
-use warrant_core::corpus::{self, Failure, Tally};
+use warrant_core::corpus::{self, TurnFailure, TurnTally};
 
 use crate::{Exit, load_contract};
 
@@ -29,7 +29,7 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
     for path in paths {
         collect(path, &mut files)?;
     }
-    let mut tally = Tally::default();
+    let mut tally = TurnTally::default();
     for file in &files {
         let text =
             std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
@@ -56,7 +56,7 @@ pub(crate) fn run(command: &CorpusCommand) -> Result<(), Exit> {
                 }
                 result
             });
-            if let Err(failure @ Failure::BadCase(_)) = &result {
+            if let Err(failure @ TurnFailure::BadCase(_)) = &result {
                 println!("{place}: {failure}");
             }
             tally.count(&result);

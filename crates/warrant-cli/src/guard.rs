@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use warrant_core::guard::AnnouncementGuard;
-use warrant_core::guard_corpus::{self, Tally};
+use warrant_core::guard_corpus::{self, GuardTally};
 use warrant_core::ladder::{Bars, CorpusRun, Label};
 use warrant_engine::{Engine, GuardError, GuardStatus};
 use warrant_store::{AuditResult, AuditedFinding, Store};
@@ -219,12 +219,12 @@ pub(crate) fn run(command: &GuardCommand) -> Result<(), Exit> {
 }
 
 /// Runs every case under `paths`, printing each failure, the overreach count and the tally.
-fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<Tally, Exit> {
+fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<GuardTally, Exit> {
     let mut files = Vec::new();
     for path in paths {
         crate::corpus::collect(path, &mut files)?;
     }
-    let mut total = Tally::default();
+    let mut total = GuardTally::default();
     for file in &files {
         let text =
             std::fs::read_to_string(file).map_err(|e| Exit::Input(format!("cannot read `{}`: {e}", file.display())))?;
@@ -238,7 +238,7 @@ fn run_corpus(guard: &AnnouncementGuard, paths: &[PathBuf]) -> Result<Tally, Exi
     Ok(total)
 }
 
-fn report(file: &Path, line: usize, case: Option<&guard_corpus::Case>, failure: &guard_corpus::Failure) {
+fn report(file: &Path, line: usize, case: Option<&guard_corpus::GuardCase>, failure: &guard_corpus::GuardFailure) {
     match case {
         Some(case) => {
             println!("{}:{line}: {failure}\n    text: {:?}\n    why: {}", file.display(), case.text, case.why)

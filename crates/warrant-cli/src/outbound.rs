@@ -94,7 +94,7 @@ pub(crate) fn run_corpus_case(contract: &warrant_core::Contract, line: &str, pla
             println!("{place}: {failure}\n    name: {}\n    why: {}", case.name, case.why);
         })
     });
-    if let Err(failure @ outbound_corpus::Failure::BadCase(_)) = &result {
+    if let Err(failure @ outbound_corpus::OutboundFailure::BadCase(_)) = &result {
         println!("{place}: {failure}");
     }
     result.is_ok()

@@ -7,7 +7,7 @@
 
 pub use warrant_vocab::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, CheckVerdict};
 pub use warrant_vocab::task::{
-    ARG_CHECKS, LOCATE, MODEL_TASKS, ModelTask, TURN_CHECKS, UNCOVERED_REQUEST, VALUE_STATED,
+    ARG_CHECKS, LOCATE, MODEL_TASKS, ModelTask, TURN_CHECKS, UNCOVERED_REQUEST, VALUE_STATED, named_in, names,
 };
 
 use crate::pointer::TextPointer;
@@ -90,12 +90,12 @@ mod tests {
             assert_eq!(serde_json::to_value(task).unwrap(), serde_json::Value::String(task.name().to_owned()));
             assert_eq!(ModelTask::from_name(task.name()), Some(task));
         }
-        assert_eq!(MODEL_TASKS, ModelTask::ALL.map(ModelTask::name));
+        assert_eq!(MODEL_TASKS, ModelTask::ALL);
         assert_eq!(ModelTask::from_name("value-stated"), None);
     }
 
     fn request() -> CheckRequest {
-        CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing")
+        CheckRequest::new(ModelTask::ValueStated, "rename", "name", "needs changing", [3, 4], "the name needs changing")
     }
 
     #[test]
@@ -125,7 +125,14 @@ mod tests {
     #[test]
     fn the_id_is_a_hash_of_the_whole_question() {
         let a = request();
-        let b = CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing!");
+        let b = CheckRequest::new(
+            ModelTask::ValueStated,
+            "rename",
+            "name",
+            "needs changing",
+            [3, 4],
+            "the name needs changing!",
+        );
         assert_ne!(a.id, b.id);
         assert_eq!(a.id, request().id);
     }

@@ -13,7 +13,7 @@ use crate::reason::ReasonCode;
 /// One case as written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
+pub struct TurnCase {
     /// The source kind of the text.
     pub kind: String,
     /// The text to read.
@@ -33,7 +33,7 @@ pub struct Case {
 
 /// How a case failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum TurnFailure {
     /// A negative control performed operations: the boundary has failed.
     Boundary {
         /// The operations performed, by name.
@@ -66,44 +66,44 @@ pub enum Failure {
     BadCase(String),
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for TurnFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Boundary { got } => {
+            TurnFailure::Boundary { got } => {
                 write!(f, "boundary failure: a negative control performed {got:?}")
             }
-            Failure::WrongOperations { expected, got, rejection } => {
+            TurnFailure::WrongOperations { expected, got, rejection } => {
                 write!(f, "expected operations {expected:?}, got {got:?}")?;
                 if let Some(reason) = rejection {
                     write!(f, " (rejected: {reason})")?;
                 }
                 Ok(())
             }
-            Failure::WrongReason { expected, got } => {
+            TurnFailure::WrongReason { expected, got } => {
                 write!(f, "expected rejection `{expected}`, got {}", got.as_deref().unwrap_or("none"))
             }
-            Failure::WrongError { expected, got } => write!(
+            TurnFailure::WrongError { expected, got } => write!(
                 f,
                 "expected input error {}, got {}",
                 expected.as_deref().unwrap_or("none"),
                 got.as_deref().unwrap_or("none")
             ),
-            Failure::BadCase(message) => write!(f, "malformed case: {message}"),
+            TurnFailure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
     }
 }
 
 /// Parses one corpus line.
-pub fn parse_case(line: &str) -> Result<Case, Failure> {
-    let case: Case = serde_json::from_str(line).map_err(|e| Failure::BadCase(e.to_string()))?;
+pub fn parse_case(line: &str) -> Result<TurnCase, TurnFailure> {
+    let case: TurnCase = serde_json::from_str(line).map_err(|e| TurnFailure::BadCase(e.to_string()))?;
     match (&case.expect, &case.expect_error) {
-        (Some(_), Some(_)) => Err(Failure::BadCase("both `expect` and `expect_error` are set".into())),
-        (None, None) => Err(Failure::BadCase("one of `expect` or `expect_error` is required".into())),
+        (Some(_), Some(_)) => Err(TurnFailure::BadCase("both `expect` and `expect_error` are set".into())),
+        (None, None) => Err(TurnFailure::BadCase("one of `expect` or `expect_error` is required".into())),
         _ => {
             if let Some(reason) = &case.reason
                 && ReasonCode::from_code(reason).is_none()
             {
-                return Err(Failure::BadCase(format!("`reason` `{reason}` is not a reason code")));
+                return Err(TurnFailure::BadCase(format!("`reason` `{reason}` is not a reason code")));
             }
             Ok(case)
         }
@@ -111,38 +111,38 @@ pub fn parse_case(line: &str) -> Result<Case, Failure> {
 }
 
 /// Runs one case against the contract.
-pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
+pub fn run_case(contract: &Contract, case: &TurnCase) -> Result<(), TurnFailure> {
     let Some(kind) = contract.kinds().get(&case.kind) else {
         let got = Some(ReasonCode::UnknownSourceKind.as_str().to_owned());
         return if case.expect_error == got {
             Ok(())
         } else {
-            Err(Failure::WrongError { expected: case.expect_error.clone(), got })
+            Err(TurnFailure::WrongError { expected: case.expect_error.clone(), got })
         };
     };
     let Some(expected) = &case.expect else {
-        return Err(Failure::WrongError { expected: case.expect_error.clone(), got: None });
+        return Err(TurnFailure::WrongError { expected: case.expect_error.clone(), got: None });
     };
     let reading = contract.score().read(kind, &case.text);
     let got: Vec<String> = reading.operations.iter().map(|o| o.clause.op().to_owned()).collect();
     let rejection = reading.rejection.as_ref().map(|r| r.reason.as_str().to_owned());
     if expected.is_empty() && !got.is_empty() {
-        return Err(Failure::Boundary { got });
+        return Err(TurnFailure::Boundary { got });
     }
     if *expected != got {
-        return Err(Failure::WrongOperations { expected: expected.clone(), got, rejection });
+        return Err(TurnFailure::WrongOperations { expected: expected.clone(), got, rejection });
     }
     if let Some(reason) = &case.reason
         && rejection.as_deref() != Some(reason)
     {
-        return Err(Failure::WrongReason { expected: reason.clone(), got: rejection });
+        return Err(TurnFailure::WrongReason { expected: reason.clone(), got: rejection });
     }
     Ok(())
 }
 
 /// The tally of a corpus run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Tally {
+pub struct TurnTally {
     /// Cases that held.
     pub passed: usize,
     /// Cases that failed.
@@ -151,14 +151,14 @@ pub struct Tally {
     pub boundary: usize,
 }
 
-impl Tally {
+impl TurnTally {
     /// Counts one result.
-    pub fn count(&mut self, result: &Result<(), Failure>) {
+    pub fn count(&mut self, result: &Result<(), TurnFailure>) {
         match result {
             Ok(()) => self.passed += 1,
             Err(failure) => {
                 self.failed += 1;
-                if matches!(failure, Failure::Boundary { .. }) {
+                if matches!(failure, TurnFailure::Boundary { .. }) {
                     self.boundary += 1;
                 }
             }
@@ -166,7 +166,7 @@ impl Tally {
     }
 }
 
-impl fmt::Display for Tally {
+impl fmt::Display for TurnTally {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} passed, {} failed", self.passed, self.failed)
     }

@@ -40,8 +40,8 @@
 //! ```
 //!
 //! ```compile_fail
-//! use warrant_core::guard_corpus::Tally;
-//! let tally = Tally { passed: 138, ..Tally::default() };
+//! use warrant_core::guard_corpus::GuardTally;
+//! let tally = GuardTally { passed: 138, ..GuardTally::default() };
 //! ```
 //!
 //! A stored [`PromotionRecord`] reads back with the evidence it was promoted on, and is

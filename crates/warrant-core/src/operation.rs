@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
+use crate::check::ModelTask;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::records::Table;
 use crate::source::{self, KindSet, SourceKinds};
@@ -50,7 +51,7 @@ pub struct Arg {
     pub optional: bool,
     /// Semantic checks (model tasks, `crate::check::ARG_CHECKS`) the value must pass once its
     /// structure is checked; each can only take away.
-    pub checks: Vec<String>,
+    pub checks: Vec<ModelTask>,
 }
 
 /// The kinds of argument (docs/design.md §5).
@@ -464,22 +465,24 @@ fn table_exists(scope: &Scope<'_>, table: &str) -> Result<(), String> {
 }
 
 /// The semantic checks an argument declares: known ones, on `text` arguments only.
-fn arg_checks(op: &str, name: &str, raw: &RawArg, kind: &ArgKind) -> Result<(), String> {
+fn arg_checks(op: &str, name: &str, raw: &RawArg, kind: &ArgKind) -> Result<Vec<ModelTask>, String> {
+    let mut tasks = Vec::new();
     for check in &raw.check {
-        if !crate::check::ARG_CHECKS.contains(&check.as_str()) {
+        let Some(task) = crate::check::named_in(crate::check::ARG_CHECKS, check) else {
             return Err(format!(
                 "argument `{name}` of operation `{op}` names the unknown check `{}` ({})",
                 crate::text::visible(check),
-                crate::check::ARG_CHECKS.join(", ")
+                crate::check::names(crate::check::ARG_CHECKS)
             ));
-        }
+        };
         if !matches!(kind, ArgKind::Text { .. }) {
             return Err(format!(
                 "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
             ));
         }
+        tasks.push(task);
     }
-    Ok(())
+    Ok(tasks)
 }
 
 fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<Arg, String> {
@@ -553,8 +556,8 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
     };
-    arg_checks(op, name, raw, &kind)?;
-    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks: raw.check.clone() })
+    let checks = arg_checks(op, name, raw, &kind)?;
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks })
 }
 
 /// Checks that `of` and `pairs_with` name arguments of the right kind.

@@ -50,8 +50,9 @@ impl Clause {
     }
 }
 
+/// What an authored sentence is in the score's lookup: a scored clause (by index) or passive.
 #[derive(Debug, Clone, Copy)]
-enum Entry {
+enum Authored {
     Scored(u32),
     Passive,
 }
@@ -62,7 +63,7 @@ enum Entry {
 pub struct Score {
     clauses: Vec<Clause>,
     passive: Vec<Box<str>>,
-    lookup: FxHashMap<Box<str>, Entry>,
+    lookup: FxHashMap<Box<str>, Authored>,
 }
 
 /// One operation a reply performs, with its evidence: the clause a sentence equals. (The
@@ -135,8 +136,8 @@ impl Score {
             count = count.saturating_add(1);
             let sentence = text.get(span.clone()).unwrap_or_default();
             let reason = match self.lookup.get(sentence) {
-                Some(Entry::Passive) => continue,
-                Some(&Entry::Scored(i)) => match self.clauses.get(i as usize) {
+                Some(Authored::Passive) => continue,
+                Some(&Authored::Scored(i)) => match self.clauses.get(i as usize) {
                     Some(clause) if clause.from.contains(kind) => {
                         operations.push(Performed { clause, sentence: index });
                         continue;
@@ -188,7 +189,7 @@ pub(crate) struct RawPassive {
 pub(crate) fn compile(at: &Locator<'_>, kinds: &SourceKinds, raw: &RawScore) -> Result<Score, ContractError> {
     let mut score = Score::default();
     let mut lines: FxHashMap<Box<str>, u32> = FxHashMap::default();
-    let mut admit = |text: &toml::Spanned<String>, entry: Entry| -> Result<Box<str>, ContractError> {
+    let mut admit = |text: &toml::Spanned<String>, entry: Authored| -> Result<Box<str>, ContractError> {
         let offset = text.span().start;
         let clause = check_clause(text.get_ref()).map_err(|kind| at.error(offset, kind))?;
         let (line, _) = at.line_column(offset);
@@ -202,7 +203,7 @@ pub(crate) fn compile(at: &Locator<'_>, kinds: &SourceKinds, raw: &RawScore) -> 
     let mut clauses = Vec::with_capacity(raw.clause.len());
     for (i, raw_clause) in raw.clause.iter().enumerate() {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
-        let text = admit(&raw_clause.text, Entry::Scored(index))?;
+        let text = admit(&raw_clause.text, Authored::Scored(index))?;
         let op = raw_clause.op.get_ref();
         if !source::is_identifier(op) {
             return Err(at.error(raw_clause.op.span().start, ContractErrorKind::BadName(text::visible(op))));
@@ -233,7 +234,7 @@ pub(crate) fn compile(at: &Locator<'_>, kinds: &SourceKinds, raw: &RawScore) -> 
         clauses.push(Clause { text, op: op.as_str().into(), from, line });
     }
     for raw_passive in &raw.passive {
-        let text = admit(&raw_passive.text, Entry::Passive)?;
+        let text = admit(&raw_passive.text, Authored::Passive)?;
         score.passive.push(text);
     }
     score.clauses = clauses;

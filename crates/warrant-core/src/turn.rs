@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use crate::args::{self, ArgContext, Checked};
 use crate::change::RowChange;
-use crate::check::{self, CheckAnswers, CheckRequest};
+use crate::check::{self, CheckAnswers, CheckRequest, ModelTask};
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
@@ -967,9 +967,9 @@ fn semantic_checks(
         let pointer: TextPointer =
             args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
-        let mut tasks: Vec<&str> = arg.checks.iter().map(String::as_str).collect();
-        if located.contains(&arg.name) && !tasks.contains(&check::VALUE_STATED) {
-            tasks.push(check::VALUE_STATED);
+        let mut tasks: Vec<ModelTask> = arg.checks.clone();
+        if located.contains(&arg.name) && !tasks.contains(&ModelTask::ValueStated) {
+            tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {
             let request = CheckRequest::new(task, &op.name, &arg.name, value, [resolved.from, resolved.to], message);

@@ -108,19 +108,20 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
 /// Where the walk is, and the first fault it found.
 #[derive(Default)]
 struct Walk {
-    path: Path,
+    path: JsonPath,
     fault: Option<RequestError>,
 }
 
+/// The keys and indexes from the request's root to the value the walk is at.
 #[derive(Default)]
-struct Path(Vec<Segment>);
+struct JsonPath(Vec<Segment>);
 
 enum Segment {
     Key(String),
     Index(usize),
 }
 
-impl Path {
+impl JsonPath {
     /// `acts[0].args.order_id`, with invisible characters of keys shown as escapes.
     fn render(&self) -> String {
         let mut out = String::new();

@@ -11,11 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::Value;
 use warrant_core::Contract;
-use warrant_core::check::CheckFailure;
-use warrant_core::claim::CLAIMS_COVERAGE;
+use warrant_core::check::{CheckFailure, ModelTask};
 use warrant_core::outbound::{
     self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead, OutboundRequest, Outgoing,
-    Question, REWRITE, RecordedLedger, Sender, ValidOutbound,
+    Question, RecordedLedger, Sender, ValidOutbound,
 };
 use warrant_core::records::Record;
 use warrant_core::request::RequestError;
@@ -112,8 +111,8 @@ pub(crate) fn answer(
             continue;
         };
         let runner = Runner { provider: model.provider.as_ref(), model: &model.model, budget, prompts: &model.prompts };
-        let answer = match question.task.as_str() {
-            CLAIMS_COVERAGE => {
+        let answer = match question.task {
+            ModelTask::ClaimsCoverage => {
                 let input = ClaimsCoverageInput {
                     text: question.text.clone().unwrap_or_default(),
                     claims: question.claims.clone(),
@@ -125,7 +124,7 @@ pub(crate) fn answer(
                     Outcome::Failed { failure, detail } => GateAnswer::Failed { failure, detail },
                 }
             }
-            REWRITE => {
+            ModelTask::Rewrite => {
                 let run = runner.run::<Rewrite>(&RewriteInput { facts: question.facts.clone() }, Some(&question.id));
                 calls.extend(run.calls);
                 match run.outcome {
@@ -137,7 +136,8 @@ pub(crate) fn answer(
                     Outcome::Failed { failure, detail } => GateAnswer::Failed { failure, detail },
                 }
             }
-            other => {
+            // The gate asks only the two questions above; a check's task answers no gate question.
+            other @ (ModelTask::ValueStated | ModelTask::Locate | ModelTask::UncoveredRequest) => {
                 GateAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task answers `{other}`") }
             }
         };

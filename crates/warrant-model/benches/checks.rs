@@ -19,7 +19,7 @@ use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
 use warrant_vocab::check::CheckRequest;
-use warrant_vocab::task::VALUE_STATED;
+use warrant_vocab::task::ModelTask;
 
 fn main() {
     divan::main();
@@ -39,7 +39,7 @@ fn requests() -> Vec<CheckRequest> {
     (0..4)
         .map(|i| {
             CheckRequest::new(
-                VALUE_STATED,
+                ModelTask::ValueStated,
                 "rename",
                 &format!("arg{i}"),
                 "Kim Lee",

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use warrant_vocab::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, CheckVerdict};
 use warrant_vocab::pointer::WordRule;
-use warrant_vocab::task::{LOCATE, UNCOVERED_REQUEST, VALUE_STATED};
+use warrant_vocab::task::ModelTask;
 
 use crate::task::{ModelCall, Outcome, Runner};
 use crate::tasks::{Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueStated, ValueStatedInput};
@@ -35,8 +35,8 @@ fn answer<O>(outcome: Outcome<O>) -> CheckAnswer {
 type Answered = (CheckAnswer, Vec<ModelCall>);
 
 fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answered {
-    match request.task.as_str() {
-        VALUE_STATED => {
+    match request.task {
+        ModelTask::ValueStated => {
             let input = ValueStatedInput {
                 op: request.op.clone(),
                 field: request.arg.clone(),
@@ -48,7 +48,7 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answ
             let run = runner.run::<ValueStated>(&input, Some(&request.id));
             (answer(run.outcome), run.calls)
         }
-        LOCATE => {
+        ModelTask::Locate => {
             let input = LocateInput {
                 field: request.arg.clone(),
                 proposed: request.value.clone(),
@@ -66,12 +66,13 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answ
             };
             (answer, run.calls)
         }
-        UNCOVERED_REQUEST => {
+        ModelTask::UncoveredRequest => {
             let input = UncoveredRequestInput { message: request.message.clone(), acts: request.acts.clone() };
             let run = runner.run::<UncoveredRequest>(&input, Some(&request.id));
             (answer(run.outcome), run.calls)
         }
-        other => (
+        // The outbound gate's tasks answer no check.
+        other @ (ModelTask::ClaimsCoverage | ModelTask::Rewrite) => (
             CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task runs check `{other}`") },
             Vec::new(),
         ),

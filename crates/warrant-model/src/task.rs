@@ -110,7 +110,7 @@ pub enum Round {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCall {
     /// The task.
-    pub task: String,
+    pub task: ModelTask,
     /// The prompt version.
     pub prompt_version: String,
     /// The check it answered, when it ran for a check of the turn.
@@ -183,7 +183,7 @@ impl std::fmt::Debug for Runner<'_> {
 #[derive(Clone, Copy)]
 struct Asked<'a> {
     prompt: &'a PromptVersion,
-    task: &'a str,
+    task: ModelTask,
     check: Option<&'a str>,
     round: Round,
 }
@@ -219,7 +219,7 @@ impl Runner<'_> {
                 &request,
                 &limits,
                 &mut spent,
-                Asked { prompt: &prompt, task: T::NAME, check, round },
+                Asked { prompt: &prompt, task: T::TASK, check, round },
                 &mut calls,
             ) {
                 Ok(answer) => answer,
@@ -265,7 +265,7 @@ impl Runner<'_> {
         let hash = request.hash();
         for attempt in 0..2u32 {
             let mut record = ModelCall {
-                task: task.to_owned(),
+                task,
                 prompt_version: prompt.version.clone(),
                 check: check.map(str::to_owned),
                 round,

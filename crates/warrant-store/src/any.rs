@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::{
     AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, DueJob, EffectRow, Enqueued, EventRow,
-    Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, Ladder, Lease, Ledger, NewJob, Outbox,
+    Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, LadderStore, Lease, Ledger, NewJob, Outbox,
     OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
     PromptPromotionRow, PromptRegistry, PromptRow, Record, RecordDifference, RecordError, Records, RetryPolicy,
     SqliteStore, StoreError, StoredTurn,
@@ -77,7 +77,7 @@ forward!(Records {
     fn differing_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<Vec<RecordDifference>, StoreError>;
 });
 
-forward!(Ladder {
+forward!(LadderStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError>;
     fn add_samples(&mut self, samples: &[FindingRow]) -> Result<usize, StoreError>;
     fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError>;

@@ -139,7 +139,7 @@ pub struct PromotionRow {
 }
 
 /// The ladder of a store: findings and their audits, promotions and demotions.
-pub trait Ladder: Send {
+pub trait LadderStore: Send {
     /// The findings of `guard` (every version), in the order they were stored, each with its
     /// audit.
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError>;

@@ -3,7 +3,7 @@
 //!
 //! The surface is six traits, one per concern: the [`Ledger`] (commits, turns, records,
 //! events, interactions, replay records), [`Records`] (writes from the system of record:
-//! puts, deletes and imports under revisions), the [`Ladder`] (findings, audits, promotions),
+//! puts, deletes and imports under revisions), the [`LadderStore`] (findings, audits, promotions),
 //! the [`PromptRegistry`], the [`Outbox`] and the [`Jobs`]; [`Store`] is all six. Both backends
 //! keep the same tables and pass the same conformance suite (`tests/it`). The rules are
 //! written once, over the primitive statements each backend supplies: the order of a commit
@@ -34,7 +34,7 @@ mod txn;
 pub use any::AnyStore;
 pub use commit::{Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite};
 pub use error::StoreError;
-pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, Ladder, PromotionRow};
+pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, PromotionRow};
 pub use ledger::Ledger;
 pub use outbox::{
     DueJob, Enqueued, Failure, FailureRecorded, JobState, Jobs, Lease, NewJob, Outbox, OutboxMessage, OutboxRow,
@@ -60,11 +60,11 @@ pub use sqlite::SqliteStore;
 /// [`CommitOutcome`] and [`OutcomeResult`], and wrote nothing; a write from the system of
 /// record refused by its precondition is a [`RecordConflict`]; [`StoreError`] is for failures
 /// of the store itself and input it cannot keep, and a failed write also wrote nothing.
-pub trait Store: Ledger + Records + Ladder + PromptRegistry + Outbox + Jobs + Send {}
+pub trait Store: Ledger + Records + LadderStore + PromptRegistry + Outbox + Jobs + Send {}
 
-impl<S: Ledger + Records + Ladder + PromptRegistry + Outbox + Jobs + Send + ?Sized> Store for S {}
+impl<S: Ledger + Records + LadderStore + PromptRegistry + Outbox + Jobs + Send + ?Sized> Store for S {}
 
 /// The store's traits, for a caller that holds a concrete store: `use warrant_store::prelude::*`.
 pub mod prelude {
-    pub use crate::{Jobs, Ladder, Ledger, Outbox, PromptRegistry, Records, Store};
+    pub use crate::{Jobs, LadderStore, Ledger, Outbox, PromptRegistry, Records, Store};
 }

@@ -1,6 +1,6 @@
 //! The prompt registry: every prompt version a model task ran with, kept by content hash, and
 //! the log of promotion decisions about them. Which version is active is the ladder's
-//! promotion of subject `prompt:TASK` ([`crate::Ladder::promotion`]).
+//! promotion of subject `prompt:TASK` ([`crate::LadderStore::promotion`]).
 
 use crate::error::StoreError;
 use crate::rows::{PromptPromotionRow, PromptRow};

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::derive_id;
 use crate::pointer::TextPointer;
-use crate::task::{LOCATE, UNCOVERED_REQUEST};
+use crate::task::ModelTask;
 
 /// A question the decision needs answered before an act may go on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,7 +18,7 @@ pub struct CheckRequest {
     /// to another question can never be taken for this one.
     pub id: String,
     /// The task (`value_stated`).
-    pub task: String,
+    pub task: ModelTask,
     /// The operation of the act.
     pub op: String,
     /// The argument checked.
@@ -38,12 +38,12 @@ pub struct CheckRequest {
 impl CheckRequest {
     /// The question for `task` about argument `arg` of `op`, whose value `value` code sliced
     /// from words `ptr` of `message`.
-    pub fn new(task: &str, op: &str, arg: &str, value: &str, ptr: [u32; 2], message: &str) -> CheckRequest {
+    pub fn new(task: ModelTask, op: &str, arg: &str, value: &str, ptr: [u32; 2], message: &str) -> CheckRequest {
         let (from, to) = (ptr[0].to_string(), ptr[1].to_string());
-        let id = derive_id("chk", &[task, op, arg, value, &from, &to, message]);
+        let id = derive_id("chk", &[task.as_str(), op, arg, value, &from, &to, message]);
         CheckRequest {
             id,
-            task: task.to_owned(),
+            task,
             op: op.to_owned(),
             arg: arg.to_owned(),
             value: value.to_owned(),
@@ -56,18 +56,18 @@ impl CheckRequest {
     /// The `locate` question for the plain value `proposed` an agent gave argument `arg` of
     /// `op`: it has no pointer yet, so `ptr` is `[0, 0]`, a pointer no message holds.
     pub fn locate(op: &str, arg: &str, proposed: &str, message: &str) -> CheckRequest {
-        CheckRequest::new(LOCATE, op, arg, proposed, [0, 0], message)
+        CheckRequest::new(ModelTask::Locate, op, arg, proposed, [0, 0], message)
     }
 
     /// The turn's `uncovered_request` question over the latest user `message` and the turn's
     /// proposed `acts`.
     pub fn uncovered(message: &str, acts: Vec<String>) -> CheckRequest {
-        let mut parts: Vec<&str> = vec![UNCOVERED_REQUEST, message];
+        let mut parts: Vec<&str> = vec![ModelTask::UncoveredRequest.as_str(), message];
         parts.extend(acts.iter().map(String::as_str));
         let id = derive_id("chk", &parts);
         CheckRequest {
             id,
-            task: UNCOVERED_REQUEST.to_owned(),
+            task: ModelTask::UncoveredRequest,
             op: String::new(),
             arg: String::new(),
             value: String::new(),
@@ -140,14 +140,19 @@ pub type CheckAnswers = BTreeMap<String, CheckAnswer>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::VALUE_STATED;
 
     /// The ids of these questions, as warrant-core derived them before the checks moved here:
     /// replay records and cassettes keep them, so they never change.
     #[test]
     fn check_ids_are_pinned() {
-        let stated =
-            CheckRequest::new(VALUE_STATED, "rename", "name", "needs changing", [3, 4], "the name needs changing");
+        let stated = CheckRequest::new(
+            ModelTask::ValueStated,
+            "rename",
+            "name",
+            "needs changing",
+            [3, 4],
+            "the name needs changing",
+        );
         assert_eq!(stated.id, "chk_958e651373e9db6492b619e3d8ddea4c");
         let uncovered =
             CheckRequest::uncovered("cancel it and change my address", vec!["cancel_pending_order {}".to_owned()]);

@@ -43,9 +43,26 @@ impl ModelTask {
         }
     }
 
+    /// The task's name, as serialized and as hashed into check ids (the same as [`ModelTask::name`]).
+    pub const fn as_str(self) -> &'static str {
+        self.name()
+    }
+
     /// The task of that name, if there is one.
     pub fn from_name(name: &str) -> Option<ModelTask> {
         ModelTask::ALL.into_iter().find(|task| task.name() == name)
+    }
+}
+
+impl PartialEq<str> for ModelTask {
+    fn eq(&self, other: &str) -> bool {
+        self.name() == other
+    }
+}
+
+impl PartialEq<&str> for ModelTask {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
     }
 }
 
@@ -56,20 +73,24 @@ impl std::fmt::Display for ModelTask {
 }
 
 /// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
-pub const ARG_CHECKS: &[&str] = &[VALUE_STATED];
+pub const ARG_CHECKS: &[ModelTask] = &[ModelTask::ValueStated];
 
 /// The checks a contract may run once per turn (`[model] checks = ["uncovered_request"]`).
-pub const TURN_CHECKS: &[&str] = &[UNCOVERED_REQUEST];
+pub const TURN_CHECKS: &[ModelTask] = &[ModelTask::UncoveredRequest];
 
 /// Every model task a contract may give limits to (`[model.tasks.NAME]`); warrant-model runs
 /// exactly these.
-pub const MODEL_TASKS: &[&str] = &[
-    ModelTask::ValueStated.name(),
-    ModelTask::Locate.name(),
-    ModelTask::UncoveredRequest.name(),
-    ModelTask::ClaimsCoverage.name(),
-    ModelTask::Rewrite.name(),
-];
+pub const MODEL_TASKS: &[ModelTask] = &ModelTask::ALL;
+
+/// The task of that name among `tasks`, if it is one of them.
+pub fn named_in(tasks: &[ModelTask], name: &str) -> Option<ModelTask> {
+    tasks.iter().copied().find(|task| task.name() == name)
+}
+
+/// The names of `tasks`, separated by commas, for the errors that list what a contract may name.
+pub fn names(tasks: &[ModelTask]) -> String {
+    tasks.iter().map(|task| task.name()).collect::<Vec<_>>().join(", ")
+}
 
 /// [`ModelTask::ValueStated`]'s name.
 pub const VALUE_STATED: &str = ModelTask::ValueStated.name();

@@ -580,13 +580,13 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
     }
     let mut tasks = std::collections::BTreeMap::new();
     for (name, task) in &raw.tasks {
-        if !crate::check::MODEL_TASKS.contains(&name.get_ref().as_str()) {
+        if crate::check::named_in(crate::check::MODEL_TASKS, name.get_ref()).is_none() {
             return Err(bad(
                 name.span().start,
                 format!(
                     "`{}` is not a model task; the tasks are {}",
                     text::visible(name.get_ref()),
-                    crate::check::MODEL_TASKS.join(", ")
+                    crate::check::names(crate::check::MODEL_TASKS)
                 ),
             ));
         }
@@ -600,13 +600,13 @@ fn compile_model(at: &Locator<'_>, raw: Option<&RawModel>) -> Result<ModelConfig
     let mut checks: Vec<String> = Vec::new();
     for check in &raw.checks {
         let name = check.get_ref();
-        if !crate::check::TURN_CHECKS.contains(&name.as_str()) {
+        if crate::check::named_in(crate::check::TURN_CHECKS, name).is_none() {
             return Err(bad(
                 check.span().start,
                 format!(
                     "`{}` is not a turn-level check; the checks are {}",
                     text::visible(name),
-                    crate::check::TURN_CHECKS.join(", ")
+                    crate::check::names(crate::check::TURN_CHECKS)
                 ),
             ));
         }

@@ -13,7 +13,7 @@ use crate::ladder::CorpusRun;
 /// What a case expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Expect {
+pub enum GuardExpect {
     /// At least one sentence must be flagged.
     Flag,
     /// Nothing may be flagged.
@@ -23,14 +23,14 @@ pub enum Expect {
 /// One case as written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
+pub struct GuardCase {
     /// The reply.
     pub text: String,
     /// The tools called in the turn.
     #[serde(default)]
     pub calls: Vec<String>,
     /// Whether it must flag.
-    pub expect: Expect,
+    pub expect: GuardExpect,
     /// Its class (`bare`, `habit`, `offer`, `deferral`, `condition`, `reported`, `quotation`,
     /// `called`, `unknown_tool`, …).
     pub class: String,
@@ -40,7 +40,7 @@ pub struct Case {
 
 /// How a case failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum GuardFailure {
     /// A case that must stay clear was flagged.
     Overreach {
         /// The sentences the guard flagged.
@@ -52,36 +52,36 @@ pub enum Failure {
     BadCase(String),
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for GuardFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Overreach { sentences } => {
+            GuardFailure::Overreach { sentences } => {
                 write!(f, "overreach: a case that must stay clear flagged {sentences:?}")
             }
-            Failure::Missed => f.write_str("missed: a case that must flag was not flagged"),
-            Failure::BadCase(message) => write!(f, "malformed case: {message}"),
+            GuardFailure::Missed => f.write_str("missed: a case that must flag was not flagged"),
+            GuardFailure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
     }
 }
 
 /// Parses one line.
-pub fn parse_case(line: &str) -> Result<Case, Failure> {
-    let case: Case = serde_json::from_str(line).map_err(|e| Failure::BadCase(e.to_string()))?;
+pub fn parse_case(line: &str) -> Result<GuardCase, GuardFailure> {
+    let case: GuardCase = serde_json::from_str(line).map_err(|e| GuardFailure::BadCase(e.to_string()))?;
     if case.why.trim().is_empty() || case.class.trim().is_empty() {
-        return Err(Failure::BadCase("`why` and `class` must say something".into()));
+        return Err(GuardFailure::BadCase("`why` and `class` must say something".into()));
     }
     Ok(case)
 }
 
 /// Runs one case.
-pub fn run_case(guard: &AnnouncementGuard, case: &Case) -> Result<(), Failure> {
+pub fn run_case(guard: &AnnouncementGuard, case: &GuardCase) -> Result<(), GuardFailure> {
     let flags = guard.flags(&case.text, case.calls.iter().map(String::as_str));
     match (case.expect, flags.is_empty()) {
-        (Expect::Flag, false) | (Expect::Clear, true) => Ok(()),
-        (Expect::Flag, true) => Err(Failure::Missed),
-        (Expect::Clear, false) => {
+        (GuardExpect::Flag, false) | (GuardExpect::Clear, true) => Ok(()),
+        (GuardExpect::Flag, true) => Err(GuardFailure::Missed),
+        (GuardExpect::Clear, false) => {
             let nfc = crate::text::nfc(&case.text);
-            Err(Failure::Overreach {
+            Err(GuardFailure::Overreach {
                 sentences: flags.iter().filter_map(|f| nfc.get(f.span.clone()).map(str::to_owned)).collect(),
             })
         }
@@ -91,7 +91,7 @@ pub fn run_case(guard: &AnnouncementGuard, case: &Case) -> Result<(), Failure> {
 /// The tally of a run. Its counts are only what [`run_text`] counted, so the [`CorpusRun`] it
 /// hands to the ladder is evidence of a run, not a number someone wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct GuardTally {
     passed: u64,
     failed: u64,
     overreach: u64,
@@ -99,7 +99,7 @@ pub struct Tally {
     must_clear: u64,
 }
 
-impl Tally {
+impl GuardTally {
     /// Cases passed.
     pub fn passed(&self) -> u64 {
         self.passed
@@ -126,7 +126,7 @@ impl Tally {
     }
 
     /// Adds the tally of another file of the same run.
-    pub fn add(&mut self, other: Tally) {
+    pub fn add(&mut self, other: GuardTally) {
         self.passed += other.passed;
         self.failed += other.failed;
         self.overreach += other.overreach;
@@ -135,17 +135,17 @@ impl Tally {
     }
 
     /// Counts one case's result.
-    fn count(&mut self, case: Option<&Case>, result: &Result<(), Failure>) {
+    fn count(&mut self, case: Option<&GuardCase>, result: &Result<(), GuardFailure>) {
         match case.map(|c| c.expect) {
-            Some(Expect::Flag) => self.must_flag += 1,
-            Some(Expect::Clear) => self.must_clear += 1,
+            Some(GuardExpect::Flag) => self.must_flag += 1,
+            Some(GuardExpect::Clear) => self.must_clear += 1,
             None => {}
         }
         match result {
             Ok(()) => self.passed += 1,
             Err(failure) => {
                 self.failed += 1;
-                if matches!(failure, Failure::Overreach { .. }) {
+                if matches!(failure, GuardFailure::Overreach { .. }) {
                     self.overreach += 1;
                 }
             }
@@ -158,7 +158,7 @@ impl Tally {
     }
 }
 
-impl fmt::Display for Tally {
+impl fmt::Display for GuardTally {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} passed, {} failed", self.passed, self.failed)
     }
@@ -169,9 +169,9 @@ impl fmt::Display for Tally {
 pub fn run_text(
     guard: &AnnouncementGuard,
     text: &str,
-    mut report: impl FnMut(usize, Option<&Case>, &Failure),
-) -> Tally {
-    let mut tally = Tally::default();
+    mut report: impl FnMut(usize, Option<&GuardCase>, &GuardFailure),
+) -> GuardTally {
+    let mut tally = GuardTally::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;

@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::check::{CheckFailure, CheckVerdict};
+use crate::check::{CheckFailure, CheckVerdict, ModelTask};
 use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
 use crate::outbound::claim::PathName;
@@ -46,7 +46,7 @@ pub struct CaseAnswers {
 /// What a case expects.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Expect {
+pub struct OutboundExpect {
     /// The basis it goes out on.
     pub basis: Basis,
     /// Reason codes the message must carry, in order (others may come between them).
@@ -60,7 +60,7 @@ pub struct Expect {
 /// One case as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
+pub struct OutboundCase {
     /// Its name.
     pub name: String,
     /// What it is for.
@@ -87,12 +87,12 @@ pub struct Case {
     #[serde(default)]
     pub answers: CaseAnswers,
     /// What must go out.
-    pub expect: Expect,
+    pub expect: OutboundExpect,
 }
 
 /// How a case failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum OutboundFailure {
     /// A case that must go out as fallback copy went out as the draft or a rewrite.
     Leak {
         /// The path the case ran on.
@@ -135,36 +135,36 @@ pub enum Failure {
     BadCase(String),
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for OutboundFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Leak { path, basis, text } => {
+            OutboundFailure::Leak { path, basis, text } => {
                 write!(f, "leak: on path `{}` a draft that must fall back went out {basis:?}: {text:?}", path.as_str())
             }
-            Failure::Basis { path, expected, got, reasons } => {
+            OutboundFailure::Basis { path, expected, got, reasons } => {
                 write!(f, "on path `{}` expected {expected:?}, got {got:?} ({})", path.as_str(), reasons.join(", "))
             }
-            Failure::Reasons { path, expected, got } => {
+            OutboundFailure::Reasons { path, expected, got } => {
                 write!(f, "on path `{}` expected reasons {expected:?} in order, got {got:?}", path.as_str())
             }
-            Failure::Text { path, expected, got } => {
+            OutboundFailure::Text { path, expected, got } => {
                 write!(f, "on path `{}` expected the text {expected:?}, got {got:?}", path.as_str())
             }
-            Failure::BadCase(message) => write!(f, "malformed case: {message}"),
+            OutboundFailure::BadCase(message) => write!(f, "malformed case: {message}"),
         }
     }
 }
 
 /// Parses one line.
-pub fn parse_case(line: &str) -> Result<Case, Failure> {
-    let case: Case = serde_json::from_str(line).map_err(|e| Failure::BadCase(e.to_string()))?;
+pub fn parse_case(line: &str) -> Result<OutboundCase, OutboundFailure> {
+    let case: OutboundCase = serde_json::from_str(line).map_err(|e| OutboundFailure::BadCase(e.to_string()))?;
     if case.why.trim().is_empty() || case.name.trim().is_empty() || case.paths.is_empty() {
-        return Err(Failure::BadCase("`name`, `why` and `paths` must say something".into()));
+        return Err(OutboundFailure::BadCase("`name`, `why` and `paths` must say something".into()));
     }
     Ok(case)
 }
 
-struct CaseLedger<'c>(&'c Case);
+struct CaseLedger<'c>(&'c OutboundCase);
 
 impl LedgerFacts for CaseLedger<'_> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
@@ -189,19 +189,19 @@ fn coverage(answer: Option<CoverageAnswer>) -> Option<GateAnswer> {
 }
 
 /// The gate's answers for `case`, found by asking the gate until it asks nothing new.
-fn answers(contract: &Contract, case: &Case, outgoing: &Outgoing<'_>) -> Result<GateAnswers, Failure> {
+fn answers(contract: &Contract, case: &OutboundCase, outgoing: &Outgoing<'_>) -> Result<GateAnswers, OutboundFailure> {
     let mut answers = GateAnswers::new();
     let mut skipped: BTreeMap<String, ()> = BTreeMap::new();
     for _ in 0..4 {
         let gate = outbound::clear(contract, outgoing, &CaseLedger(case), &answers)
-            .map_err(|e| Failure::BadCase(e.to_string()))?;
+            .map_err(|e| OutboundFailure::BadCase(e.to_string()))?;
         let open: Vec<_> = gate.unanswered(&answers).into_iter().filter(|q| !skipped.contains_key(&q.id)).collect();
         if open.is_empty() {
             break;
         }
         for question in open {
-            let answer = match (question.task.as_str(), &question.text) {
-                (outbound::REWRITE, _) => case.answers.rewrite.clone().map(|text| GateAnswer::Rewritten { text }),
+            let answer = match (question.task, &question.text) {
+                (ModelTask::Rewrite, _) => case.answers.rewrite.clone().map(|text| GateAnswer::Rewritten { text }),
                 (_, Some(text)) if *text == case.draft.text => coverage(case.answers.draft_coverage),
                 _ => coverage(case.answers.rewrite_coverage),
             };
@@ -219,7 +219,7 @@ fn answers(contract: &Contract, case: &Case, outgoing: &Outgoing<'_>) -> Result<
 }
 
 /// Runs `case` on each of its paths.
-pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
+pub fn run_case(contract: &Contract, case: &OutboundCase) -> Result<(), OutboundFailure> {
     for path in &case.paths {
         let outgoing = Outgoing {
             conversation: &case.conversation,
@@ -232,14 +232,14 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
         };
         let answers = answers(contract, case, &outgoing)?;
         let gate = outbound::clear(contract, &outgoing, &CaseLedger(case), &answers)
-            .map_err(|e| Failure::BadCase(e.to_string()))?;
+            .map_err(|e| OutboundFailure::BadCase(e.to_string()))?;
         let message = &gate.message;
         let got: Vec<String> = message.reasons().iter().map(|r| r.code.as_str().to_owned()).collect();
         if case.expect.basis == Basis::Fallback && message.basis() != Basis::Fallback {
-            return Err(Failure::Leak { path: *path, basis: message.basis(), text: message.text().to_owned() });
+            return Err(OutboundFailure::Leak { path: *path, basis: message.basis(), text: message.text().to_owned() });
         }
         if message.basis() != case.expect.basis {
-            return Err(Failure::Basis {
+            return Err(OutboundFailure::Basis {
                 path: *path,
                 expected: case.expect.basis,
                 got: message.basis(),
@@ -248,10 +248,10 @@ pub fn run_case(contract: &Contract, case: &Case) -> Result<(), Failure> {
         }
         let mut rest = got.iter();
         if !case.expect.reasons.iter().all(|want| rest.any(|g| g == want)) {
-            return Err(Failure::Reasons { path: *path, expected: case.expect.reasons.clone(), got });
+            return Err(OutboundFailure::Reasons { path: *path, expected: case.expect.reasons.clone(), got });
         }
         if let Some(text) = case.expect.text.as_ref().filter(|t| *t != message.text()) {
-            return Err(Failure::Text { path: *path, expected: text.clone(), got: message.text().to_owned() });
+            return Err(OutboundFailure::Text { path: *path, expected: text.clone(), got: message.text().to_owned() });
         }
     }
     Ok(())

@@ -119,7 +119,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use self::claim::{Backing, Claim, ClaimArgKind, PathName};
-use crate::check::{CheckFailure, CheckVerdict};
+use crate::check::{CheckFailure, CheckVerdict, ModelTask};
 use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
 use crate::id::derive_id;
@@ -131,6 +131,32 @@ use crate::visibility;
 
 /// The task names of the gate's model questions.
 pub const REWRITE: &str = crate::check::ModelTask::Rewrite.name();
+
+/// The texts the gate checks in turn: the agent's draft, then, when asked for, the rewrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStage {
+    /// The agent's draft.
+    Draft,
+    /// The model's rewrite of the draft from its backed claims.
+    Rewrite,
+}
+
+impl GateStage {
+    /// The stage's name, as serialized and as it begins the fields of reasons (`draft.text`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            GateStage::Draft => "draft",
+            GateStage::Rewrite => "rewrite",
+        }
+    }
+}
+
+impl std::fmt::Display for GateStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// The facts the gate reads: authoritative rows and the conversation's committed events.
 pub trait LedgerFacts {
@@ -369,7 +395,7 @@ pub struct Question {
     /// A content hash of the question: an answer to another question never fits this one.
     pub id: String,
     /// `claims_coverage` or `rewrite`.
-    pub task: String,
+    pub task: ModelTask,
     /// For coverage: the text checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -389,7 +415,7 @@ impl Question {
         parts.extend(canonical.iter().map(String::as_str));
         Question {
             id: derive_id("q", &parts),
-            task: claim::CLAIMS_COVERAGE.to_owned(),
+            task: ModelTask::ClaimsCoverage,
             text: Some(text.to_owned()),
             claims,
             facts: Vec::new(),
@@ -399,7 +425,7 @@ impl Question {
     fn rewrite(facts: Vec<String>) -> Question {
         let mut parts: Vec<&str> = vec![REWRITE];
         parts.extend(facts.iter().map(String::as_str));
-        Question { id: derive_id("q", &parts), task: REWRITE.to_owned(), text: None, claims: Vec::new(), facts }
+        Question { id: derive_id("q", &parts), task: ModelTask::Rewrite, text: None, claims: Vec::new(), facts }
     }
 }
 
@@ -519,7 +545,7 @@ pub trait Sender {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimVerdict {
     /// `draft` or `rewrite`.
-    pub stage: String,
+    pub stage: GateStage,
     /// Its index in the stage's claims.
     pub index: usize,
     /// The claim as given.
@@ -560,7 +586,7 @@ fn reason(code: ReasonCode, field: Option<String>, detail: Option<String>) -> Re
 }
 
 /// What checking one stage found.
-struct Stage {
+struct StageFinding {
     /// The claims that parsed and are backed.
     backed: Vec<Claim>,
     /// Whether the stage passes.
@@ -580,7 +606,7 @@ struct GateInput<'a> {
 /// coverage is checked.
 #[derive(Clone, Copy)]
 struct StageText<'a> {
-    stage: &'a str,
+    stage: GateStage,
     text: &'a str,
     claims: &'a [Value],
     coverage: bool,
@@ -595,7 +621,7 @@ struct GateLog {
 }
 
 /// Checks a draft (or the rewrite) claim by claim, then, when `coverage`, its coverage.
-fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -> Stage {
+fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -> StageFinding {
     let mut parsed = Vec::new();
     let mut all_parse = true;
     for (i, value) in under.claims.iter().enumerate() {
@@ -604,7 +630,7 @@ fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -
             Err((field, message)) => {
                 all_parse = false;
                 log.verdicts.push(ClaimVerdict {
-                    stage: under.stage.into(),
+                    stage: under.stage,
                     index: i,
                     claim: value.clone(),
                     backed: false,
@@ -617,7 +643,7 @@ fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -
     }
     let (backed, all_backed) = back_claims(input, under.stage, parsed, log);
     if !(all_parse && all_backed) {
-        return Stage { backed, passed: false };
+        return StageFinding { backed, passed: false };
     }
     check_coverage(input, under, backed, log)
 }
@@ -625,7 +651,7 @@ fn check_stage(input: &GateInput<'_>, under: StageText<'_>, log: &mut GateLog) -
 /// Each parsed claim against the ledger, visibility first; the backed ones, and whether all were.
 fn back_claims(
     input: &GateInput<'_>,
-    stage: &str,
+    stage: GateStage,
     parsed: Vec<(usize, Claim)>,
     log: &mut GateLog,
 ) -> (Vec<Claim>, bool) {
@@ -663,7 +689,7 @@ fn back_claims(
             ));
         }
         log.verdicts.push(ClaimVerdict {
-            stage: stage.into(),
+            stage,
             index: i,
             claim: claim.to_json(),
             backed: by.is_some(),
@@ -680,15 +706,15 @@ fn back_claims(
 }
 
 /// The coverage check of a text whose every claim is backed, when its path asks for it.
-fn check_coverage(input: &GateInput<'_>, under: StageText<'_>, backed: Vec<Claim>, log: &mut GateLog) -> Stage {
+fn check_coverage(input: &GateInput<'_>, under: StageText<'_>, backed: Vec<Claim>, log: &mut GateLog) -> StageFinding {
     if !under.coverage {
-        return Stage { backed, passed: true };
+        return StageFinding { backed, passed: true };
     }
     if backed.is_empty() {
         // On a path whose text must be bounded by its claims, a text with no backed claim has
         // nothing it may say. Only a model could call it harmless, and a model's answer is no
         // warrant: it does not go out, and no model is asked.
-        return Stage { backed, passed: false };
+        return StageFinding { backed, passed: false };
     }
     let question = Question::coverage(under.text, &backed);
     let answer = input.answers.get(&question.id);
@@ -696,11 +722,11 @@ fn check_coverage(input: &GateInput<'_>, under: StageText<'_>, backed: Vec<Claim
     if !log.questions.iter().any(|q| q.id == id) {
         log.questions.push(question);
     }
-    let rewrite = under.stage != "draft";
+    let rewrite = under.stage != GateStage::Draft;
     let field = Some(format!("{}.text", under.stage));
     let taken = match answer {
         Some(GateAnswer::Verdict { verdict: CheckVerdict::Pass }) => {
-            return Stage { backed, passed: true };
+            return StageFinding { backed, passed: true };
         }
         Some(GateAnswer::Verdict { verdict: CheckVerdict::Block | CheckVerdict::Repair }) => {
             (ReasonCode::CoverageBlocked, "the text states more than its claims".to_owned())
@@ -716,7 +742,7 @@ fn check_coverage(input: &GateInput<'_>, under: StageText<'_>, backed: Vec<Claim
     // it was given could back.
     let code = if rewrite { ReasonCode::RewriteUnbacked } else { taken.0 };
     log.reasons.push(reason(code, field, Some(format!("{}: {}", claim::CLAIMS_COVERAGE, taken.1))));
-    Stage { backed, passed: false }
+    StageFinding { backed, passed: false }
 }
 
 /// Whether every row `claim` names is one `recipient` may see; a row that does not exist is
@@ -856,7 +882,8 @@ pub fn clear(
     let input = GateInput { contract, recipient: outgoing.actor, facts: &reading, answers };
     let mut log = GateLog::default();
     let draft = outgoing.draft;
-    let under = StageText { stage: "draft", text: &draft.text, claims: &draft.claims, coverage: path.coverage };
+    let under =
+        StageText { stage: GateStage::Draft, text: &draft.text, claims: &draft.claims, coverage: path.coverage };
     let first = check_stage(&input, under, &mut log);
     let (basis, text, claims) = if first.passed {
         (Basis::Cleared, draft.text.clone(), first.backed)
@@ -949,7 +976,7 @@ fn model_rewrite(
             let claims: Vec<Value> = backed.iter().map(Claim::to_json).collect();
             // The rewrite's text is the model's, not the generator's: its coverage check
             // runs on every path, so that nothing unchecked reaches a customer.
-            let under = StageText { stage: "rewrite", text: &text, claims: &claims, coverage: true };
+            let under = StageText { stage: GateStage::Rewrite, text: &text, claims: &claims, coverage: true };
             let second = check_stage(input, under, log);
             if second.passed {
                 (Basis::Rewritten, text, second.backed)
@@ -958,13 +985,13 @@ fn model_rewrite(
             }
         }
         Some(GateAnswer::Failed { detail, .. }) => {
-            log.reasons.push(reason(ReasonCode::RewriteFailed, Some("rewrite".into()), Some(detail)));
+            log.reasons.push(reason(ReasonCode::RewriteFailed, Some(ModelTask::Rewrite.name().into()), Some(detail)));
             fallback(path, outgoing.locale, &mut log.reasons)
         }
         Some(GateAnswer::Verdict { .. }) | None => {
             log.reasons.push(reason(
                 ReasonCode::RewriteFailed,
-                Some("rewrite".into()),
+                Some(ModelTask::Rewrite.name().into()),
                 Some("the rewrite has no text".into()),
             ));
             fallback(path, outgoing.locale, &mut log.reasons)

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use warrant_core::Contract;
 use warrant_core::contract::ContractFiles;
 use warrant_core::outbound::{self, Basis, GateAnswer, GateAnswers, RecordedLedger};
-use warrant_core::outbound_corpus::{self, Failure};
+use warrant_core::outbound_corpus::{self, OutboundFailure};
 use warrant_core::reason::ReasonCode;
 use warrant_core::records::Record;
 use warrant_core::turn::{EventRecord, FactError};
@@ -26,7 +26,7 @@ fn retail() -> Contract {
     Contract::load("examples/retail/contract.toml", &text, &Folder).unwrap()
 }
 
-fn cases() -> Vec<outbound_corpus::Case> {
+fn cases() -> Vec<outbound_corpus::OutboundCase> {
     let text = std::fs::read_to_string(root().join("corpus/outbound/cases.jsonl")).unwrap();
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| outbound_corpus::parse_case(l).unwrap()).collect()
 }
@@ -86,7 +86,7 @@ fn a_payment_link_claim_cleared_on_any_path_is_reported_as_a_leak() {
         value: json!({"user_id": "user_a", "status": "pending", "payment_link_status": "sent"}),
     });
     match outbound_corpus::run_case(&contract, &case) {
-        Err(Failure::Leak { basis: Basis::Cleared, .. }) => {}
+        Err(OutboundFailure::Leak { basis: Basis::Cleared, .. }) => {}
         other => panic!("expected a leak, got {other:?}"),
     }
 }

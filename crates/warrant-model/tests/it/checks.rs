@@ -8,7 +8,7 @@ use warrant_model::{
     BudgetLimits, ChatAnswer, ChatRequest, Prompts, Provider, ProviderError, Runner, TurnBudget, run_checks,
 };
 use warrant_vocab::check::{CheckAnswer, CheckFailure, CheckRequest, CheckVerdict};
-use warrant_vocab::task::VALUE_STATED;
+use warrant_vocab::task::ModelTask;
 
 use crate::roomy;
 
@@ -37,7 +37,16 @@ impl Provider for Gathering {
 
 fn requests(n: usize) -> Vec<CheckRequest> {
     (0..n)
-        .map(|i| CheckRequest::new(VALUE_STATED, "rename", &format!("arg{i}"), "Kim", [5, 5], "change the name to Kim"))
+        .map(|i| {
+            CheckRequest::new(
+                ModelTask::ValueStated,
+                "rename",
+                &format!("arg{i}"),
+                "Kim",
+                [5, 5],
+                "change the name to Kim",
+            )
+        })
         .collect()
 }
 
@@ -88,7 +97,8 @@ fn a_check_no_task_runs_fails() {
     let budget = TurnBudget::new(roomy(), Instant::now());
     let prompts = Prompts::default();
     let runner = Runner { provider: &provider, model: "m", budget: &budget, prompts: &prompts };
-    let request = CheckRequest::new("looks_fine", "rename", "name", "Kim", [1, 1], "Kim");
+    // A gate task asked as an argument's check: no check task runs it.
+    let request = CheckRequest::new(ModelTask::Rewrite, "rename", "name", "Kim", [1, 1], "Kim");
     let round = run_checks(&runner, std::slice::from_ref(&request), 4, UAX29);
     assert!(matches!(
         round.answers.get(&request.id),

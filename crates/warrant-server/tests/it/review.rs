@@ -204,7 +204,7 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     // The click reached the store: the finding carries the page's label and auditor.
     let Place::Sqlite(folder) = &place else { unreachable!() };
     let mut store = warrant_store::SqliteStore::open(&folder.path().join(format!("t_{tenant}.sqlite"))).unwrap();
-    let stored = warrant_store::Ladder::findings(&mut store, warrant_core::guard::ANNOUNCEMENT).unwrap();
+    let stored = warrant_store::LadderStore::findings(&mut store, warrant_core::guard::ANNOUNCEMENT).unwrap();
     let audit = stored.iter().find(|f| f.finding.id == finding).and_then(|f| f.audit.clone()).unwrap();
     assert_eq!((audit.label.as_str(), audit.who.as_str()), ("true_positive", "reviewer"));
 }

@@ -6,11 +6,12 @@ use postgres::GenericClient;
 use super::{LOCK_PROMOTION, PgStore, PgTxn, settle};
 use crate::error::StoreError;
 use crate::ladder::{
-    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, Ladder, LadderTxn, PromotionRow,
+    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, LadderTxn,
+    PromotionRow,
 };
 use crate::storable::{check_audit, check_demotion, check_finding, check_promotion, storable};
 
-impl Ladder for PgStore {
+impl LadderStore for PgStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {
         if !storable(guard) {
             return Ok(Vec::new());

@@ -6,11 +6,12 @@ use rusqlite::{OptionalExtension, params};
 use super::{SqliteStore, SqliteTxn, json, settle};
 use crate::error::StoreError;
 use crate::ladder::{
-    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, Ladder, LadderTxn, PromotionRow,
+    self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, LadderTxn,
+    PromotionRow,
 };
 use crate::storable::{check_audit, check_demotion, check_finding, check_promotion, storable};
 
-impl Ladder for SqliteStore {
+impl LadderStore for SqliteStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {
         if !storable(guard) {
             return Ok(Vec::new());
