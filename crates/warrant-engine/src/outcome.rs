@@ -109,13 +109,12 @@ impl<S: Store> Engine<S> {
     }
 
     /// The writes that undo a failed effect's own changes on the rows as they are now; none
-    /// when any changed field has been written since. Every stored effect keeps its own changes
-    /// (`changes`, written at commit): a payload without them, or with them malformed, is corrupt.
+    /// when any changed field has been written since. An effect stored before effects kept
+    /// their own changes has none to undo, and is not reverted.
     fn reverts(&mut self, effect_id: &str, payload: &Value) -> Result<Vec<RecordWrite>, EngineError> {
-        let corrupt = |message: String| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message };
-        let raw = payload.get("changes").ok_or_else(|| corrupt("the payload has no `changes`".into()))?;
-        let changes: Vec<RowChange> = serde_json::from_value(raw.clone())
-            .map_err(|e| corrupt(format!("the payload's `changes` are malformed: {e}")))?;
+        let changes: Vec<RowChange> =
+            serde_json::from_value(payload.get("changes").cloned().unwrap_or(Value::Array(vec![])))
+                .map_err(|e| EngineError::Corrupt { what: format!("effect `{effect_id}`"), message: e.to_string() })?;
         let mut writes = Vec::with_capacity(changes.len());
         for change in changes {
             let Some(current) = self.store.record(&change.row.table, &change.row.key)? else { return Ok(Vec::new()) };
