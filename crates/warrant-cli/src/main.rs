@@ -17,6 +17,7 @@ macro_rules! println {
     };
 }
 
+mod check;
 mod corpus;
 mod demo;
 mod guard;
@@ -78,7 +79,7 @@ enum Command {
         command: prompt::PromptCommand,
     },
     /// Checks that a contract loads (its policies validated against the Cedar schema generated
-    /// from it).
+    /// from it) with every row of its data files; prints what it loaded.
     Check {
         /// The contract file.
         #[arg(long)]
@@ -87,6 +88,10 @@ enum Command {
         /// which every policy was validated against, instead of the summary.
         #[arg(long)]
         cedar_schema: bool,
+        /// Also compares the data files with this store (`sqlite:PATH` or `postgres://…`),
+        /// seeding the rows it lacks, and reports every row stored otherwise than its file has it.
+        #[arg(long)]
+        store: Option<String>,
     },
     /// Lists every reason code with what it means.
     Reasons,
@@ -162,42 +167,13 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run_serve(&args),
         Command::Tenant { command } => serve::run_tenant(&command),
         Command::Prompt { command } => prompt::run(&command),
-        Command::Check { contract, cedar_schema: true } => load_contract(&contract).and_then(|c| {
+        Command::Check { contract, cedar_schema: true, .. } => load_contract(&contract).and_then(|c| {
             let schema = serde_json::to_string_pretty(c.cedar_schema())
                 .map_err(|e| Exit::Input(format!("the schema cannot be written: {e}")))?;
             println!("{schema}");
             Ok(())
         }),
-        Command::Check { contract, cedar_schema: false } => load_contract(&contract).map(|c| {
-            println!(
-                "{}: {} source kinds, {} scored clauses, {} passive clauses",
-                c.origin(),
-                c.kinds().len(),
-                c.score().clauses().len(),
-                c.score().passive().count()
-            );
-            if !c.policies().is_empty() {
-                let actions = c
-                    .cedar_schema()
-                    .get("")
-                    .and_then(|namespace| namespace.get("actions"))
-                    .and_then(serde_json::Value::as_object)
-                    .map_or(0, serde_json::Map::len);
-                println!(
-                    "{} policies, each valid against the Cedar schema of {actions} actions (--cedar-schema prints it)",
-                    c.policies().len()
-                );
-            }
-            if let Some(guard) = c.guards().announcement() {
-                println!(
-                    "announcement guard {}: {} sentences over {} tools, declared {:?}",
-                    guard.version(),
-                    guard.sentences(),
-                    guard.tools().len(),
-                    guard.mode()
-                );
-            }
-        }),
+        Command::Check { contract, cedar_schema: false, store } => check::run(&contract, store.as_deref()),
         Command::Scheduler { command } => scheduler::run(&command),
         Command::Outbound(args) => outbound::run(&args),
         Command::Records { command } => records::run(&command),

@@ -15,6 +15,7 @@
 
 mod builder;
 mod commit;
+pub mod data;
 pub mod dispatch;
 mod facts;
 mod files;
@@ -65,6 +66,18 @@ pub enum EngineError {
     /// A data file does not fit its table.
     #[error("{0}")]
     Data(#[from] records::DataError),
+    /// A data file does not fit its table, at this place in the file.
+    #[error("{path}:{line}:{column}: {message}")]
+    DataAt {
+        /// The data file.
+        path: String,
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1.
+        column: usize,
+        /// What does not fit.
+        message: String,
+    },
     /// The store failed; nothing was committed.
     #[error("store: {0}")]
     Store(#[from] StoreError),

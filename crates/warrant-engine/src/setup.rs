@@ -5,12 +5,10 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use warrant_core::Contract;
-use warrant_core::records::{self, TableSource};
-use warrant_store::Store;
+use warrant_store::{RecordDifference, Store};
 
+use crate::data;
 use crate::model::{self, ModelSetup};
 use crate::{Engine, EngineError};
 
@@ -35,34 +33,44 @@ impl<S: Store> Engine<S> {
         Ok(self)
     }
 
-    /// Loads every records table's data into the store; rows already there are kept as they
-    /// are, so seeding again never undoes a committed change.
+    /// Inserts every row of the records tables' data files that the store lacks, row by row;
+    /// rows already there are kept as they are (a row the file has otherwise is reported by
+    /// [`Engine::data_differences`], and loaded by an import), so seeding again never undoes a
+    /// committed change. A table whose mark ([`data::seed_marks`]) the store recorded when it
+    /// last seeded it is skipped, and when every table is, no data file is read.
     pub fn seed(&mut self) -> Result<usize, EngineError> {
-        let currency = self.contract.currency();
-        let mut loaded: Vec<(String, Vec<(String, Value)>)> = Vec::new();
-        let mut inserted = 0;
-        for table in self.contract.tables() {
-            let rows = match &table.source {
-                TableSource::File(file) => {
-                    let path = self.folder.join(file);
-                    let file_error = |message: String| EngineError::File { path: path.display().to_string(), message };
-                    let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
-                    let data: Value = serde_json::from_str(&text).map_err(|e| file_error(e.to_string()))?;
-                    records::rows_from_file(table, data, currency)?
-                }
-                TableSource::Nested { table: parent, path, parent_field } => {
-                    let parent_rows =
-                        loaded.iter().find(|(name, _)| name == parent).map(|(_, rows)| rows.as_slice()).unwrap_or(&[]);
-                    records::rows_from_parent(table, parent_rows, path, parent_field, currency)?
-                }
-            };
-            if let Some((first, _)) = rows.first()
-                && self.store.record(&table.name, first)?.is_none()
-            {
-                inserted += self.store.seed_records(&table.name, &rows)?;
+        let marks = data::seed_marks(&self.contract, &self.folder)?;
+        let mut stale: Vec<(String, String)> = Vec::new();
+        for (table, mark) in marks {
+            if self.store.seeded_from(&table)?.as_deref() != Some(mark.as_str()) {
+                stale.push((table, mark));
             }
-            loaded.push((table.name.clone(), rows));
+        }
+        if stale.is_empty() {
+            return Ok(0);
+        }
+        let mut inserted = 0;
+        for table in data::read_tables(&self.contract, &self.folder)? {
+            let Some((_, mark)) = stale.iter().find(|(name, _)| *name == table.name) else { continue };
+            if !table.rows.is_empty() {
+                inserted += self.store.seed_records(&table.name, &table.rows)?;
+            }
+            self.store.mark_seeded(&table.name, mark)?;
         }
         Ok(inserted)
+    }
+
+    /// Every row of the data files that the store does not hold as the file has it, table by
+    /// table (tables without one left out): a row changed or deleted by the system of record,
+    /// or a file changed since it was seeded. Writes nothing.
+    pub fn data_differences(&mut self) -> Result<Vec<(String, Vec<RecordDifference>)>, EngineError> {
+        let mut found = Vec::new();
+        for table in data::read_tables(&self.contract, &self.folder)? {
+            let differing = self.store.differing_records(&table.name, &table.rows)?;
+            if !differing.is_empty() {
+                found.push((table.name, differing));
+            }
+        }
+        Ok(found)
     }
 }

@@ -52,6 +52,8 @@ macro_rules! forward {
 forward!(Ledger {
     fn migrate(&mut self) -> Result<(), StoreError>;
     fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError>;
+    fn seeded_from(&mut self, table: &str) -> Result<Option<String>, StoreError>;
+    fn mark_seeded(&mut self, table: &str, mark: &str) -> Result<(), StoreError>;
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;

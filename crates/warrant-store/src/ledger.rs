@@ -23,6 +23,15 @@ pub trait Ledger: Send {
     /// Returns how many rows were inserted.
     fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError>;
 
+    /// The mark [`Ledger::mark_seeded`] last recorded for `table`: what its rows were seeded
+    /// from. `None` for a table never marked.
+    fn seeded_from(&mut self, table: &str) -> Result<Option<String>, StoreError>;
+
+    /// Records that every row of the source `mark` names is in `table` (seeded, or deleted
+    /// since by the system of record), replacing the table's previous mark. A caller marks a
+    /// table after [`Ledger::seed_records`] committed, so a mark never names rows not there.
+    fn mark_seeded(&mut self, table: &str, mark: &str) -> Result<(), StoreError>;
+
     /// The record `key` of `table`, with its revision; `None` when there is none, or it was
     /// deleted.
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;

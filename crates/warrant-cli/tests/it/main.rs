@@ -4,6 +4,7 @@
 mod check;
 mod corpus;
 mod delivery;
+mod docs;
 mod guards;
 mod input;
 mod outbound;

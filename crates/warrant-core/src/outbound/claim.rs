@@ -306,6 +306,11 @@ impl Outbound {
         self.paths.iter().find(|p| p.name == name)
     }
 
+    /// Every path declared, in declaration order.
+    pub fn paths(&self) -> &[OutboundPath] {
+        &self.paths
+    }
+
     /// The channel `name`.
     pub fn channel(&self, name: &str) -> Option<&Channel> {
         self.channels.iter().find(|c| c.name == name)

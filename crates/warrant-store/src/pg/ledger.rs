@@ -53,6 +53,24 @@ impl Ledger for PgStore {
         Ok(inserted)
     }
 
+    fn seeded_from(&mut self, table: &str) -> Result<Option<String>, StoreError> {
+        if !storable(table) {
+            return Ok(None);
+        }
+        let row = self.query_opt("SELECT source FROM seeds WHERE tbl = $1", &[&table])?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn mark_seeded(&mut self, table: &str, mark: &str) -> Result<(), StoreError> {
+        crate::storable::check_text("the table name", table)?;
+        crate::storable::check_text("the seed mark", mark)?;
+        self.steps().execute(
+            "INSERT INTO seeds (tbl, source) VALUES ($1, $2) ON CONFLICT (tbl) DO UPDATE SET source = excluded.source",
+            &[&table, &mark],
+        )?;
+        Ok(())
+    }
+
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError> {
         if !storable(table) || !storable(key) {
             return Ok(None);

@@ -42,6 +42,28 @@ impl Ledger for SqliteStore {
         Ok(inserted)
     }
 
+    fn seeded_from(&mut self, table: &str) -> Result<Option<String>, StoreError> {
+        if !storable(table) {
+            return Ok(None);
+        }
+        Ok(self
+            .conn
+            .prepare_cached("SELECT source FROM seeds WHERE tbl = ?1")?
+            .query_row(params![table], |row| row.get(0))
+            .optional()?)
+    }
+
+    fn mark_seeded(&mut self, table: &str, mark: &str) -> Result<(), StoreError> {
+        crate::storable::check_text("the table name", table)?;
+        crate::storable::check_text("the seed mark", mark)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO seeds (tbl, source) VALUES (?1, ?2) ON CONFLICT (tbl) DO UPDATE SET source = excluded.source",
+            )?
+            .execute(params![table, mark])?;
+        Ok(())
+    }
+
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError> {
         if !storable(table) || !storable(key) {
             return Ok(None);

@@ -96,6 +96,7 @@ conformance! {
     records::an_import_failing_at_one_row_rolls_back_the_rows_before_it,
     records::a_row_that_is_no_object_or_has_no_key_is_refused,
     records::a_file_compared_with_the_store_names_the_rows_that_differ,
+    records::a_seed_mark_is_kept_per_table_and_replaced,
     records::two_creates_of_one_row_one_creates_one_finds_it,
     records::two_unconditional_puts_of_a_new_row_both_write,
     records::a_put_and_a_commit_of_one_revision_one_wins,

@@ -158,6 +158,22 @@ pub fn a_delete_needs_the_revision_and_a_deleted_row_is_gone(fx: &Fixture) {
     assert!(matches!(store.commit(&c).unwrap(), CommitOutcome::StaleRevision { actual: Some(r), .. } if r == created));
 }
 
+pub fn a_seed_mark_is_kept_per_table_and_replaced(fx: &Fixture) {
+    let mut store = fx.open();
+    assert_eq!(store.seeded_from("orders").unwrap(), None);
+    seed(&mut *store);
+    store.mark_seeded("orders", "seed_1").unwrap();
+    store.mark_seeded("users", "seed_2").unwrap();
+    store.mark_seeded("orders", "seed_3").unwrap();
+    assert_eq!(store.seeded_from("orders").unwrap().as_deref(), Some("seed_3"));
+    assert_eq!(store.seeded_from("users").unwrap().as_deref(), Some("seed_2"));
+    assert_eq!(store.seeded_from("no\0such").unwrap(), None);
+    assert!(store.mark_seeded("orders", "nul\0").is_err());
+    assert_eq!(store.seeded_from("orders").unwrap().as_deref(), Some("seed_3"), "a refused mark changes nothing");
+    // A mark is no row: the table's rows are as seeded.
+    assert_eq!(store.table_records("orders").unwrap().len(), 2);
+}
+
 fn seed_again(store: &mut dyn Store) {
     let rows = rows(&[("#W1", json!({"status": "pending"})), ("#W2", json!({"status": "delivered"}))]);
     assert_eq!(store.seed_records("orders", &rows).unwrap(), 0);

@@ -68,6 +68,7 @@ fn both_backends_keep_the_same_tables_and_columns() {
             "prompt_versions",
             "records",
             "schema_version",
+            "seeds",
             "turns"
         ]
     );
