@@ -91,7 +91,7 @@ fn a_failed_effect_undoes_only_its_own_fields_of_a_row_its_turn_shares<S: Store,
 
     // The address change failed: its address goes back, and the cancellation stays whole. (The
     // turn's `before` of the row would have made the order pending again, refund gone.)
-    let result = serde_json::to_value(engine.report_outcome(address, "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(address, "failed", &[]).unwrap()).unwrap();
     assert_eq!((result["recorded"].clone(), result["reverted"].clone()), (json!(true), json!(true)));
     let (row, _) = order(&mut reader, ORDER);
     assert_eq!(city(&row), "Philadelphia");
@@ -106,10 +106,10 @@ fn a_failed_effect_undoes_only_its_own_fields_of_a_row_its_turn_shares<S: Store,
     let effects = commit_together(&mut engine, "twice", json!([address_change(OTHER, 0), address_change(OTHER, 1)]));
     let (row, revision) = order(&mut reader, OTHER);
     assert_eq!(city(&row), "Austin");
-    let result = serde_json::to_value(engine.report_outcome(&effects[0], "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effects[0], "failed", &[]).unwrap()).unwrap();
     assert_eq!((result["recorded"].clone(), result["reverted"].clone()), (json!(true), json!(false)));
     assert_eq!(order(&mut reader, OTHER), (row, revision), "nothing was written");
-    let result = serde_json::to_value(engine.report_outcome(&effects[1], "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effects[1], "failed", &[]).unwrap()).unwrap();
     assert_eq!(result["reverted"], true);
     let (row, _) = order(&mut reader, OTHER);
     assert_eq!((city(&row), row["address"]["zip"].as_str().unwrap()), ("Denver", "80202"));
