@@ -403,6 +403,7 @@ async fn post_outcome(
     let code = error.code;
     let status = match code {
         ReasonCode::UnknownEffect => StatusCode::NOT_FOUND,
+        ReasonCode::InvalidRecord => StatusCode::UNPROCESSABLE_ENTITY,
         ReasonCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_REQUEST,
     };
