@@ -59,12 +59,10 @@ fn the_executor_reports_rows_from_the_command_line(store: &str) {
     let c = contract.as_str();
     let held =
         turn(c, store, "t1", json!([cancel(ORDER), {"op": "ship_order", "args": {"order_id": OTHER}}]), json!([]));
-    let answers: Vec<Value> = held["interactions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|it| json!({"interaction": it["id"], "option": "confirm"}))
-        .collect();
+    let mut answers = Vec::new();
+    for interaction in held["interactions"].as_array().unwrap() {
+        answers.push(json!({"interaction": interaction["id"], "option": "confirm"}));
+    }
     let done = turn(c, store, "t2", json!([]), Value::Array(answers));
     let effect = |i: usize| done["effects"][i]["id"].as_str().unwrap().to_owned();
     let (cancelled, shipped) = (effect(0), effect(1));
