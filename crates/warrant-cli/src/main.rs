@@ -54,7 +54,8 @@ enum Command {
     },
     /// Runs one turn request (JSON) through the gate against a store; prints the response.
     Turn(turn::TurnArgs),
-    /// Records an effect's outcome (`done`, `failed`, `unknown`) as the executor reports it.
+    /// Records an effect's outcome (`done`, `failed`, `unknown`) as the executor reports it,
+    /// with the rows as the system of record left them.
     #[command(name = "effect-outcome")]
     EffectOutcome(turn::OutcomeArgs),
     /// Re-decides every stored turn from its recorded inputs; reports each changed verdict.

@@ -64,6 +64,14 @@ pub trait Facts {
         Ok(None)
     }
 
+    /// The effect that holds `row`, if any: one committed for an operation without effect
+    /// steps, naming the row, whose outcome (`done` or `failed`) has not arrived. A consequential
+    /// act naming a held row is asked (`effect_pending`). A source without effects holds none.
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        let _ = row;
+        Ok(None)
+    }
+
     /// The committed events of `conversation` of kind `kind`, in commit order, for the
     /// outbound gate. A source without a ledger cannot back any claim: it fails closed.
     fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
@@ -82,5 +90,14 @@ pub struct EventRecord {
     /// Its arguments.
     pub payload: Value,
     /// The effect it records, if any.
+    pub effect: Option<String>,
+}
+
+/// A row a decision asked about, and the effect that held it then (`None`: none did).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRead {
+    /// The row.
+    pub row: RowRef,
+    /// The effect without effect steps whose outcome had not arrived, if any.
     pub effect: Option<String>,
 }

@@ -238,6 +238,15 @@ reason_codes! {
     /// an object, a money field that is no exact amount of the contract's currency, a missing
     /// key field); the field names the path at fault. Nothing was written.
     InvalidRecord => "invalid_record",
+    /// A consequential act names a row (a record argument, or its resource) that an effect
+    /// without effect steps also names, and that effect's outcome has not arrived (`done` or
+    /// `failed`; `unknown` keeps holding). Only the executor knows what such an effect changed,
+    /// so the act is asked, not committed or held for confirmation, until the outcome comes.
+    EffectPending => "effect_pending",
+    /// An effect's outcome reported the rows as the system of record left them, and a field the
+    /// effect's steps predicted holds another value there; the finding names each such field
+    /// with the value predicted and the value reported. The reported rows stand.
+    EffectDiverged => "effect_diverged",
 }
 
 impl std::fmt::Display for ReasonCode {

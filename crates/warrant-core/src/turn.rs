@@ -30,7 +30,7 @@ use crate::request::{TurnRequest, ValidRequest};
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
 
-pub use crate::facts::{EventRecord, FactError, Facts, Interaction, RowRef};
+pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowRef};
 pub use crate::verdict::{Finding, Reason, Verdict};
 use crate::workspace::Slot;
 pub use crate::workspace::{RowView, Workspace};
@@ -175,6 +175,11 @@ pub struct EffectRecord {
     /// these fields alone, never another effect's of the same turn.
     #[serde(default)]
     pub changes: Vec<RowChange>,
+    /// For an operation without effect steps, the rows it names (its record arguments, and its
+    /// resource): each is held, every later consequential act naming it asked
+    /// (`effect_pending`), until the effect's outcome arrives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<RowRef>,
 }
 
 /// The facts a decision read, for the replay record.
@@ -193,6 +198,11 @@ pub struct FactsRead {
     /// them: a replay makes those again).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub events: BTreeMap<String, Vec<EventRecord>>,
+    /// The rows a consequential act named that an effect without steps held, its outcome not
+    /// arrived, with that effect. A row found free is not listed: to a replay, a row not here
+    /// is free.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingRead>,
 }
 
 /// Everything a turn decided.
@@ -386,6 +396,12 @@ impl<'f> TurnState<'f> {
                     revision: 0,
                     value: Value::Null,
                 }),
+            }
+        }
+        // Only the rows found held: a row not on the record is free to a replay, as it was.
+        for (row, effect) in &work.pending {
+            if effect.is_some() {
+                facts_read.pending.push(PendingRead { row: row.clone(), effect: effect.clone() });
             }
         }
         for (id, found) in &work.interactions {
@@ -595,10 +611,14 @@ fn decide_proposal(
             out.reasons.push(Finding::ask(ReasonCode::ConfirmationRequired).reason);
             out.interaction = Some(id);
         }
-        Ok(ActOutcome::Commit { args }) => {
+        Ok(ActOutcome::Commit { args, holds }) => {
             let changed = state.work.changed_rows(&before);
             let changes = state.work.changes(&before, &changed);
-            out.effect = Some(commit(input, state, proposal, args, Changed { rows: changed, changes }));
+            let id = commit(input, state, proposal, args, Changed { rows: changed, changes, holds: holds.clone() });
+            for row in holds {
+                state.work.held.insert(row, id.clone());
+            }
+            out.effect = Some(id);
         }
     }
     state.response.acts.push(out);
@@ -640,10 +660,11 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
     id
 }
 
-/// The rows an effect changed, and what it changed in each.
+/// The rows an effect changed, what it changed in each, and the rows it holds.
 struct Changed {
     rows: Vec<RowRef>,
     changes: Vec<RowChange>,
+    holds: Vec<RowRef>,
 }
 
 /// Records the effect of a committed proposal and its event; returns the effect's id.
@@ -668,7 +689,7 @@ fn commit(
         effect: Some(id.clone()),
     });
     state.response.effects.push(effect.clone());
-    state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes });
+    state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes, holds: changed.holds });
     id
 }
 
@@ -725,12 +746,9 @@ fn clear_reply<'f>(input: &TurnInput<'f>, state: &mut TurnState<'f>) {
 /// What an act that passed every check becomes.
 enum ActOutcome {
     /// Held for a confirmation, with the arguments the confirmation will check again.
-    Hold {
-        args: Map<String, Value>,
-    },
-    Commit {
-        args: Value,
-    },
+    Hold { args: Map<String, Value> },
+    /// Committed, with the rows its effect holds (for an operation without effect steps).
+    Commit { args: Value, holds: Vec<RowRef> },
 }
 
 /// The semantic checks an act reads and names: the supplied answers, the checks needed so far
@@ -785,6 +803,15 @@ fn decide_act(
     {
         return Err(finding);
     }
+    let named = if op.consequential { named_rows(op, &checked, ctx.actor_row.as_ref()) } else { Vec::new() };
+    for row in &named {
+        if let Some(effect) = work.pending_effect(row)? {
+            return Err(Finding::ask(ReasonCode::EffectPending).detail(format!(
+                "row `{}` of `{}` waits for the outcome of effect `{effect}`, whose operation has no effect steps",
+                row.key, row.table
+            )));
+        }
+    }
     if op.consequential && proposal.confirmed.is_none() {
         return Ok(ActOutcome::Hold { args: located.args.into_owned() });
     }
@@ -797,7 +824,35 @@ fn decide_act(
     }
     let args_json: Map<String, Value> =
         checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
-    Ok(ActOutcome::Commit { args: Value::Object(args_json) })
+    // Only the executor knows what an operation without effect steps changes: it holds the
+    // rows it names until its outcome arrives.
+    let holds = if op.effects.is_empty() { named } else { Vec::new() };
+    Ok(ActOutcome::Commit { args: Value::Object(args_json), holds })
+}
+
+/// The rows a consequential act names: those of its record and records arguments, and its
+/// resource (the actor's row when the operation declares none), in order, each once.
+fn named_rows(
+    op: &crate::operation::Operation,
+    checked: &BTreeMap<String, Checked>,
+    actor_row: Option<&RowRef>,
+) -> Vec<RowRef> {
+    let mut rows = BTreeSet::new();
+    for value in checked.values() {
+        match value {
+            Checked::Record(row) => {
+                rows.insert(row.clone());
+            }
+            Checked::Records(named) => rows.extend(named.iter().cloned()),
+            _ => {}
+        }
+    }
+    if op.resource.is_none()
+        && let Some(actor) = actor_row
+    {
+        rows.insert(actor.clone());
+    }
+    rows.into_iter().collect()
 }
 
 /// A confirmed act is decided again only if no row its checks read has moved since the
@@ -1018,6 +1073,7 @@ pub struct RecordedFacts {
     interactions: BTreeMap<String, Option<Interaction>>,
     promotions: Vec<PromotionRecord>,
     events: BTreeMap<String, Vec<EventRecord>>,
+    pending: BTreeMap<RowRef, Option<String>>,
 }
 
 impl RecordedFacts {
@@ -1035,6 +1091,9 @@ impl RecordedFacts {
         }
         facts.promotions.clone_from(&read.promotions);
         facts.events.clone_from(&read.events);
+        for read in &read.pending {
+            facts.pending.insert(read.row.clone(), read.effect.clone());
+        }
         facts
     }
 }
@@ -1057,6 +1116,12 @@ impl Facts for RecordedFacts {
 
     fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
         Ok(self.promotions.iter().find(|p| p.subject.name == subject.name).cloned())
+    }
+
+    /// A row found held is on the record with its effect; a row that is not was found free
+    /// (or not asked about, as in every record written before effects could hold rows).
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        Ok(self.pending.get(row).cloned().flatten())
     }
 
     fn events(&self, _conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {

@@ -8,6 +8,7 @@ mod docs;
 mod guards;
 mod input;
 mod outbound;
+mod outcomes;
 mod prompts;
 mod receiver;
 mod records;

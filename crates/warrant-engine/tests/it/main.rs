@@ -10,6 +10,7 @@ mod invariants;
 mod keys;
 mod lifecycle;
 mod outbound;
+mod outcomes;
 mod record_writes;
 mod records;
 mod retail;
