@@ -1,0 +1,118 @@
+//! `warrant mcp`: warrant as an MCP gateway. An MCP client (a desktop assistant, an IDE, an
+//! agent framework) talks to the gateway as to any MCP server; the gateway offers the
+//! contract's operations as tools, makes every `tools/call` a turn through the engine, asks the
+//! user (an MCP elicitation) where the contract needs a confirmation or the user's own words,
+//! and forwards what commits, once, to the downstream MCP server that performs it.
+//!
+//! [`tools`] is the pure generator of tool definitions (also behind `warrant tools`), [`call`]
+//! the turns a call becomes, [`gateway`] the rmcp server and the downstream client, and
+//! [`serve_stdio`] the whole gateway over standard input and output.
+
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod gateway;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess, stdio};
+use warrant_engine::Engine;
+
+pub use gateway::{Downstream, Gateway, GatewayConfig, ToolMatch, match_tools};
+pub use tools::{ToolDef, ToolFormat};
+
+/// What stops the gateway.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The engine could not be made.
+    #[error(transparent)]
+    Build(#[from] warrant_engine::BuildError),
+    /// The downstream server could not be started or listed.
+    #[error("downstream: {0}")]
+    Downstream(String),
+    /// The upstream connection failed.
+    #[error("upstream: {0}")]
+    Upstream(String),
+}
+
+/// What `warrant mcp` is started with.
+#[derive(Debug, Clone)]
+pub struct StdioOptions {
+    /// The contract file.
+    pub contract: PathBuf,
+    /// The store URL.
+    pub store: String,
+    /// The actor every call is decided for.
+    pub actor: String,
+    /// The downstream command and its arguments.
+    pub downstream: Vec<String>,
+    /// The turns' locale.
+    pub locale: String,
+    /// The turns' time zone.
+    pub time_zone: String,
+    /// The contract's source kind of the user's words.
+    pub user_kind: String,
+    /// How long an elicitation waits for the user.
+    pub elicitation_timeout: Duration,
+    /// The conversation id to resume (a gateway restarted for the same session); a new one
+    /// when `None`.
+    pub session: Option<String>,
+}
+
+/// A new conversation id for one gateway process (one stdio session): 16 random bytes.
+pub fn new_session_id() -> Result<String, McpError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| McpError::Upstream(format!("no randomness: {e}")))?;
+    Ok(format!("mcp-{}", hex::encode(bytes)))
+}
+
+/// Runs the gateway over standard input and output until the client closes it.
+pub async fn serve_stdio(options: StdioOptions) -> Result<(), McpError> {
+    let engine = Engine::builder().contract_file(&options.contract).open(&options.store)?;
+    let (program, rest) = options.downstream.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
+    let command = tokio::process::Command::new(program).configure(|c| {
+        c.args(rest);
+    });
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| McpError::Downstream(format!("`{program}`: {e}")))?;
+    let downstream = Downstream.serve(transport).await.map_err(|e| McpError::Downstream(e.to_string()))?;
+    let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
+    let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+    let found = match_tools(gateway::contract_tools(&engine), &names);
+    report(&found);
+    let conversation = match options.session {
+        Some(session) => session,
+        None => new_session_id()?,
+    };
+    eprintln!("warrant mcp: session `{conversation}` for actor `{}`", options.actor);
+    let config = GatewayConfig {
+        actor: options.actor,
+        conversation,
+        locale: options.locale,
+        time_zone: options.time_zone,
+        user_kind: options.user_kind,
+        elicitation_timeout: options.elicitation_timeout,
+    };
+    let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, config);
+    let running = gateway.serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    running.waiting().await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    drop(downstream);
+    Ok(())
+}
+
+/// The start-up report, on standard error.
+fn report(found: &ToolMatch) {
+    let names = |defs: &[ToolDef]| defs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+    eprintln!("warrant mcp: offering {} tools: {}", found.offered.len(), names(&found.offered));
+    for name in &found.missing_downstream {
+        eprintln!("warrant mcp: operation `{name}` is not offered by the downstream: not listed");
+    }
+    for name in &found.undeclared {
+        eprintln!("warrant mcp: downstream tool `{name}` is not declared by the contract: never listed, never called");
+    }
+}
