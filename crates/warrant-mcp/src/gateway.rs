@@ -153,6 +153,21 @@ impl Gateway {
         }
     }
 
+    /// The clock of turn `turn`: the recorded one if it was decided before (so a repeated
+    /// request is the same request), else now.
+    async fn clock(&self, turn: String) -> Result<String, String> {
+        let engine = self.inner.engine.clone();
+        let conversation = self.inner.config.conversation.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            let stored = engine.stored_turn(&conversation, &turn).map_err(|e| e.to_string())?;
+            let recorded = stored.and_then(|t| t.request.get("at").and_then(Value::as_str).map(str::to_owned));
+            Ok(recorded.unwrap_or_else(now))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
     /// The recorded outcome of `effect`, committed by `turn`.
     async fn recorded_outcome(&self, turn: String, effect: String) -> Result<Option<String>, String> {
         let engine = self.inner.engine.clone();
@@ -198,7 +213,10 @@ impl Gateway {
                 Err(e) => return refusal(e),
             }
         }
-        let at = now();
+        let at = match self.clock(key.clone()).await {
+            Ok(at) => at,
+            Err(e) => return refusal(e),
+        };
         let request = call::act_request(&self.frame(), &key, &at, name, &args, &user_words);
         let (response, _) = match self.turn(request).await {
             Ok(decided) => decided,
@@ -292,7 +310,11 @@ impl Gateway {
             return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
         };
         let answer_key = call::answer_key(key);
-        let request = call::answer_request(&self.frame(), &answer_key, &now(), &interaction.id, &option);
+        let at = match self.clock(answer_key.clone()).await {
+            Ok(at) => at,
+            Err(e) => return refusal(e),
+        };
+        let request = call::answer_request(&self.frame(), &answer_key, &at, &interaction.id, &option);
         let (answered, _) = match self.turn(request).await {
             Ok(decided) => decided,
             Err(e) => return refusal(e),
@@ -340,6 +362,8 @@ impl Gateway {
                 (CallToolResult::error(vec![ContentBlock::text(text)]), "unknown")
             }
         };
+        #[cfg(feature = "failpoints")]
+        failpoint("after_forward");
         if let Err(e) = self.report(effect.id.clone(), outcome).await {
             tracing::error!(effect = %effect.id, error = %e, "the outcome was not recorded");
         }
