@@ -26,9 +26,17 @@ pub(crate) struct McpArgs {
     /// The store: `sqlite:PATH` or `postgres://…[?schema=NAME]`.
     #[arg(long)]
     store: String,
-    /// The actor every tool call is decided for (over stdio, never from the model).
+    /// Over stdio: the actor every tool call is decided for (never from the model).
+    #[arg(long, required_unless_present = "listen")]
+    actor: Option<String>,
+    /// Serve streamable HTTP on this address (`127.0.0.1:0` picks a free port; the endpoint's
+    /// URL is printed) instead of stdio.
+    #[arg(long, requires = "keys", conflicts_with_all = ["actor", "session"])]
+    listen: Option<String>,
+    /// Over HTTP: the tenant registry (`sqlite:FOLDER` or `postgres://…`, as `warrant tenant`
+    /// keeps it) whose keys open requests; a key's tenant name is the actor.
     #[arg(long)]
-    actor: String,
+    keys: Option<String>,
     /// The turns' locale.
     #[arg(long, default_value = "en-US")]
     locale: String,
@@ -63,17 +71,23 @@ pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
 }
 
 pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
-    let options = warrant_mcp::StdioOptions {
+    let options = warrant_mcp::Options {
         contract: args.contract.clone(),
         store: args.store.clone(),
-        actor: args.actor.clone(),
         downstream: args.downstream_stdio.clone(),
         locale: args.locale.clone(),
         time_zone: args.time_zone.clone(),
         user_kind: args.user_kind.clone(),
         elicitation_timeout: Duration::from_secs(args.elicitation_timeout),
-        session: args.session.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(warrant_mcp::serve_stdio(options)).map_err(|e| Exit::Input(e.to_string()))
+    let served = match (&args.listen, &args.keys, &args.actor) {
+        (Some(listen), Some(keys), _) => runtime.block_on(warrant_mcp::serve_http(options, listen, keys)),
+        (_, _, Some(actor)) => {
+            let session = warrant_mcp::StdioSession { actor: actor.clone(), session: args.session.clone() };
+            runtime.block_on(warrant_mcp::serve_stdio(options, session))
+        }
+        _ => return Err(Exit::Input("give `--actor` (stdio) or `--listen` with `--keys` (HTTP)".into())),
+    };
+    served.map_err(|e| Exit::Input(e.to_string()))
 }

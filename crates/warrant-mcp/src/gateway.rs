@@ -106,6 +106,13 @@ struct Inner {
     config: GatewayConfig,
 }
 
+/// Whom a call is decided for, and in which conversation.
+#[derive(Debug, Clone)]
+struct Who {
+    conversation: String,
+    actor: String,
+}
+
 /// What a call ends in, before it is a tool result.
 enum Ending {
     /// A result for the client as it is (the downstream's, or one the gateway made).
@@ -125,14 +132,32 @@ impl Gateway {
         Gateway { inner: Arc::new(inner) }
     }
 
-    fn frame(&self) -> TurnFrame {
+    fn frame(&self, who: &Who) -> TurnFrame {
         let config = &self.inner.config;
         TurnFrame {
-            conversation: config.conversation.clone(),
-            actor: config.actor.clone(),
+            conversation: who.conversation.clone(),
+            actor: who.actor.clone(),
             locale: config.locale.clone(),
             time_zone: config.time_zone.clone(),
             user_kind: config.user_kind.clone(),
+        }
+    }
+
+    /// Over HTTP, the actor the request's key opened and the conversation of its MCP session;
+    /// over stdio, the gateway's. An HTTP request without either is refused (fail closed).
+    fn who(&self, cx: &RequestContext<RoleServer>) -> Result<Who, String> {
+        let Some(parts) = cx.extensions.get::<axum::http::request::Parts>() else {
+            let config = &self.inner.config;
+            return Ok(Who { conversation: config.conversation.clone(), actor: config.actor.clone() });
+        };
+        let actor = parts.extensions.get::<crate::http::Principal>().map(|p| p.0.clone());
+        let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+        match (actor, session) {
+            (Some(actor), Some(session)) => Ok(Who { conversation: format!("mcp-{session}"), actor }),
+            (None, _) => {
+                Err(call::gateway_refusal(ReasonCode::Unauthorized, "authorization", "no key opened this request"))
+            }
+            (_, None) => Err(call::gateway_refusal(ReasonCode::InvalidInput, "mcp-session-id", "no MCP session")),
         }
     }
 
@@ -155,9 +180,9 @@ impl Gateway {
 
     /// The clock of turn `turn`: the recorded one if it was decided before (so a repeated
     /// request is the same request), else now.
-    async fn clock(&self, turn: String) -> Result<String, String> {
+    async fn clock(&self, who: &Who, turn: String) -> Result<String, String> {
         let engine = self.inner.engine.clone();
-        let conversation = self.inner.config.conversation.clone();
+        let conversation = who.conversation.clone();
         tokio::task::spawn_blocking(move || {
             let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
             let stored = engine.stored_turn(&conversation, &turn).map_err(|e| e.to_string())?;
@@ -169,9 +194,9 @@ impl Gateway {
     }
 
     /// The recorded outcome of `effect`, committed by `turn`.
-    async fn recorded_outcome(&self, turn: String, effect: String) -> Result<Option<String>, String> {
+    async fn recorded_outcome(&self, who: &Who, turn: String, effect: String) -> Result<Option<String>, String> {
         let engine = self.inner.engine.clone();
-        let conversation = self.inner.config.conversation.clone();
+        let conversation = who.conversation.clone();
         tokio::task::spawn_blocking(move || {
             let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
             let views = engine.turn_effects(&conversation, &turn).map_err(|e| e.to_string())?;
@@ -192,7 +217,12 @@ impl Gateway {
     }
 
     /// One call: its text arguments from the user, the turn, the confirmation, the forward.
-    async fn call(&self, name: &str, args: Map<String, Value>, key: String, cx: &RequestContext<RoleServer>) -> Ending {
+    async fn call(&self, who: &Who, name: &str, args: Map<String, Value>, cx: &RequestContext<RoleServer>) -> Ending {
+        let id = match &cx.id {
+            rmcp::model::NumberOrString::Number(n) => n.to_string(),
+            rmcp::model::NumberOrString::String(s) => format!("\"{s}\""),
+        };
+        let key = call::turn_key(&who.conversation, &id);
         let Some(op) =
             self.inner.offered.iter().any(|d| d.name == name).then(|| self.inner.operations.get(name)).flatten()
         else {
@@ -213,19 +243,19 @@ impl Gateway {
                 Err(e) => return refusal(e),
             }
         }
-        let at = match self.clock(key.clone()).await {
+        let at = match self.clock(who, key.clone()).await {
             Ok(at) => at,
             Err(e) => return refusal(e),
         };
-        let request = call::act_request(&self.frame(), &key, &at, name, &args, &user_words);
+        let request = call::act_request(&self.frame(who), &key, &at, name, &args, &user_words);
         let (response, _) = match self.turn(request).await {
             Ok(decided) => decided,
             Err(e) => return refusal(e),
         };
         let Some(act) = response.acts.first() else { return refusal("warrant: the turn decided no act".into()) };
         match act.verdict {
-            Verdict::Commit => self.perform(&key, &response).await,
-            Verdict::Hold if elicit => self.confirm(&key, &response, cx).await,
+            Verdict::Commit => self.perform(who, &key, &response).await,
+            Verdict::Hold if elicit => self.confirm(who, &key, &response, cx).await,
             _ => refusal(call::verdict_text(act)),
         }
     }
@@ -288,7 +318,7 @@ impl Gateway {
 
     /// A held act: the user's decision through an elicitation, given to the engine as the
     /// interaction's answer; only a commit is forwarded.
-    async fn confirm(&self, key: &str, held: &TurnResponse, cx: &RequestContext<RoleServer>) -> Ending {
+    async fn confirm(&self, who: &Who, key: &str, held: &TurnResponse, cx: &RequestContext<RoleServer>) -> Ending {
         let Some(interaction) = held.interactions.first() else {
             return refusal("warrant: held without an interaction".into());
         };
@@ -310,17 +340,17 @@ impl Gateway {
             return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
         };
         let answer_key = call::answer_key(key);
-        let at = match self.clock(answer_key.clone()).await {
+        let at = match self.clock(who, answer_key.clone()).await {
             Ok(at) => at,
             Err(e) => return refusal(e),
         };
-        let request = call::answer_request(&self.frame(), &answer_key, &at, &interaction.id, &option);
+        let request = call::answer_request(&self.frame(who), &answer_key, &at, &interaction.id, &option);
         let (answered, _) = match self.turn(request).await {
             Ok(decided) => decided,
             Err(e) => return refusal(e),
         };
         match answered.acts.first() {
-            Some(act) if act.verdict == Verdict::Commit => self.perform(&answer_key, &answered).await,
+            Some(act) if act.verdict == Verdict::Commit => self.perform(who, &answer_key, &answered).await,
             Some(act) => refusal(call::verdict_text(act)),
             None => refusal("warrant: the answer decided no act".into()),
         }
@@ -328,11 +358,11 @@ impl Gateway {
 
     /// A committed act: forwarded to the downstream unless its outcome is recorded, and its
     /// outcome recorded.
-    async fn perform(&self, turn: &str, response: &TurnResponse) -> Ending {
+    async fn perform(&self, who: &Who, turn: &str, response: &TurnResponse) -> Ending {
         let Some(effect) = response.effects.first() else {
             return refusal("warrant: committed without an effect".into());
         };
-        match self.recorded_outcome(turn.to_owned(), effect.id.clone()).await {
+        match self.recorded_outcome(who, turn.to_owned(), effect.id.clone()).await {
             Ok(Some(outcome)) => {
                 let text = format!("warrant: `{}` was performed before (effect `{}`: {outcome})", effect.op, effect.id);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -415,13 +445,14 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let id = match &cx.id {
-            rmcp::model::NumberOrString::Number(n) => n.to_string(),
-            rmcp::model::NumberOrString::String(s) => format!("\"{s}\""),
-        };
-        let key = call::turn_key(&self.inner.config.conversation, &id);
         let args = request.arguments.unwrap_or_default();
-        let Ending::Result(result) = self.call(&request.name, args, key, &cx).await;
+        let result = match self.who(&cx) {
+            Ok(who) => {
+                let Ending::Result(result) = self.call(&who, &request.name, args, &cx).await;
+                result
+            }
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+        };
         Ok(result.into())
     }
 }

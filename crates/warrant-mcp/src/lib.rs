@@ -6,12 +6,14 @@
 //!
 //! [`tools`] is the pure generator of tool definitions (also behind `warrant tools`), [`call`]
 //! the turns a call becomes, [`gateway`] the rmcp server and the downstream client, and
-//! [`serve_stdio`] the whole gateway over standard input and output.
+//! [`http`] the streamable HTTP endpoint behind API keys, and [`serve_stdio`] and
+//! [`serve_http`] the whole gateway.
 
 #![warn(missing_docs)]
 
 pub mod call;
 pub mod gateway;
+pub mod http;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -40,13 +42,11 @@ pub enum McpError {
 
 /// What `warrant mcp` is started with.
 #[derive(Debug, Clone)]
-pub struct StdioOptions {
+pub struct Options {
     /// The contract file.
     pub contract: PathBuf,
     /// The store URL.
     pub store: String,
-    /// The actor every call is decided for.
-    pub actor: String,
     /// The downstream command and its arguments.
     pub downstream: Vec<String>,
     /// The turns' locale.
@@ -57,6 +57,13 @@ pub struct StdioOptions {
     pub user_kind: String,
     /// How long an elicitation waits for the user.
     pub elicitation_timeout: Duration,
+}
+
+/// Over stdio: one session, for one actor.
+#[derive(Debug, Clone)]
+pub struct StdioSession {
+    /// The actor every call is decided for.
+    pub actor: String,
     /// The conversation id to resume (a gateway restarted for the same session); a new one
     /// when `None`.
     pub session: Option<String>,
@@ -69,8 +76,8 @@ pub fn new_session_id() -> Result<String, McpError> {
     Ok(format!("mcp-{}", hex::encode(bytes)))
 }
 
-/// Runs the gateway over standard input and output until the client closes it.
-pub async fn serve_stdio(options: StdioOptions) -> Result<(), McpError> {
+/// The engine, the downstream started and listed, the start-up report on stderr.
+async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
     let engine = Engine::builder().contract_file(&options.contract).open(&options.store)?;
     let (program, rest) = options.downstream.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
     let command = tokio::process::Command::new(program).configure(|c| {
@@ -85,22 +92,62 @@ pub async fn serve_stdio(options: StdioOptions) -> Result<(), McpError> {
     let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
     let found = match_tools(gateway::contract_tools(&engine), &names);
     report(&found);
-    let conversation = match options.session {
+    let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
+    Ok((gateway, downstream))
+}
+
+type Running = rmcp::service::RunningService<rmcp::RoleClient, Downstream>;
+
+fn config(options: &Options, actor: String, conversation: String) -> GatewayConfig {
+    GatewayConfig {
+        actor,
+        conversation,
+        locale: options.locale.clone(),
+        time_zone: options.time_zone.clone(),
+        user_kind: options.user_kind.clone(),
+        elicitation_timeout: options.elicitation_timeout,
+    }
+}
+
+/// Runs the gateway over standard input and output until the client closes it.
+pub async fn serve_stdio(options: Options, session: StdioSession) -> Result<(), McpError> {
+    let conversation = match session.session {
         Some(session) => session,
         None => new_session_id()?,
     };
-    eprintln!("warrant mcp: session `{conversation}` for actor `{}`", options.actor);
-    let config = GatewayConfig {
-        actor: options.actor,
-        conversation,
-        locale: options.locale,
-        time_zone: options.time_zone,
-        user_kind: options.user_kind,
-        elicitation_timeout: options.elicitation_timeout,
-    };
-    let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, config);
+    eprintln!("warrant mcp: session `{conversation}` for actor `{}`", session.actor);
+    let (gateway, downstream) = start(&options, config(&options, session.actor, conversation)).await?;
     let running = gateway.serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
     running.waiting().await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    drop(downstream);
+    Ok(())
+}
+
+/// Runs the gateway over streamable HTTP on `listen` until SIGINT or SIGTERM; the actor of each
+/// request is the tenant whose key (in the registry at `keys`) it carries. Prints the address.
+pub async fn serve_http(options: Options, listen: &str, keys: &str) -> Result<(), McpError> {
+    let location =
+        warrant_server::tenants::StoreLocation::parse(keys).map_err(|e| McpError::Upstream(e.to_string()))?;
+    let (gateway, downstream) = start(&options, config(&options, String::new(), String::new())).await?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let app = http::router(gateway, &location, shutdown.child_token()).map_err(McpError::Upstream)?;
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.map_err(|e| McpError::Upstream(format!("`{listen}`: {e}")))?;
+    let address = listener.local_addr().map_err(|e| McpError::Upstream(e.to_string()))?;
+    println!("http://{address}/mcp");
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
+        }
+        stop.cancel();
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(|e| McpError::Upstream(e.to_string()))?;
     drop(downstream);
     Ok(())
 }

@@ -331,3 +331,81 @@ fn a_gateway_killed_between_commit_and_forward_performs_nothing_twice_and_loses_
         assert_eq!(outcomes(&bench), vec![("cancel_pending_order".to_owned(), Some("done".to_owned()))], "{failpoint}");
     }
 }
+
+/// `warrant mcp --listen` on a free port, its keys in `keys`; killed when dropped.
+struct HttpGateway {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_gateway(bench: &Bench, keys: &str) -> HttpGateway {
+    use std::io::BufRead;
+    let retail = root().join("examples/retail");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp", "--contract"])
+        .arg(retail.join("contract.toml"))
+        .args(["--store", &bench.store(), "--listen", "127.0.0.1:0", "--keys", keys, "--downstream-stdio"])
+        .arg(python())
+        .arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        .arg(retail.join("data"))
+        .env("RETAIL_DOWNSTREAM_LOG", bench.log())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "the gateway printed `{line}`");
+    HttpGateway { child, url: line.trim().to_owned() }
+}
+
+fn tenant_key(keys: &str, actor: &str) -> String {
+    let output = crate::warrant(&["tenant", "add", actor, "--store", keys], "");
+    assert!(output.status.success(), "{}", crate::stderr(&output));
+    crate::stdout(&output).trim().to_owned()
+}
+
+#[test]
+fn over_streamable_http_the_actor_is_the_keys_tenant_and_nothing_else() {
+    let bench = Bench::new();
+    let keys = format!("sqlite:{}", bench.dir.path().join("keys").display());
+    let fatima = tenant_key(&keys, FATIMA);
+    let sofia = tenant_key(&keys, "sofia_rossi_8776");
+    let gateway = http_gateway(&bench, &keys);
+    let session = |key: &str, calls: Vec<Value>| {
+        json!({"url": gateway.url, "headers": {"Authorization": format!("Bearer {key}")}, "decision": "confirm",
+               "calls": calls})
+    };
+    let forged = format!("wrt_{FATIMA}.{}", "0".repeat(64));
+    let outs = run_client(
+        bench.dir.path(),
+        &[
+            session(&fatima, vec![cancel(PENDING, "no longer needed")]),
+            session(&sofia, vec![cancel(PENDING_TOO, "no longer needed")]),
+            session(&forged, vec![cancel(PENDING_TOO, "no longer needed")]),
+            json!({"url": gateway.url, "decision": "confirm", "calls": [cancel(PENDING_TOO, "no longer needed")]}),
+        ],
+    );
+    assert_eq!(outs[0]["protocol"], "2025-11-25");
+    // Tools only: the downstream's resources, prompts, completions and logging are not offered.
+    assert_eq!(outs[0]["capabilities"], json!(["tools"]), "{}", outs[0]);
+    let (is_error, text) = &texts(&outs[0])[0];
+    assert!(!is_error && text.ends_with(": performed"), "{text}");
+    // Sofia's key decides for Sofia: Fatima's order does not exist for her.
+    let (is_error, text) = &texts(&outs[1])[0];
+    assert!(*is_error && text.contains("unknown_record (field `args.order_id`)"), "{text}");
+    assert!(outs[2].get("error").is_some() && outs[3].get("error").is_some(), "{outs:?}");
+    assert_eq!(bench.performed().len(), 1, "only Fatima's confirmed call was performed");
+    let contract = root().join("examples/retail/contract.toml");
+    let mut engine = Engine::builder().contract_file(contract).open(&bench.store()).unwrap();
+    let turns = engine.turns(0, 100).unwrap();
+    assert!(turns.iter().all(|t| t.conversation.starts_with("mcp-")), "a session is a conversation");
+    let actors: BTreeSet<&str> = turns.iter().filter_map(|t| t.request["actor"].as_str()).collect();
+    assert_eq!(actors, BTreeSet::from([FATIMA, "sofia_rossi_8776"]));
+}

@@ -47,7 +47,9 @@ async def session(read, write):
             r = await s.call_tool(call["name"], call.get("arguments", {}))
             texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
             results.append({"is_error": bool(r.is_error), "text": "\n".join(texts)})
-        return {"protocol": init.protocol_version, "tools": [t.name for t in tools.tools], "results": results}
+        offered = init.capabilities.model_dump(exclude_none=True)
+        return {"protocol": init.protocol_version, "capabilities": sorted(offered),
+                "tools": [t.name for t in tools.tools], "results": results}
 
 
 async def one():
