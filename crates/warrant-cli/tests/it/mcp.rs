@@ -329,6 +329,13 @@ fn a_gateway_killed_between_commit_and_forward_performs_nothing_twice_and_loses_
         let performed = bench.performed();
         assert_eq!(performed.len(), 1, "{failpoint}: performed once: {performed:?}");
         assert_eq!(outcomes(&bench), vec![("cancel_pending_order".to_owned(), Some("done".to_owned()))], "{failpoint}");
+        // Every MCP turn is on the replay record: decided again without the downstream.
+        let store = bench.store();
+        let contract = root().join("examples/retail/contract.toml").display().to_string();
+        let replay = crate::warrant(&["replay", "--contract", &contract, "--store", &store], "");
+        let said = crate::stdout(&replay);
+        assert!(replay.status.success() && said.contains("0 verdicts changed"), "{said}");
+        assert!(said.contains("2 turns replayed, 2 identical"), "{said}");
     }
 }
 
