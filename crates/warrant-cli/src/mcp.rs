@@ -56,8 +56,12 @@ pub(crate) struct McpArgs {
     session: Option<String>,
     /// The downstream MCP server, started as a child process: the command and its arguments
     /// (everything after this flag).
-    #[arg(long, num_args = 1.., allow_hyphen_values = true, required = true)]
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, required_unless_present = "downstream_url")]
     downstream_stdio: Vec<String>,
+    /// The downstream MCP server at a streamable HTTP URL instead; `WARRANT_MCP_DOWNSTREAM_TOKEN`,
+    /// if set, is sent as its bearer token.
+    #[arg(long, conflicts_with = "downstream_stdio")]
+    downstream_url: Option<String>,
 }
 
 pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
@@ -74,7 +78,10 @@ pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
     let options = warrant_mcp::Options {
         contract: args.contract.clone(),
         store: args.store.clone(),
-        downstream: args.downstream_stdio.clone(),
+        downstream: match &args.downstream_url {
+            Some(url) => warrant_mcp::DownstreamAt::Url(url.clone()),
+            None => warrant_mcp::DownstreamAt::Command(args.downstream_stdio.clone()),
+        },
         locale: args.locale.clone(),
         time_zone: args.time_zone.clone(),
         user_kind: args.user_kind.clone(),

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess, stdio};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess, stdio};
 use warrant_engine::Engine;
 
 pub use gateway::{Downstream, Gateway, GatewayConfig, ToolMatch, match_tools};
@@ -47,8 +48,8 @@ pub struct Options {
     pub contract: PathBuf,
     /// The store URL.
     pub store: String,
-    /// The downstream command and its arguments.
-    pub downstream: Vec<String>,
+    /// The downstream: a command with its arguments, or a URL.
+    pub downstream: DownstreamAt,
     /// The turns' locale.
     pub locale: String,
     /// The turns' time zone.
@@ -58,6 +59,19 @@ pub struct Options {
     /// How long an elicitation waits for the user.
     pub elicitation_timeout: Duration,
 }
+
+/// Where the downstream MCP server is.
+#[derive(Debug, Clone)]
+pub enum DownstreamAt {
+    /// A child process over stdio: the command and its arguments.
+    Command(Vec<String>),
+    /// A streamable HTTP endpoint; requests carry `Authorization: Bearer` with the value of
+    /// [`ENV_DOWNSTREAM_TOKEN`] when it is set.
+    Url(String),
+}
+
+/// The bearer token sent to a downstream URL.
+pub const ENV_DOWNSTREAM_TOKEN: &str = "WARRANT_MCP_DOWNSTREAM_TOKEN";
 
 /// Over stdio: one session, for one actor.
 #[derive(Debug, Clone)]
@@ -79,15 +93,7 @@ pub fn new_session_id() -> Result<String, McpError> {
 /// The engine, the downstream started and listed, the start-up report on stderr.
 async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
     let engine = Engine::builder().contract_file(&options.contract).open(&options.store)?;
-    let (program, rest) = options.downstream.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
-    let command = tokio::process::Command::new(program).configure(|c| {
-        c.args(rest);
-    });
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map_err(|e| McpError::Downstream(format!("`{program}`: {e}")))?;
-    let downstream = Downstream.serve(transport).await.map_err(|e| McpError::Downstream(e.to_string()))?;
+    let downstream = connect(&options.downstream).await?;
     let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
     let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
     let found = match_tools(gateway::contract_tools(&engine), &names);
@@ -97,6 +103,34 @@ async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Ru
 }
 
 type Running = rmcp::service::RunningService<rmcp::RoleClient, Downstream>;
+
+/// The downstream connection, protocol pinned to 2025-11-25.
+async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
+    let failed = |e: &dyn std::fmt::Display| McpError::Downstream(e.to_string());
+    match at {
+        DownstreamAt::Command(command) => {
+            let (program, rest) = command.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
+            let command = tokio::process::Command::new(program).configure(|c| {
+                c.args(rest);
+            });
+            let (transport, _) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|e| McpError::Downstream(format!("`{program}`: {e}")))?;
+            Downstream.serve(transport).await.map_err(|e| failed(&e))
+        }
+        DownstreamAt::Url(url) => {
+            // reqwest is built without a crypto provider of its own: ring, as the model client.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+            if let Some(token) = std::env::var(ENV_DOWNSTREAM_TOKEN).ok().filter(|t| !t.is_empty()) {
+                config = config.auth_header(token);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            Downstream.serve(transport).await.map_err(|e| McpError::Downstream(format!("`{url}`: {e}")))
+        }
+    }
+}
 
 fn config(options: &Options, actor: String, conversation: String) -> GatewayConfig {
     GatewayConfig {

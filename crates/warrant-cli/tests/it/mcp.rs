@@ -29,11 +29,13 @@ fn python() -> PathBuf {
 /// One store and one downstream log, for gateway sessions run one after another.
 struct Bench {
     dir: tempfile::TempDir,
+    /// The downstream's URL, when it serves streamable HTTP instead of being the gateway's child.
+    url: Option<String>,
 }
 
 impl Bench {
     fn new() -> Bench {
-        Bench { dir: tempfile::tempdir().unwrap() }
+        Bench { dir: tempfile::tempdir().unwrap(), url: None }
     }
 
     fn store(&self) -> String {
@@ -79,12 +81,15 @@ impl Bench {
         if let Some(session) = session {
             command.extend(["--session".to_owned(), session.to_owned()]);
         }
-        command.extend([
-            "--downstream-stdio".to_owned(),
-            python().display().to_string(),
-            root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
-            retail.join("data").display().to_string(),
-        ]);
+        match &self.url {
+            Some(url) => command.extend(["--downstream-url".to_owned(), url.clone()]),
+            None => command.extend([
+                "--downstream-stdio".to_owned(),
+                python().display().to_string(),
+                root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
+                retail.join("data").display().to_string(),
+            ]),
+        }
         let mut vars = json!({
             "RETAIL_DOWNSTREAM_LOG": self.log().display().to_string(),
             "PATH": std::env::var("PATH").unwrap_or_default(),
@@ -415,4 +420,31 @@ fn over_streamable_http_the_actor_is_the_keys_tenant_and_nothing_else() {
     assert!(turns.iter().all(|t| t.conversation.starts_with("mcp-")), "a session is a conversation");
     let actors: BTreeSet<&str> = turns.iter().filter_map(|t| t.request["actor"].as_str()).collect();
     assert_eq!(actors, BTreeSet::from([FATIMA, "sofia_rossi_8776"]));
+}
+
+#[test]
+fn a_downstream_at_a_url_is_reached_over_streamable_http() {
+    let mut bench = Bench::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(python())
+        .arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        .arg(root().join("examples/retail/data"))
+        .args(["--http", &port.to_string()])
+        .env("RETAIL_DOWNSTREAM_LOG", bench.log())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    bench.url = Some(format!("http://127.0.0.1:{port}/mcp"));
+    let plan = bench.session(FATIMA, Some("confirm"), json!({}), vec![cancel(PENDING, "no longer needed")]);
+    let outs = if up { run_client(bench.dir.path(), &[plan]) } else { Vec::new() };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(up, "the downstream did not listen on {port}");
+    let (is_error, text) = &texts(&outs[0])[0];
+    assert!(!is_error && text.ends_with(": performed"), "{text}");
+    assert_eq!(bench.performed().len(), 1);
+    assert_eq!(outcomes(&bench), vec![("cancel_pending_order".to_owned(), Some("done".to_owned()))]);
 }

@@ -4,7 +4,8 @@ in the file RETAIL_DOWNSTREAM_LOG names ({"tool", "arguments", "key"}); a call c
 idempotency key it has already performed is answered again without being performed again, so
 the log holds each key at most once unless the gateway forwards without one.
 
-Usage: python retail_downstream.py DATA_DIR   (stdio)
+Usage: python retail_downstream.py DATA_DIR [--http PORT]   (stdio, or streamable HTTP at
+http://127.0.0.1:PORT/mcp)
 """
 
 import json
@@ -71,4 +72,10 @@ async def main():
         await server.run(read, write, server.create_initialization_options())
 
 
-anyio.run(main)
+if "--http" in sys.argv:
+    import uvicorn
+    server = Server("retail-downstream", on_list_tools=list_tools, on_call_tool=call_tool)
+    port = int(sys.argv[sys.argv.index("--http") + 1])
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+else:
+    anyio.run(main)
