@@ -472,3 +472,28 @@ fn mcp_tool(def: &ToolDef) -> Tool {
 pub fn contract_tools(engine: &Engine<AnyStore>) -> Vec<ToolDef> {
     tools::definitions(engine.contract())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: String::new(),
+            input_schema: Map::new(),
+            consequential: false,
+            read_only: true,
+        }
+    }
+
+    #[test]
+    fn only_tools_both_sides_have_are_offered_and_the_rest_is_named() {
+        let downstream = ["pay".to_owned(), "look".to_owned(), "delete_everything".to_owned()];
+        let found = match_tools(vec![def("look"), def("pay"), def("refund")], &downstream);
+        let offered: Vec<_> = found.offered.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(offered, ["look", "pay"], "in the contract's order");
+        assert_eq!(found.missing_downstream, ["refund"]);
+        assert_eq!(found.undeclared, ["delete_everything"]);
+    }
+}

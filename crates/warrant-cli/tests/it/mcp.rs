@@ -259,6 +259,7 @@ fn single_rule_mutations_are_answered_is_error_with_the_rule_and_never_forwarded
         cancel(settled, "no longer needed"),
         call("modify_pending_order_payment", &json!({"order_id": PENDING, "payment_method_id": "credit_card_0000000"})),
         call("transfer_to_human_agents", &json!({"summary": "help"})),
+        call("get_order_details", &json!({"order_id": foreign})),
     ];
     let out = &run_client(bench.dir.path(), &[bench.session(FATIMA, Some("confirm"), json!({}), calls)])[0];
     let expected = [
@@ -267,6 +268,8 @@ fn single_rule_mutations_are_answered_is_error_with_the_rule_and_never_forwarded
         "[rule ",
         "not_a_member (field `args.payment_method_id`)",
         "unknown_operation (field `name`)",
+        // A read passes through only after structure and policy: another user's order is none.
+        "unknown_record (field `args.order_id`)",
     ];
     let got = texts(out);
     assert_eq!(got.len(), expected.len());
