@@ -85,11 +85,74 @@ pub(crate) struct ArgContext<'a> {
     pub(crate) contract: &'a Contract,
     pub(crate) clock: &'a TurnClock,
     pub(crate) actor_row: Option<RowRef>,
-    /// The user entry text pointers point into, if the turn has one. It is numbered only when
-    /// an argument points into it.
-    pub(crate) user_text: Option<&'a str>,
+    /// The entries text pointers may point into. An entry is numbered only when an argument
+    /// points into it.
+    pub(crate) words: &'a UserWords,
     /// The contract's currency, the only one a money argument may name.
     pub(crate) currency: Option<Currency>,
+}
+
+/// The entries of a turn that a text pointer may point into: the latest `user` entry, which a
+/// pointer without `entry` names, and the entries a pointer may name by index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UserWords {
+    /// The latest `user` entry, if the turn has one.
+    pub(crate) latest: Option<String>,
+    /// Entries by their index in the request's `entries`, each with its source kind; for a
+    /// confirmed act, the user entries its interaction kept.
+    pub(crate) entries: BTreeMap<u32, (String, String)>,
+}
+
+/// The only source kind whose entries hold the user's own words, and so the only one a value
+/// may be pointed out of.
+pub(crate) const USER_KIND: &str = "user";
+
+impl UserWords {
+    /// The words of the request's entries: every entry by index, and the latest user one.
+    pub(crate) fn of_entries(entries: &[crate::request::Entry]) -> UserWords {
+        UserWords {
+            latest: entries.iter().rev().find(|e| e.kind == USER_KIND).map(|e| e.text.clone()),
+            entries: (0u32..).zip(entries).map(|(i, e)| (i, (e.kind.clone(), e.text.clone()))).collect(),
+        }
+    }
+
+    /// The message `pointer` points into: entry `pointer.entry`, which must be a `user` entry,
+    /// or without one the latest user entry. `field` is the argument's (`args.name`); a refusal
+    /// names its `entry`.
+    pub(crate) fn message(&self, pointer: &TextPointer, field: &str) -> Result<&str, Finding> {
+        let Some(index) = pointer.entry else {
+            return self.latest.as_deref().ok_or_else(|| {
+                Finding::ask(ReasonCode::PointerInvalid)
+                    .field(field.to_owned())
+                    .detail("the turn has no user entry to point into".into())
+            });
+        };
+        let refused = |detail: String| {
+            Finding::refuse(ReasonCode::PointerEntryInvalid).field(format!("{field}.entry")).detail(detail)
+        };
+        match self.entries.get(&index) {
+            None => Err(refused(format!("there is no entry {index} to point into"))),
+            Some((kind, _)) if kind != USER_KIND => Err(refused(format!(
+                "entry {index} is a `{}` entry; a value may be pointed out of a `{USER_KIND}` entry only",
+                crate::text::visible(kind)
+            ))),
+            Some((_, text)) => Ok(text),
+        }
+    }
+
+    /// The user entries that the pointers among `args` name by index, each with its text: what
+    /// an interaction keeps so that the confirmation resolves the same words.
+    pub(crate) fn named_by(&self, op: &Operation, args: &Map<String, Value>) -> BTreeMap<u32, String> {
+        op.args
+            .iter()
+            .filter(|arg| arg.kind.takes_pointer())
+            .filter_map(|arg| serde_json::from_value::<TextPointer>(args.get(&arg.name)?.clone()).ok()?.entry)
+            .filter_map(|i| match self.entries.get(&i) {
+                Some((kind, text)) if kind == USER_KIND => Some((i, text.clone())),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Checks every argument of `op` in `args`. The first failure ends the check.
@@ -117,7 +180,8 @@ pub(crate) fn check_args(
             }
             return Err(Finding::ask(ReasonCode::MissingArgument).field(field));
         };
-        let result = check_one(ctx, work, &checked, &arg.kind, value).map_err(|f| f.field_if_absent(field))?;
+        let result =
+            check_one(ctx, work, &checked, (&field, &arg.kind), value).map_err(|f| f.field_if_absent(field))?;
         checked.insert(arg.name.clone(), result);
     }
     check_pairs(work, op, &checked)?;
@@ -193,18 +257,16 @@ fn check_records(
     Ok(Checked::Records(rows))
 }
 
-/// A `text` argument: a pointer into the user's message, resolved to the exact words it holds.
-fn check_text(ctx: &ArgContext<'_>, allow_empty: bool, value: &Value) -> Result<Checked, Finding> {
+/// A `text` argument: a pointer into a user entry, resolved to the exact words it holds.
+fn check_text(ctx: &ArgContext<'_>, field: &str, allow_empty: bool, value: &Value) -> Result<Checked, Finding> {
     if allow_empty && value.as_str() == Some("") {
         return Ok(Checked::Text(String::new()));
     }
     let pointer: TextPointer = serde_json::from_value(value.clone()).map_err(|e| {
         Finding::ask(ReasonCode::PointerInvalid)
-            .detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}"))
+            .detail(format!("a text argument is {{\"entry\":i,\"ptr\":[from,to],\"copy\":…}}: {e}"))
     })?;
-    let text = ctx.user_text.ok_or_else(|| {
-        Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
-    })?;
+    let text = ctx.words.message(&pointer, field)?;
     let numbered = pointer::numbered(text);
     let resolved = pointer::resolve(&numbered, &pointer)
         .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
@@ -233,7 +295,7 @@ fn check_one(
     ctx: &ArgContext<'_>,
     work: &mut Workspace<'_>,
     earlier: &BTreeMap<String, Checked>,
-    kind: &ArgKind,
+    (field, kind): (&str, &ArgKind),
     value: &Value,
 ) -> Result<Checked, Finding> {
     match kind {
@@ -262,7 +324,7 @@ fn check_one(
             let container = container_row(ctx, earlier, of)?;
             locate_members(work, &container, path, key.as_deref(), &ids).map(Checked::Members)
         }
-        ArgKind::Text { allow_empty } => check_text(ctx, *allow_empty, value),
+        ArgKind::Text { allow_empty } => check_text(ctx, field, *allow_empty, value),
         ArgKind::Date => {
             let expr: DateExpr = serde_json::from_value(value.clone())
                 .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;

@@ -98,7 +98,7 @@ pub enum ArgKind {
         /// For a list, the field of each element that is its id; `None` for an object's keys.
         key: Option<String>,
     },
-    /// Words of the latest user entry, by pointer.
+    /// Words of a user entry (the latest one unless the pointer names another), by pointer.
     Text {
         /// Whether a pointer to no words is accepted; otherwise it is refused.
         allow_empty: bool,
@@ -116,6 +116,13 @@ pub enum ArgKind {
     },
     /// A boolean.
     Bool,
+}
+
+impl ArgKind {
+    /// Whether a value of this kind is a pointer into the user's words.
+    pub fn takes_pointer(&self) -> bool {
+        matches!(self, ArgKind::Text { .. })
+    }
 }
 
 /// A derived quantity: integer arithmetic over money (in minor units) and counts.

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::args::{self, ArgContext, Checked};
+use crate::args::{self, ArgContext, Checked, UserWords};
 use crate::change::RowChange;
 use crate::check::{self, CheckAnswers, CheckRequest, ModelTask};
 use crate::contract::Contract;
@@ -234,8 +235,8 @@ struct Proposal<'a> {
     op: String,
     args: Map<String, Value>,
     from: String,
-    /// The user message its text pointers point into.
-    user_text: Option<String>,
+    /// The user entries its text pointers point into.
+    words: Rc<UserWords>,
     /// For a confirmed answer: the interaction and the revisions it saw.
     confirmed: Option<&'a Interaction>,
 }
@@ -287,7 +288,7 @@ pub fn decide_answered(
         conflicts,
         answers,
         gate_answers,
-        latest_user: request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone()),
+        words: Rc::new(UserWords::of_entries(&request.entries)),
         actor_row: contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() }),
     };
     let mut state = TurnState::new(&input);
@@ -314,8 +315,9 @@ struct TurnInput<'a> {
     answers: &'a CheckAnswers,
     /// The answers of the outbound gate's questions about the reply.
     gate_answers: &'a GateAnswers,
-    /// The latest user entry: the request's acts and the clauses' operations point into it.
-    latest_user: Option<String>,
+    /// The request's entries that text pointers may point into: the request's acts and the
+    /// clauses' operations point into them.
+    words: Rc<UserWords>,
     /// The actor's row, when the contract names an actor table.
     actor_row: Option<RowRef>,
 }
@@ -484,7 +486,14 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: it.op.clone(),
             args: it.args.clone(),
             from: it.from.clone(),
-            user_text: it.user_text.clone(),
+            words: Rc::new(UserWords {
+                latest: it.user_text.clone(),
+                entries: it
+                    .entries
+                    .iter()
+                    .map(|(i, text)| (*i, (crate::args::USER_KIND.to_owned(), text.clone())))
+                    .collect(),
+            }),
             confirmed: Some(it),
         })
         .collect();
@@ -496,7 +505,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: act.op.clone(),
             args: act.args.clone(),
             from,
-            user_text: input.latest_user.clone(),
+            words: Rc::clone(&input.words),
             confirmed: None,
         });
     }
@@ -530,7 +539,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
                 op: operation.clause.op().to_owned(),
                 args: Map::new(),
                 from: entry.kind.clone(),
-                user_text: input.latest_user.clone(),
+                words: Rc::clone(&input.words),
                 confirmed: None,
             });
         }
@@ -542,7 +551,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
 /// away every act that would commit or be held. Named whenever the turn proposes anything,
 /// so that it runs in the first round beside the acts' own checks.
 fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Option<CheckRequest> {
-    match &input.latest_user {
+    match &input.words.latest {
         Some(message) if !proposals.is_empty() && input.contract.model().runs(check::UNCOVERED_REQUEST) => {
             // Arguments in canonical form: the question, and so its id, is the same for a
             // request whose store kept its keys in another order.
@@ -579,7 +588,7 @@ fn decide_proposal(
         contract: input.contract,
         clock: input.valid.clock(),
         actor_row: input.actor_row.clone(),
-        user_text: proposal.user_text.as_deref(),
+        words: &proposal.words,
         currency: input.contract.currency(),
     };
     let checks = ActChecks { answers: input.answers, needed: &mut state.needed, uncovered };
@@ -610,6 +619,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
     let request = input.request;
     let n = state.opened.len().to_string();
     let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
+    let op_entries =
+        input.contract.operation(&proposal.op).map(|op| proposal.words.named_by(op, &args)).unwrap_or_default();
     let mut revisions = BTreeMap::new();
     for row in &state.work.touched {
         if let Some(Slot { read: Some(record), .. }) = state.work.rows.get(row) {
@@ -627,7 +638,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
         from: proposal.from.clone(),
         options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
         revisions,
-        user_text: proposal.user_text.clone(),
+        user_text: proposal.words.latest.clone(),
+        entries: op_entries,
         open: true,
     };
     state.response.interactions.push(InteractionOut {
@@ -916,7 +928,7 @@ fn locate_plain_values<'p>(
             continue;
         }
         let field = format!("args.{}", arg.name);
-        let Some(message) = proposal.user_text.as_deref() else {
+        let Some(message) = proposal.words.latest.as_deref() else {
             let finding = Finding::ask(ReasonCode::PointerInvalid)
                 .field(field)
                 .detail("the turn has no user entry to point into".into());
@@ -924,7 +936,9 @@ fn locate_plain_values<'p>(
         };
         let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
         match check::located(&request, answers.get(&request.id)) {
-            Ok(pointer) => {
+            Ok(mut pointer) => {
+                // The question was about the latest user entry, so its answer points there.
+                pointer.entry = None;
                 args.to_mut().insert(arg.name.clone(), serde_json::to_value(&pointer).unwrap_or(Value::Null));
                 located.insert(arg.name.clone());
             }
@@ -962,10 +976,10 @@ fn semantic_checks(
         }
         let field = format!("args.{}", arg.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
-        let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
-        let numbered = pointer::numbered(message);
         let pointer: TextPointer =
             args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
+        let message = proposal.words.message(&pointer, &field)?;
+        let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<ModelTask> = arg.checks.clone();
         if located.contains(&arg.name) && !tasks.contains(&ModelTask::ValueStated) {

@@ -11,6 +11,7 @@ mod outbound;
 mod prompts;
 mod receiver;
 mod records;
+mod render;
 mod score;
 mod serve;
 mod service;

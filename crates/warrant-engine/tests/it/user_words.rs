@@ -1,0 +1,138 @@
+//! Values from the user's words through the engine, over a real SQLite file: a pointer into an
+//! earlier user entry of the turn (held, confirmed in a later turn and replayed), and the
+//! pointers that may not be followed, each refused naming its field.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use warrant_core::turn::{TurnResponse, Verdict};
+use warrant_engine::{Engine, ModelSetup, ModelSource, TurnResult, load_contract};
+use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
+use warrant_store::SqliteStore;
+
+/// Answers every question the same way, and keeps each question it was asked.
+struct Always {
+    answer: &'static str,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Provider for Always {
+    fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        let question = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        self.asked.lock().unwrap().push(question);
+        Ok(ChatAnswer { content: self.answer.to_owned(), prompt_tokens: 20, completion_tokens: 3 })
+    }
+}
+
+/// The questions the model was asked.
+type Asked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// `examples/rename` with `rename` held for the user's confirmation, in `dir`.
+fn engine(dir: &Path, answer: &'static str) -> (Engine<SqliteStore>, Asked) {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rename");
+    let contract = std::fs::read_to_string(example.join("contract.toml")).unwrap();
+    let held = contract.replacen("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n", 1);
+    assert_ne!(held, contract, "the example declares `rename`");
+    std::fs::write(dir.join("contract.toml"), held).unwrap();
+    std::fs::copy(example.join("policies.cedar"), dir.join("policies.cedar")).unwrap();
+    std::fs::create_dir(dir.join("data")).unwrap();
+    std::fs::copy(example.join("data/customers.json"), dir.join("data/customers.json")).unwrap();
+    let (contract, folder) = load_contract(&dir.join("contract.toml")).unwrap();
+    let store = SqliteStore::open(&dir.join("warrant.sqlite")).unwrap();
+    let asked = Asked::default();
+    let provider = Always { answer, asked: asked.clone() };
+    let model = ModelSource::Setup(ModelSetup::new(Box::new(provider), "test-model"));
+    (crate::build(contract, &folder, store, model), asked)
+}
+
+fn request(turn: &str, entries: Value, acts: Value, answers: Value) -> String {
+    json!({"conversation": "c1", "turn": turn, "actor": "kim", "at": "2026-11-29T15:00:00Z",
+        "time_zone": "UTC", "locale": "en-US", "entries": entries, "acts": acts, "answers": answers})
+    .to_string()
+}
+
+fn decided(engine: &mut Engine<SqliteStore>, body: &str) -> TurnResponse {
+    match engine.turn(body).unwrap() {
+        TurnResult::Decided { response, .. } => response,
+        other => panic!("not decided: {other:?}"),
+    }
+}
+
+/// The first act's verdict, first reason code and its field.
+fn first(response: &TurnResponse) -> (Verdict, String, String) {
+    let act = &response.acts[0];
+    let reason = act.reasons.first();
+    (
+        act.verdict,
+        reason.map_or(String::new(), |r| r.code.as_str().to_owned()),
+        reason.and_then(|r| r.field.clone()).unwrap_or_default(),
+    )
+}
+
+/// Three entries: the name is in the first, the request to use it in the last.
+fn conversation() -> Value {
+    json!([
+        {"kind": "user", "text": "My new name is Kim Lee."},
+        {"kind": "agent", "text": "Thanks. What would you like to do with it, Dana Reyes?"},
+        {"kind": "user", "text": "Please change my name to that."}
+    ])
+}
+
+/// The pointer to `word` (a word of entry `entry`'s text), built from the numbered rendering
+/// `warrant render` prints, as an integrator builds it.
+fn pointer_from_render(entries: &Value, entry: usize, words: &[&str]) -> Value {
+    let text = entries[entry]["text"].as_str().unwrap();
+    let rendering: Value = serde_json::from_str(&warrant_core::report::render_json(text)).unwrap();
+    let number = |word: &str| {
+        rendering["words"].as_array().unwrap().iter().find(|w| w["word"] == word).map(|w| w["n"].clone()).unwrap()
+    };
+    let (from, to) = (number(words[0]), number(words[words.len() - 1]));
+    json!({"entry": entry, "ptr": [from, to], "copy": words.join(" ")})
+}
+
+#[test]
+fn a_pointer_can_point_into_an_earlier_user_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"yes"}"#);
+    let entries = conversation();
+    let name = pointer_from_render(&entries, 0, &["Kim", "Lee"]);
+    assert_eq!(name["ptr"], json!([5, 6]), "{name}");
+    let held =
+        decided(&mut engine, &request("t1", entries, json!([{"op": "rename", "args": {"name": name}}]), json!([])));
+    assert_eq!(first(&held).0, Verdict::Hold, "{held:?}");
+    // `value_stated` judged the words against the entry they were pointed out of.
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert!(questions[0].contains("[5]Kim [6]Lee"), "{}", questions[0]);
+    assert!(!questions[0].contains("change my name"), "{}", questions[0]);
+
+    // Confirmed a turn later, whose only entry is "yes": the same words, kept with the
+    // interaction, are checked and written.
+    let interaction = held.interactions[0].id.clone();
+    let answers = json!([{"interaction": interaction, "option": "confirm"}]);
+    let confirmed = decided(&mut engine, &request("t2", json!([{"kind": "user", "text": "yes"}]), json!([]), answers));
+    assert_eq!(first(&confirmed).0, Verdict::Commit, "{confirmed:?}");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim Lee");
+    assert_eq!(confirmed.effects[0].args["name"], "Kim Lee");
+
+    // Each turn is decided again from its record alone, to the same response.
+    let replayed = engine.replay().unwrap();
+    assert_eq!((replayed.turns, replayed.identical), (2, 2), "{:?}", replayed.changes);
+}
+
+#[test]
+fn a_pointer_into_an_entry_that_is_not_the_users_is_refused_naming_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"yes"}"#);
+    // Entry 1 is the agent's: "Dana Reyes" there are not the user's words.
+    for (turn, entry) in [("t1", 1), ("t2", 3)] {
+        let name = json!({"entry": entry, "ptr": [1, 1]});
+        let body = request(turn, conversation(), json!([{"op": "rename", "args": {"name": name}}]), json!([]));
+        let response = decided(&mut engine, &body);
+        let expected = (Verdict::Refuse, "pointer_entry_invalid".to_owned(), "args.name.entry".to_owned());
+        assert_eq!(first(&response), expected, "entry {entry}: {response:?}");
+    }
+    assert!(asked.lock().unwrap().is_empty(), "nothing refused reaches a model");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim");
+}
