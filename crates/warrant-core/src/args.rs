@@ -10,7 +10,7 @@ use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
 use crate::facts::RowRef;
 use crate::money::{Currency, Money};
-use crate::operation::{Arg, ArgKind, Operation};
+use crate::operation::{Arg, ArgKind, Operation, StringPattern};
 use crate::pointer::{self, TextPointer};
 use crate::reason::ReasonCode;
 use crate::verdict::Finding;
@@ -32,6 +32,8 @@ pub enum Checked {
     Members(Vec<MemberRef>),
     /// The exact words the pointer holds.
     Text(String),
+    /// Text the model composed, as it sent it; never the user's words.
+    String(String),
     /// An ISO date, evaluated with the turn's clock.
     Date(String),
     /// Money, in minor units of its currency.
@@ -66,7 +68,7 @@ impl Checked {
     /// The value as JSON, for policy context and events.
     pub fn to_json(&self) -> Value {
         match self {
-            Checked::Enum(s) | Checked::Text(s) | Checked::Date(s) => Value::String(s.clone()),
+            Checked::Enum(s) | Checked::Text(s) | Checked::String(s) | Checked::Date(s) => Value::String(s.clone()),
             Checked::Record(row) => Value::String(row.key.clone()),
             Checked::Records(rows) => Value::Array(rows.iter().map(|r| Value::String(r.key.clone())).collect()),
             Checked::Member(m) => Value::String(m.id.clone()),
@@ -274,6 +276,36 @@ fn check_text(ctx: &ArgContext<'_>, field: &str, allow_empty: bool, value: &Valu
     Ok(Checked::Text(value))
 }
 
+/// A `string` argument: a JSON string, checked by its schema alone (length, pattern, values).
+/// A pointer is no string here: text the model composes is never the user's words.
+fn check_string(
+    max_length: Option<u32>,
+    pattern: Option<&StringPattern>,
+    values: &Option<Vec<String>>,
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let text = value.as_str().ok_or_else(|| wrong_type("a string"))?;
+    let length = text.chars().count();
+    if let Some(max) = max_length
+        && length > usize::try_from(max).unwrap_or(usize::MAX)
+    {
+        return Err(Finding::refuse(ReasonCode::StringTooLong).detail(format!("{length} characters, at most {max}")));
+    }
+    if let Some(pattern) = pattern
+        && !pattern.matches(text)
+    {
+        return Err(Finding::refuse(ReasonCode::PatternMismatch)
+            .detail(format!("the value does not match `{}`", crate::text::visible(&pattern.source))));
+    }
+    if let Some(values) = values
+        && !values.iter().any(|v| v == text)
+    {
+        return Err(Finding::refuse(ReasonCode::NotInClosedSet)
+            .detail(format!("`{}` is not one of the declared values", crate::text::visible(text))));
+    }
+    Ok(Checked::String(text.to_owned()))
+}
+
 /// A `money` argument: an exact amount in the contract's one currency, in minor units.
 fn check_money(ctx: &ArgContext<'_>, value: &Value) -> Result<Checked, Finding> {
     let money: Money = Money::from_json(value)
@@ -325,6 +357,7 @@ fn check_one(
             locate_members(work, &container, path, key.as_deref(), &ids).map(Checked::Members)
         }
         ArgKind::Text { allow_empty } => check_text(ctx, field, *allow_empty, value),
+        ArgKind::String { max_length, pattern, values } => check_string(*max_length, pattern.as_ref(), values, value),
         ArgKind::Date => {
             let expr: DateExpr = serde_json::from_value(value.clone())
                 .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;

@@ -96,6 +96,10 @@ reason_codes! {
     CurrencyNotAccepted => "currency_not_accepted",
     /// An integer argument is outside its declared bounds.
     OutOfBounds => "out_of_bounds",
+    /// A `string` argument has more characters than its `max_length`.
+    StringTooLong => "string_too_long",
+    /// A `string` argument does not match its `pattern` as a whole.
+    PatternMismatch => "pattern_mismatch",
     /// The actor is not a row of the contract's actor table.
     UnknownActor => "unknown_actor",
     /// A stored fact could not be read; the act fails closed.

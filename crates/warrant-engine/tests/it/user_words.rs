@@ -28,14 +28,36 @@ impl Provider for Always {
 /// The questions the model was asked.
 type Asked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
-/// `examples/rename` with `rename` held for the user's confirmation, in `dir`.
+/// What these tests add to `examples/rename`: a note the model composes.
+const OPERATIONS: &str = r#"
+[[operation]]
+name = "note"
+args.body = { kind = "string", max_length = 40 }
+args.topic = { kind = "string", pattern = "[a-z]+(-[a-z]+)*", optional = true }
+args.tone = { kind = "string", values = ["plain", "warm"], optional = true }
+
+[[operation.effect]]
+set = "actor.note"
+arg = "body"
+"#;
+
+const POLICIES: &str = r#"
+@id("anyone_may_leave_a_note")
+permit (principal, action == Action::"note", resource);
+
+@id("no_notes_about_passwords")
+forbid (principal, action == Action::"note", resource) when { context.args.body like "*password*" };
+"#;
+
+/// `examples/rename` with `rename` held for the user's confirmation and [`OPERATIONS`], in `dir`.
 fn engine(dir: &Path, answer: &'static str) -> (Engine<SqliteStore>, Asked) {
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rename");
     let contract = std::fs::read_to_string(example.join("contract.toml")).unwrap();
     let held = contract.replacen("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n", 1);
     assert_ne!(held, contract, "the example declares `rename`");
-    std::fs::write(dir.join("contract.toml"), held).unwrap();
-    std::fs::copy(example.join("policies.cedar"), dir.join("policies.cedar")).unwrap();
+    std::fs::write(dir.join("contract.toml"), held + OPERATIONS).unwrap();
+    let policies = std::fs::read_to_string(example.join("policies.cedar")).unwrap();
+    std::fs::write(dir.join("policies.cedar"), policies + POLICIES).unwrap();
     std::fs::create_dir(dir.join("data")).unwrap();
     std::fs::copy(example.join("data/customers.json"), dir.join("data/customers.json")).unwrap();
     let (contract, folder) = load_contract(&dir.join("contract.toml")).unwrap();
@@ -135,4 +157,40 @@ fn a_pointer_into_an_entry_that_is_not_the_users_is_refused_naming_its_field() {
     }
     assert!(asked.lock().unwrap().is_empty(), "nothing refused reaches a model");
     assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["name"], "Kim");
+}
+
+fn note(engine: &mut Engine<SqliteStore>, turn: &str, args: Value) -> TurnResponse {
+    let entries = json!([{"kind": "user", "text": "Leave a note for the courier."}]);
+    decided(engine, &request(turn, entries, json!([{"op": "note", "args": args}]), json!([])))
+}
+
+#[test]
+fn a_string_argument_is_not_the_users_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"no"}"#);
+    // Words the user never said commit: no pointer, no `value_stated` (whose "no" would block).
+    let body = "Ring twice, the bell is broken";
+    let committed = note(&mut engine, "t1", json!({"body": body, "topic": "delivery-notes", "tone": "warm"}));
+    assert_eq!(first(&committed), (Verdict::Commit, String::new(), String::new()), "{committed:?}");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["note"], body);
+    assert!(asked.lock().unwrap().is_empty(), "a model was asked: {:?}", asked.lock().unwrap());
+
+    // Checked by its schema alone, each failure refused with its code.
+    let refused = |code: &str, field: &str| (Verdict::Refuse, code.to_owned(), field.to_owned());
+    let cases = [
+        (json!({"body": {"ptr": [1, 3]}}), refused("wrong_argument_type", "args.body")),
+        (json!({"body": "x".repeat(41)}), refused("string_too_long", "args.body")),
+        (json!({"body": "é".repeat(40)}), (Verdict::Commit, String::new(), String::new())),
+        (json!({"body": "Ring", "topic": "Delivery notes"}), refused("pattern_mismatch", "args.topic")),
+        (json!({"body": "Ring", "topic": "notes-"}), refused("pattern_mismatch", "args.topic")),
+        (json!({"body": "Ring", "tone": "cold"}), refused("not_in_closed_set", "args.tone")),
+        (json!({"body": "my password is 1234"}), refused("forbidden_by_policy", "")),
+    ];
+    for (i, (args, expected)) in cases.into_iter().enumerate() {
+        let response = note(&mut engine, &format!("t{}", i + 2), args.clone());
+        assert_eq!(first(&response), expected, "{args}: {response:?}");
+    }
+    let forbidden = note(&mut engine, "t9", json!({"body": "the password"}));
+    assert_eq!(forbidden.acts[0].reasons[0].policies, ["no_notes_about_passwords"]);
+    assert!(asked.lock().unwrap().is_empty());
 }
