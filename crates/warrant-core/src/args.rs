@@ -147,8 +147,7 @@ impl UserWords {
     pub(crate) fn named_by(&self, op: &Operation, args: &Map<String, Value>) -> BTreeMap<u32, String> {
         op.args
             .iter()
-            .filter(|arg| arg.kind.takes_pointer())
-            .filter_map(|arg| serde_json::from_value::<TextPointer>(args.get(&arg.name)?.clone()).ok()?.entry)
+            .filter_map(|arg| pointer_of(&arg.kind, args.get(&arg.name)?)?.entry)
             .filter_map(|i| match self.entries.get(&i) {
                 Some((kind, text)) if kind == USER_KIND => Some((i, text.clone())),
                 _ => None,
@@ -268,12 +267,66 @@ fn check_text(ctx: &ArgContext<'_>, field: &str, allow_empty: bool, value: &Valu
         Finding::ask(ReasonCode::PointerInvalid)
             .detail(format!("a text argument is {{\"entry\":i,\"ptr\":[from,to],\"copy\":…}}: {e}"))
     })?;
-    let text = ctx.words.message(&pointer, field)?;
+    pointed_words(ctx, field, &pointer).map(Checked::Text)
+}
+
+/// The exact words `pointer` holds in the user entry it points into.
+fn pointed_words(ctx: &ArgContext<'_>, field: &str, pointer: &TextPointer) -> Result<String, Finding> {
+    let text = ctx.words.message(pointer, field)?;
     let numbered = pointer::numbered(text);
-    let resolved = pointer::resolve(&numbered, &pointer)
+    let resolved = pointer::resolve(&numbered, pointer)
         .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
-    let value = resolved.value.to_owned();
-    Ok(Checked::Text(value))
+    Ok(resolved.value.to_owned())
+}
+
+/// The shape of an enum value the user must have said.
+const EVIDENCE_SHAPE: &str = r#"{"value":id,"entry":i,"ptr":[from,to],"copy":…}"#;
+
+/// An `enum` argument: an id of the closed set. With `evidence`, the id comes with a pointer to
+/// the words the user said it with, which must resolve in a user entry.
+fn check_enum(
+    ctx: &ArgContext<'_>,
+    field: &str,
+    (values, evidence): (&[String], bool),
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let (id, pointer) = match value {
+        Value::Object(map) if evidence => {
+            let id = map.get("value").and_then(Value::as_str).ok_or_else(|| wrong_type(EVIDENCE_SHAPE))?;
+            (id, evidence_pointer(map).map(Some)?)
+        }
+        _ => (value.as_str().ok_or_else(|| wrong_type("an id"))?, None),
+    };
+    if !values.iter().any(|v| v == id) {
+        return Err(Finding::refuse(ReasonCode::NotInClosedSet)
+            .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))));
+    }
+    if evidence {
+        let pointer = pointer.ok_or_else(|| {
+            Finding::ask(ReasonCode::PointerInvalid)
+                .detail(format!("the user must have said this value: it is {EVIDENCE_SHAPE}"))
+        })?;
+        pointed_words(ctx, field, &pointer)?;
+    }
+    Ok(Checked::Enum(id.to_owned()))
+}
+
+/// The pointer of an enum value with evidence: the object without its `value`.
+fn evidence_pointer(map: &Map<String, Value>) -> Result<TextPointer, Finding> {
+    let mut rest = map.clone();
+    rest.remove("value");
+    serde_json::from_value(Value::Object(rest))
+        .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{EVIDENCE_SHAPE}: {e}")))
+}
+
+/// The pointer an argument's value is or carries: a `text` pointer, or an evidenced enum's;
+/// `None` for any other kind or a value that holds none.
+pub(crate) fn pointer_of(kind: &ArgKind, value: &Value) -> Option<TextPointer> {
+    match (kind, value) {
+        (ArgKind::Text { .. }, _) => serde_json::from_value(value.clone()).ok(),
+        (ArgKind::Enum { evidence: true, .. }, Value::Object(map)) => evidence_pointer(map).ok(),
+        _ => None,
+    }
 }
 
 /// A `string` argument: a JSON string, checked by its schema alone (length, pattern, values).
@@ -331,15 +384,7 @@ fn check_one(
     value: &Value,
 ) -> Result<Checked, Finding> {
     match kind {
-        ArgKind::Enum { values } => {
-            let id = value.as_str().ok_or_else(|| wrong_type("an id"))?;
-            if values.iter().any(|v| v == id) {
-                Ok(Checked::Enum(id.to_owned()))
-            } else {
-                Err(Finding::refuse(ReasonCode::NotInClosedSet)
-                    .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
-            }
-        }
+        ArgKind::Enum { values, evidence } => check_enum(ctx, field, (values, *evidence), value),
         ArgKind::Record { table } => check_record(ctx, work, table, value),
         ArgKind::Records { table, require, .. } => check_records(ctx, work, table, require, value),
         ArgKind::Member { of, path, key } => {
@@ -504,4 +549,25 @@ fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<Stri
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_text_and_an_evidenced_enum_carry_a_pointer() {
+        let text = ArgKind::Text { allow_empty: false };
+        let said = ArgKind::Enum { values: vec!["a".into()], evidence: true };
+        let plain = ArgKind::Enum { values: vec!["a".into()], evidence: false };
+        let pointer = TextPointer { entry: Some(1), from: 2, to: 3, copy: None };
+        let bare = serde_json::json!({"entry": 1, "ptr": [2, 3]});
+        let carried = serde_json::json!({"value": "a", "entry": 1, "ptr": [2, 3]});
+        assert_eq!(pointer_of(&text, &bare), Some(pointer.clone()));
+        assert_eq!(pointer_of(&said, &carried), Some(pointer));
+        assert_eq!(pointer_of(&said, &serde_json::json!("a")), None);
+        assert_eq!(pointer_of(&plain, &carried), None);
+        assert_eq!(pointer_of(&said, &serde_json::json!({"value": "a", "ptr": [2, 3], "why": 1})), None);
+        assert!(text.takes_pointer() && said.takes_pointer() && !plain.takes_pointer());
+    }
 }

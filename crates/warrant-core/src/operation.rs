@@ -61,6 +61,9 @@ pub enum ArgKind {
     Enum {
         /// The ids the value may be; anything else is refused.
         values: Vec<String>,
+        /// Whether the user must have said it: the value then carries a pointer to the words
+        /// they said it with (`{"value","entry","ptr","copy"}`), and `value_stated` checks them.
+        evidence: bool,
     },
     /// A row of a table, by key (optionally with the revision the model saw).
     Record {
@@ -129,9 +132,9 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
-    /// Whether a value of this kind is a pointer into the user's words.
+    /// Whether a value of this kind is, or carries, a pointer into the user's words.
     pub fn takes_pointer(&self) -> bool {
-        matches!(self, ArgKind::Text { .. })
+        matches!(self, ArgKind::Text { .. } | ArgKind::Enum { evidence: true, .. })
     }
 }
 
@@ -360,6 +363,8 @@ struct RawArg {
     allow_empty: bool,
     max_length: Option<u32>,
     pattern: Option<Spanned<String>>,
+    #[serde(default)]
+    evidence: bool,
     min: Option<i64>,
     max: Option<i64>,
     #[serde(default)]
@@ -580,7 +585,7 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             if raw.values.as_ref().is_none_or(Vec::is_empty) {
                 return Err(format!("argument `{name}` of kind `enum` needs a non-empty `values` list"));
             }
-            ArgKind::Enum { values: string_values(name, raw)?.unwrap_or_default() }
+            ArgKind::Enum { values: string_values(name, raw)?.unwrap_or_default(), evidence: raw.evidence }
         }
         "record" => {
             let table = need(&raw.table, "table")?;
@@ -634,6 +639,9 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
     };
+    if raw.evidence && raw.kind != "enum" {
+        return Err(format!("argument `{name}`: `evidence` applies to `enum` arguments only"));
+    }
     if raw.kind != "string" && (raw.max_length.is_some() || raw.pattern.is_some()) {
         return Err(format!("argument `{name}`: `max_length` and `pattern` apply to `string` arguments only"));
     }

@@ -19,6 +19,7 @@ use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::operation::ArgKind;
 use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, TextPointer};
@@ -907,10 +908,11 @@ struct Located<'p> {
     located: BTreeSet<String>,
 }
 
-/// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
-/// the `locate` task is asked which words of the user's message give it. Its answer (a
-/// pointer) replaces the plain value and goes through structure exactly as if the agent had
-/// sent it; the model never supplies the value's text. Returns the arguments to check and the
+/// Step 4 before structure: a plain string proposed for a `text` argument (or a bare id for
+/// an enum with evidence) is no pointer, so the `locate` task is asked which words of the
+/// latest user entry give it. Its answer (a pointer, beside the id for an enum) replaces the
+/// plain value and goes through structure exactly as if the agent had sent it; the model never
+/// supplies the value's text. Returns the arguments to check and the
 /// names of the located ones; anything but a pointer for every plain value takes the act away.
 fn locate_plain_values<'p>(
     op: &crate::operation::Operation,
@@ -922,10 +924,14 @@ fn locate_plain_values<'p>(
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;
     for arg in &op.args {
-        let crate::operation::ArgKind::Text { allow_empty } = arg.kind else { continue };
         let Some(Value::String(proposed)) = proposal.args.get(&arg.name) else { continue };
-        if allow_empty && proposed.is_empty() {
-            continue;
+        match &arg.kind {
+            ArgKind::Text { allow_empty } if !(*allow_empty && proposed.is_empty()) => {}
+            // An id the user must have said, sent without the words they said it with: they
+            // are located like a text value's. An id outside the set is refused by structure,
+            // with no question asked.
+            ArgKind::Enum { values, evidence: true } if values.contains(proposed) => {}
+            _ => continue,
         }
         let field = format!("args.{}", arg.name);
         let Some(message) = proposal.words.latest.as_deref() else {
@@ -939,7 +945,11 @@ fn locate_plain_values<'p>(
             Ok(mut pointer) => {
                 // The question was about the latest user entry, so its answer points there.
                 pointer.entry = None;
-                args.to_mut().insert(arg.name.clone(), serde_json::to_value(&pointer).unwrap_or(Value::Null));
+                let mut value = serde_json::to_value(&pointer).unwrap_or(Value::Null);
+                if let (ArgKind::Enum { .. }, Value::Object(map)) = (&arg.kind, &mut value) {
+                    map.insert("value".into(), Value::String(proposed.clone()));
+                }
+                args.to_mut().insert(arg.name.clone(), value);
                 located.insert(arg.name.clone());
             }
             Err(finding) => {
@@ -954,8 +964,9 @@ fn locate_plain_values<'p>(
 }
 
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
-/// supplied answers, and `value_stated` on every located value whether declared or not: the
-/// words a model located are checked by another question before they can be used. Every
+/// supplied answers, and `value_stated` on every located value and every enum with evidence
+/// whether declared or not: the words a model located, and the words an id is said to come
+/// from, are checked by another question before they can be used. Every
 /// check of the act is named in `needed`, so that one round of model calls can answer them
 /// all; the first that takes something away decides.
 fn semantic_checks(
@@ -968,8 +979,14 @@ fn semantic_checks(
 ) -> Result<(), Finding> {
     let Located { args, located } = located;
     let mut first: Option<Finding> = None;
-    for arg in op.args.iter().filter(|a| !a.checks.is_empty() || located.contains(&a.name)) {
-        let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };
+    for arg in &op.args {
+        // An enum the user must have said is always checked against the words it points at.
+        let evidenced = matches!(arg.kind, ArgKind::Enum { evidence: true, .. });
+        let stated = evidenced || located.contains(&arg.name);
+        if arg.checks.is_empty() && !stated {
+            continue;
+        }
+        let (Some(Checked::Text(value)) | Some(Checked::Enum(value))) = checked.get(&arg.name) else { continue };
         if value.is_empty() {
             // An allowed empty value holds no words of the user to check.
             continue;
@@ -977,12 +994,12 @@ fn semantic_checks(
         let field = format!("args.{}", arg.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
         let pointer: TextPointer =
-            args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
+            args.get(&arg.name).and_then(|v| args::pointer_of(&arg.kind, v)).ok_or_else(unresolved)?;
         let message = proposal.words.message(&pointer, &field)?;
         let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<ModelTask> = arg.checks.clone();
-        if located.contains(&arg.name) && !tasks.contains(&ModelTask::ValueStated) {
+        if stated && !tasks.contains(&ModelTask::ValueStated) {
             tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {

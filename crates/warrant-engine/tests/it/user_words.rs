@@ -11,24 +11,30 @@ use warrant_engine::{Engine, ModelSetup, ModelSource, TurnResult, load_contract}
 use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::SqliteStore;
 
-/// Answers every question the same way, and keeps each question it was asked.
+/// Answers every `value_stated` question the same way and every `locate` question with
+/// `LOCATED`, and keeps each question it was asked.
 struct Always {
     answer: &'static str,
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+/// Words 3 to 5 of the first entry of [`close`]'s turns: "moving to Lisbon".
+const LOCATED: &str = r#"{"found":true,"from":3,"to":5,"copy":"moving to Lisbon"}"#;
+
 impl Provider for Always {
     fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
         let question = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let content = if question.contains("proposed_value") { LOCATED } else { self.answer };
         self.asked.lock().unwrap().push(question);
-        Ok(ChatAnswer { content: self.answer.to_owned(), prompt_tokens: 20, completion_tokens: 3 })
+        Ok(ChatAnswer { content: content.to_owned(), prompt_tokens: 20, completion_tokens: 3 })
     }
 }
 
 /// The questions the model was asked.
 type Asked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
-/// What these tests add to `examples/rename`: a note the model composes.
+/// What these tests add to `examples/rename`: a note the model composes, and a reason the user
+/// must have given.
 const OPERATIONS: &str = r#"
 [[operation]]
 name = "note"
@@ -39,18 +45,30 @@ args.tone = { kind = "string", values = ["plain", "warm"], optional = true }
 [[operation.effect]]
 set = "actor.note"
 arg = "body"
+
+[[operation]]
+name = "close_account"
+args.reason = { kind = "enum", values = ["moving_away", "too_expensive", "other"], evidence = true }
+
+[[operation.effect]]
+set = "actor.closing_reason"
+arg = "reason"
 "#;
 
 const POLICIES: &str = r#"
 @id("anyone_may_leave_a_note")
 permit (principal, action == Action::"note", resource);
 
+@id("anyone_may_close_their_account")
+permit (principal, action == Action::"close_account", resource);
+
 @id("no_notes_about_passwords")
 forbid (principal, action == Action::"note", resource) when { context.args.body like "*password*" };
 "#;
 
 /// `examples/rename` with `rename` held for the user's confirmation and [`OPERATIONS`], in `dir`.
-fn engine(dir: &Path, answer: &'static str) -> (Engine<SqliteStore>, Asked) {
+/// With a model answering every question with `answer`, or with none.
+fn engine(dir: &Path, answer: Option<&'static str>) -> (Engine<SqliteStore>, Asked) {
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rename");
     let contract = std::fs::read_to_string(example.join("contract.toml")).unwrap();
     let held = contract.replacen("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n", 1);
@@ -63,8 +81,10 @@ fn engine(dir: &Path, answer: &'static str) -> (Engine<SqliteStore>, Asked) {
     let (contract, folder) = load_contract(&dir.join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.join("warrant.sqlite")).unwrap();
     let asked = Asked::default();
-    let provider = Always { answer, asked: asked.clone() };
-    let model = ModelSource::Setup(ModelSetup::new(Box::new(provider), "test-model"));
+    let model = answer.map_or(ModelSource::None, |answer| {
+        let provider = Always { answer, asked: asked.clone() };
+        ModelSource::Setup(ModelSetup::new(Box::new(provider), "test-model"))
+    });
     (crate::build(contract, &folder, store, model), asked)
 }
 
@@ -116,7 +136,7 @@ fn pointer_from_render(entries: &Value, entry: usize, words: &[&str]) -> Value {
 #[test]
 fn a_pointer_can_point_into_an_earlier_user_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"yes"}"#);
+    let (mut engine, asked) = engine(dir.path(), Some(r#"{"answer":"yes"}"#));
     let entries = conversation();
     let name = pointer_from_render(&entries, 0, &["Kim", "Lee"]);
     assert_eq!(name["ptr"], json!([5, 6]), "{name}");
@@ -146,7 +166,7 @@ fn a_pointer_can_point_into_an_earlier_user_entry() {
 #[test]
 fn a_pointer_into_an_entry_that_is_not_the_users_is_refused_naming_its_field() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"yes"}"#);
+    let (mut engine, asked) = engine(dir.path(), Some(r#"{"answer":"yes"}"#));
     // Entry 1 is the agent's: "Dana Reyes" there are not the user's words.
     for (turn, entry) in [("t1", 1), ("t2", 3)] {
         let name = json!({"entry": entry, "ptr": [1, 1]});
@@ -167,7 +187,7 @@ fn note(engine: &mut Engine<SqliteStore>, turn: &str, args: Value) -> TurnRespon
 #[test]
 fn a_string_argument_is_not_the_users_words() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut engine, asked) = engine(dir.path(), r#"{"answer":"no"}"#);
+    let (mut engine, asked) = engine(dir.path(), Some(r#"{"answer":"no"}"#));
     // Words the user never said commit: no pointer, no `value_stated` (whose "no" would block).
     let body = "Ring twice, the bell is broken";
     let committed = note(&mut engine, "t1", json!({"body": body, "topic": "delivery-notes", "tone": "warm"}));
@@ -193,4 +213,69 @@ fn a_string_argument_is_not_the_users_words() {
     let forbidden = note(&mut engine, "t9", json!({"body": "the password"}));
     assert_eq!(forbidden.acts[0].reasons[0].policies, ["no_notes_about_passwords"]);
     assert!(asked.lock().unwrap().is_empty());
+}
+
+fn close(engine: &mut Engine<SqliteStore>, turn: &str, reason: Value) -> TurnResponse {
+    let entries = json!([
+        {"kind": "user", "text": "I am moving to Lisbon next month."},
+        {"kind": "agent", "text": "Is it too expensive for you?"},
+        {"kind": "user", "text": "Close my account, please."}
+    ]);
+    decided(engine, &request(turn, entries, json!([{"op": "close_account", "args": {"reason": reason}}]), json!([])))
+}
+
+#[test]
+fn an_enum_the_user_must_have_said_carries_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = json!({"value": "moving_away", "entry": 0, "ptr": [3, 7], "copy": "moving to Lisbon"});
+    let (mut engine, asked) = engine(dir.path(), Some(r#"{"answer":"yes"}"#));
+    let committed = close(&mut engine, "t1", said.clone());
+    assert_eq!(first(&committed), (Verdict::Commit, String::new(), String::new()), "{committed:?}");
+    assert_eq!(committed.effects[0].args["reason"], "moving_away", "policy and effects see the id alone");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["closing_reason"], "moving_away");
+    // `value_stated` was asked whether those words of entry 0 give that id.
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    for part in ["[3]moving [4]to [5]Lisbon", r#""value":"moving_away""#, r#""from":3,"to":5"#] {
+        assert!(questions[0].contains(part), "{part}: {}", questions[0]);
+    }
+
+    // The agent's words are no evidence; an id outside the set, with words or without, is refused.
+    let refused = |code: &str, field: &str| (Verdict::Refuse, code.to_owned(), field.to_owned());
+    let agent = json!({"value": "too_expensive", "entry": 1, "ptr": [4, 5]});
+    assert_eq!(first(&close(&mut engine, "t2", agent)), refused("pointer_entry_invalid", "args.reason.entry"));
+    let unknown = json!({"value": "bored", "entry": 0, "ptr": [3, 3]});
+    assert_eq!(first(&close(&mut engine, "t3", unknown)), refused("not_in_closed_set", "args.reason"));
+    assert_eq!(first(&close(&mut engine, "t4", json!("bored"))), refused("not_in_closed_set", "args.reason"));
+    assert_eq!(asked.lock().unwrap().len(), 1, "nothing refused reaches a model");
+
+    // A bare id is located in the latest user entry like a plain text value, then judged.
+    let entries = json!([{"kind": "user", "text": "I am moving to Lisbon next month."}]);
+    let acts = json!([{"op": "close_account", "args": {"reason": "moving_away"}}]);
+    let located = decided(&mut engine, &request("t5", entries, acts, json!([])));
+    assert_eq!(first(&located), (Verdict::Commit, String::new(), String::new()), "{located:?}");
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 3, "a locate question, then a value_stated one: {questions:?}");
+    assert!(questions[1].contains(r#""proposed_value":"moving_away""#), "{}", questions[1]);
+    assert!(questions[2].contains(r#""from":3,"to":5"#), "{}", questions[2]);
+
+    // Without a model the evidence cannot be judged, and a bare id cannot be located: asked.
+    let bare = tempfile::tempdir().unwrap();
+    let (mut unjudged, _) = self::engine(bare.path(), None);
+    for (turn, reason, code) in [("t1", said, "check_unfinished"), ("t2", json!("moving_away"), "check_unfinished")] {
+        let response = close(&mut unjudged, turn, reason.clone());
+        assert_eq!(first(&response), (Verdict::Ask, code.to_owned(), "args.reason".to_owned()), "{reason}");
+    }
+    assert_eq!(unjudged.record("customer", "kim").unwrap().unwrap().value.get("closing_reason"), None);
+}
+
+#[test]
+fn an_enum_the_user_did_not_say_is_asked_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = engine(dir.path(), Some(r#"{"answer":"no"}"#));
+    // The model says the words do not give the reason: the user is asked, nothing is written.
+    let guessed = json!({"value": "too_expensive", "entry": 0, "ptr": [3, 7]});
+    let response = close(&mut engine, "t1", guessed);
+    assert_eq!(first(&response), (Verdict::Ask, "value_not_stated".to_owned(), "args.reason".to_owned()));
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value.get("closing_reason"), None);
 }
