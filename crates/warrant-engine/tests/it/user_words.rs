@@ -53,6 +53,15 @@ args.reason = { kind = "enum", values = ["moving_away", "too_expensive", "other"
 [[operation.effect]]
 set = "actor.closing_reason"
 arg = "reason"
+
+[[operation]]
+name = "pause_account"
+consequential = true
+args.reason = { kind = "enum", values = ["moving_away", "other"], evidence = true }
+
+[[operation.effect]]
+set = "actor.pause_reason"
+arg = "reason"
 "#;
 
 const POLICIES: &str = r#"
@@ -61,6 +70,9 @@ permit (principal, action == Action::"note", resource);
 
 @id("anyone_may_close_their_account")
 permit (principal, action == Action::"close_account", resource);
+
+@id("anyone_may_pause_their_account")
+permit (principal, action == Action::"pause_account", resource);
 
 @id("no_notes_about_passwords")
 forbid (principal, action == Action::"note", resource) when { context.args.body like "*password*" };
@@ -278,4 +290,28 @@ fn an_enum_the_user_did_not_say_is_asked_about() {
     let response = close(&mut engine, "t1", guessed);
     assert_eq!(first(&response), (Verdict::Ask, "value_not_stated".to_owned(), "args.reason".to_owned()));
     assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value.get("closing_reason"), None);
+}
+
+#[test]
+fn an_enum_s_evidence_in_an_earlier_entry_is_kept_until_it_is_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, asked) = engine(dir.path(), Some(r#"{"answer":"yes"}"#));
+    let entries = json!([
+        {"kind": "user", "text": "I am moving to Lisbon next month."},
+        {"kind": "user", "text": "Pause my account, please."}
+    ]);
+    let reason = json!({"value": "moving_away", "entry": 0, "ptr": [3, 5]});
+    let acts = json!([{"op": "pause_account", "args": {"reason": reason}}]);
+    let held = decided(&mut engine, &request("t1", entries, acts, json!([])));
+    assert_eq!(first(&held).0, Verdict::Hold, "{held:?}");
+    let answers = json!([{"interaction": held.interactions[0].id, "option": "confirm"}]);
+    let confirmed = decided(&mut engine, &request("t2", json!([{"kind": "user", "text": "ok"}]), json!([]), answers));
+    assert_eq!(first(&confirmed).0, Verdict::Commit, "{confirmed:?}");
+    assert_eq!(engine.record("customer", "kim").unwrap().unwrap().value["pause_reason"], "moving_away");
+    // Both turns judged the words of the entry they came from.
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 2, "{questions:?}");
+    assert!(questions.iter().all(|q| q.contains("[3]moving [4]to [5]Lisbon")), "{questions:?}");
+    let replayed = engine.replay().unwrap();
+    assert_eq!((replayed.turns, replayed.identical), (2, 2), "{:?}", replayed.changes);
 }
