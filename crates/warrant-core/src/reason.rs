@@ -81,9 +81,12 @@ reason_codes! {
     /// A paired row differs from its pair in the field that must be the same (a new item of
     /// another product).
     PairMismatch => "pair_mismatch",
-    /// A text pointer does not slice the latest user message, or its copy does not narrow it;
-    /// the model is asked for a repair.
+    /// A text pointer does not slice the user entry it points into, or its copy does not narrow
+    /// it; the model is asked for a repair.
     PointerInvalid => "pointer_invalid",
+    /// A text pointer's `entry` names no entry of the turn, or an entry whose source kind is not
+    /// `user`: a value may come only from the user's own words, so the act is refused.
+    PointerEntryInvalid => "pointer_entry_invalid",
     /// A DateExpr is malformed or does not evaluate with the turn's clock.
     DateInvalid => "date_invalid",
     /// A Money value is malformed, of an unknown currency, or finer than its minor units.
@@ -93,6 +96,10 @@ reason_codes! {
     CurrencyNotAccepted => "currency_not_accepted",
     /// An integer argument is outside its declared bounds.
     OutOfBounds => "out_of_bounds",
+    /// A `string` argument has more characters than its `max_length`.
+    StringTooLong => "string_too_long",
+    /// A `string` argument does not match its `pattern` as a whole.
+    PatternMismatch => "pattern_mismatch",
     /// The actor is not a row of the contract's actor table.
     UnknownActor => "unknown_actor",
     /// A stored fact could not be read; the act fails closed.

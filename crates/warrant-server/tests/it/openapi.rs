@@ -351,6 +351,12 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     let (status, _) = c.json(&app, score, k, Some(json!({"kind": "martian", "text": "hi"}))).await;
     assert_eq!(status, 400);
 
+    let render = ("POST", "/v1/render", "/v1/render");
+    let (status, rendering) = c.json(&app, render, k, Some(json!({"text": "Ship it to Dana Reyes."}))).await;
+    assert_eq!((status, &rendering["rendered"]), (200, &json!("[1]Ship [2]it [3]to [4]Dana [5]Reyes.")), "{rendering}");
+    let (status, _) = c.refused(&app, render, Some(k), Some(r#"{"text":"a","kind":"user"}"#)).await;
+    assert_eq!(status, 400);
+
     let record_uri = "/v1/records/order/%23W6247578";
     let (status, record) = c.json(&app, ("GET", "/v1/records/{table}/{key}", record_uri), k, None).await;
     assert_eq!((status, &record["value"]["status"]), (200, &json!("cancelled")), "{record}");
