@@ -790,6 +790,7 @@ fn decide_act(
     }
     let before = work.snapshot();
     eval.apply(work, op)?;
+    rows_fit_schemas(contract, work, &before)?;
     if work.changed_rows(&before).iter().any(|row| input.conflicts.contains(row)) {
         return Err(
             Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
@@ -798,6 +799,23 @@ fn decide_act(
     let args_json: Map<String, Value> =
         checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
     Ok(ActOutcome::Commit { args: Value::Object(args_json) })
+}
+
+/// Every row an effect changed must still fit its table: an effect whose result breaks the
+/// schema fails closed, naming the row and the field.
+fn rows_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    before: &BTreeMap<RowRef, Option<std::sync::Arc<Value>>>,
+) -> Result<(), Finding> {
+    for row in work.changed_rows(before) {
+        let Some(table) = contract.table(&row.table) else { continue };
+        let Some(record) = work.row(&row)? else { continue };
+        if let Err(e) = crate::records::check_row(table, &row.key, &record.value, contract.currency()) {
+            return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// A confirmed act is decided again only if no row its checks read has moved since the
@@ -861,7 +879,11 @@ fn decide_policy(
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
             let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), currency).get("m").cloned().unwrap_or(Value::Null))
+            let mut prefix = vec![m.path.as_str()];
+            if m.position.is_none() {
+                prefix.push(&m.id);
+            }
+            Ok(crate::records::cedar_value_at(table, &prefix, &element, currency))
         };
         match value {
             Checked::Member(m) => {
