@@ -107,7 +107,11 @@ impl Eval<'_> {
                 }
                 Some(Checked::Members(ms)) => {
                     for m in ms {
-                        starts.push((m.row.table.clone(), member_prefix(m), std::sync::Arc::new(member_value(work, m)?)));
+                        starts.push((
+                            m.row.table.clone(),
+                            member_prefix(m),
+                            std::sync::Arc::new(member_value(work, m)?),
+                        ));
                     }
                 }
                 Some(Checked::Absent) => {}

@@ -429,13 +429,35 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             let compiled = compile_step(&op, step.get_ref())
                 .and_then(|s| check_step_paths(scope, &op, &s).map(|()| s))
                 .map_err(|message| {
-                at(step.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-            })?;
+                    let offset = fault_offset(scope.at.text, &step.span(), &message);
+                    at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
+                })?;
             op.effects.push(compiled);
         }
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// Where in an effect step the path or dotted key a message names is written (`path `x.y``,
+/// `key `x``): the first place in the step's text that spells it; else the step.
+fn fault_offset(text: &str, span: &std::ops::Range<usize>, message: &str) -> usize {
+    let named = |lead: &str| {
+        let rest = &message[message.find(lead)? + lead.len()..];
+        rest.split('`').next()
+    };
+    // The step's span may be its `[[operation.effect]]` header only: its text runs to the next
+    // table header.
+    let rest = text.get(span.start..).unwrap_or_default();
+    let body_end = rest.match_indices("\n[").map(|(i, _)| i).find(|i| *i >= span.len()).unwrap_or(rest.len());
+    let step = rest.get(..body_end.max(span.len())).unwrap_or(rest);
+    // A path is written quoted; a dotted key bare, after a space, before its `.`.
+    let found = match (named("path `"), named("key `")) {
+        (Some(path), _) => step.find(&format!("\"{path}\"")),
+        (None, Some(key)) => step.find(&format!(" {key}.")).map(|i| i + 1),
+        (None, None) => None,
+    };
+    span.start + found.unwrap_or(0)
 }
 
 /// The record argument an operation acts on (`resource`); without one, the actor.
@@ -934,7 +956,8 @@ fn check_expr_paths(scope: &Scope<'_>, op: &Operation, expr: &Expr) -> Result<()
     match expr {
         Expr::Value(p) | Expr::Sum(p) => {
             let field = path_field(scope, op, p)?;
-            let what = format!("`{}`", std::iter::once(&p.root).chain(&p.fields).cloned().collect::<Vec<_>>().join("."));
+            let what =
+                format!("`{}`", std::iter::once(&p.root).chain(&p.fields).cloned().collect::<Vec<_>>().join("."));
             expect_kind(field, &what, |k| matches!(k, Kind::Money | Kind::Integer), "money or an integer")
         }
         Expr::Count(p) | Expr::First(p) => path_field(scope, op, p).map(|_| ()),

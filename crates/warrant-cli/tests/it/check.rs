@@ -113,6 +113,20 @@ fn a_bad_value_in_a_data_file_is_named_with_its_file_line_and_column() {
     assert!(stderr(&out).contains(&format!("{}:2:", file.display())), "{}", stderr(&out));
 }
 
+/// A contract that loads, with a data file row holding a field its table's schema does not
+/// declare: `warrant check` stops at that field's file, line and column, as its first line says.
+#[test]
+fn an_undeclared_field_in_a_data_file_is_named_with_its_file_line_and_column() {
+    let folder = root().join("corpus/contracts/data-undeclared-field");
+    let contract = folder.join("contract.toml");
+    let text = std::fs::read_to_string(&contract).unwrap();
+    let expected = text.lines().next().unwrap().strip_prefix("# expect-error: ").unwrap();
+    let out = warrant(&["check", "--contract", contract.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end(), format!("warrant: {}/{expected}", folder.display()), "{err}");
+}
+
 #[test]
 fn check_prints_what_it_loaded() {
     let out = warrant(&["check", "--contract", RETAIL], "");

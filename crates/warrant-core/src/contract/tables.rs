@@ -56,7 +56,7 @@ struct RawField {
 /// A field declaration that is wrong, at the offset of the value at fault.
 type FieldError = (usize, String);
 
-fn compile_field(raw: &Spanned<RawField>, name: &str) -> Result<Field, FieldError> {
+fn compile_field(raw: &Spanned<RawField>, name: &str, names: &[&str]) -> Result<Field, FieldError> {
     let r = raw.get_ref();
     let at = r.kind.span().start;
     let kind_name = r.kind.get_ref().as_str();
@@ -89,16 +89,26 @@ fn compile_field(raw: &Spanned<RawField>, name: &str) -> Result<Field, FieldErro
         }
         "ref" => {
             takes(false, true, false, false)?;
-            Kind::Ref(r.table.as_ref().ok_or_else(|| need("table"))?.get_ref().clone())
+            let table = r.table.as_ref().ok_or_else(|| need("table"))?;
+            if !names.contains(&table.get_ref().as_str()) {
+                return Err((
+                    table.span().start,
+                    format!(
+                        "field `{name}` refers to the table `{}`, which is not declared",
+                        text::visible(table.get_ref())
+                    ),
+                ));
+            }
+            Kind::Ref(table.get_ref().clone())
         }
         "list" | "map" => {
             takes(false, false, true, false)?;
-            let of = compile_field(r.of.as_ref().ok_or_else(|| need("of"))?, name)?;
+            let of = compile_field(r.of.as_ref().ok_or_else(|| need("of"))?, name, names)?;
             if kind_name == "list" { Kind::List(Box::new(of)) } else { Kind::Map(Box::new(of)) }
         }
         "object" => {
             takes(false, false, false, true)?;
-            Kind::Object(compile_fields(r.fields.as_ref().ok_or_else(|| need("fields"))?)?)
+            Kind::Object(compile_fields(r.fields.as_ref().ok_or_else(|| need("fields"))?, names)?)
         }
         other => {
             return Err((
@@ -121,14 +131,15 @@ fn enum_values(values: Vec<String>) -> Result<Kind, String> {
     Ok(Kind::Enum(values))
 }
 
-fn compile_fields(raw: &BTreeMap<Spanned<String>, Spanned<RawField>>) -> Result<Fields, FieldError> {
+/// The fields of an object; `names` are the tables of the contract, which a `ref` may name.
+fn compile_fields(raw: &BTreeMap<Spanned<String>, Spanned<RawField>>, names: &[&str]) -> Result<Fields, FieldError> {
     let mut fields = Fields::new();
     for (name, field) in raw {
         let n = name.get_ref();
         if n.is_empty() || n.contains('.') || n == "*" || n.chars().any(text::is_invisible) {
             return Err((name.span().start, format!("`{}` is not a field name", text::visible(n))));
         }
-        fields.insert(n.clone(), compile_field(field, n)?);
+        fields.insert(n.clone(), compile_field(field, n, names)?);
     }
     Ok(fields)
 }
@@ -212,7 +223,10 @@ fn json_schema_object(map: &serde_json::Map<String, Value>, at: &str) -> Result<
                 Some(_) => return Err(format!("`{at}/required` must be a list")),
             };
             if let Some(unknown) = required.iter().find(|r| !properties.contains_key(**r)) {
-                return Err(format!("`{at}/required` names `{}`, which is not in `properties`", text::visible(unknown)));
+                return Err(format!(
+                    "`{at}/required` names `{}`, which is not in `properties`",
+                    text::visible(unknown)
+                ));
             }
             let mut fields = Fields::new();
             for (name, node) in properties {
@@ -233,6 +247,7 @@ fn json_schema_object(map: &serde_json::Map<String, Value>, at: &str) -> Result<
 /// The row schema of a table: its `fields`, or its `schema` file; `None` for an untyped table.
 fn table_schema(
     raw: &RawTable,
+    names: &[&str],
     files: &dyn ContractFiles,
     bad: &dyn Fn(usize, String) -> ContractError,
 ) -> Result<Option<Field>, ContractError> {
@@ -240,8 +255,7 @@ fn table_schema(
     match (&raw.fields, &raw.schema) {
         (Some(_), Some(file)) => Err(bad(file.span().start, "give `fields` or `schema`, not both".into())),
         (Some(fields), None) => {
-            let fields = compile_fields(fields.get_ref())
-                .map_err(|(offset, message)| bad(offset, message))?;
+            let fields = compile_fields(fields.get_ref(), names).map_err(|(offset, message)| bad(offset, message))?;
             Ok(row(fields))
         }
         (None, Some(file)) => {
@@ -307,9 +321,11 @@ pub(super) fn compile_records(
             Some(parsed)
         }
     };
+    let names: Vec<&str> = raw.table.iter().map(|t| t.name.get_ref().as_str()).collect();
     let mut tables: Vec<Table> = Vec::new();
     for raw_table in &raw.table {
-        let table = compile_table(at, raw_table, &tables, actor, currency.is_some(), files)?;
+        let context = TableContext { actor, has_currency: currency.is_some(), names: &names, files };
+        let table = compile_table(at, raw_table, &tables, &context)?;
         tables.push(table);
     }
     for (raw_table, table) in raw.table.iter().zip(&tables) {
@@ -318,14 +334,22 @@ pub(super) fn compile_records(
     Ok((currency, tables))
 }
 
+/// What compiling one table needs of the section around it.
+struct TableContext<'a> {
+    actor: Option<&'a str>,
+    has_currency: bool,
+    /// Every table's name, in contract order.
+    names: &'a [&'a str],
+    files: &'a dyn ContractFiles,
+}
+
 fn compile_table(
     at: &Locator<'_>,
     raw_table: &RawTable,
     tables: &[Table],
-    actor: Option<&str>,
-    has_currency: bool,
-    files: &dyn ContractFiles,
+    context: &TableContext<'_>,
 ) -> Result<Table, ContractError> {
+    let TableContext { actor, has_currency, names, files } = *context;
     let name = raw_table.name.get_ref();
     let bad = |offset: usize, message: String| {
         at.error(offset, ContractErrorKind::BadTable { table: text::visible(name), message })
@@ -347,7 +371,7 @@ fn compile_table(
         }
         _ => return Err(err("give either `file`, or `from`, `path` and `parent_field`".into())),
     };
-    let schema = table_schema(raw_table, files, &bad)?;
+    let schema = table_schema(raw_table, names, files, &bad)?;
     let money = money_paths(raw_table, schema.is_some(), has_currency, &bad)?;
     let entity = raw_table.entity.get_ref().clone();
     if !crate::policy_schema::is_entity_type_name(&entity) {
@@ -364,9 +388,13 @@ fn compile_table(
         Some(key) => {
             let field = key.get_ref();
             if let Some(row) = &schema {
-                let declared = schema::resolve(row, "", std::slice::from_ref(field)).map_err(|m| bad(key.span().start, m))?;
+                let declared =
+                    schema::resolve(row, "", std::slice::from_ref(field)).map_err(|m| bad(key.span().start, m))?;
                 if !matches!(declared.kind, Kind::Text | Kind::Ref(_)) || declared.optional {
-                    return Err(bad(key.span().start, format!("`key` `{field}` must be a text field that is not optional")));
+                    return Err(bad(
+                        key.span().start,
+                        format!("`key` `{field}` must be a text field that is not optional"),
+                    ));
                 }
             }
             Some(field.clone())
@@ -381,10 +409,10 @@ fn compile_table(
 /// table's parent holds its rows in a map, and declares the field its parent's key goes into.
 fn check_table_links(at: &Locator<'_>, raw: &RawTable, table: &Table, tables: &[Table]) -> Result<(), ContractError> {
     let bad = |message: String| {
-        let offset = raw.fields.as_ref().map_or_else(
-            || raw.schema.as_ref().map_or(raw.name.span().start, |s| s.span().start),
-            |f| f.span().start,
-        );
+        let offset = raw
+            .fields
+            .as_ref()
+            .map_or_else(|| raw.schema.as_ref().map_or(raw.name.span().start, |s| s.span().start), |f| f.span().start);
         at.error(offset, ContractErrorKind::BadTable { table: text::visible(&table.name), message })
     };
     let Some(row) = &table.schema else { return Ok(()) };
@@ -392,7 +420,10 @@ fn check_table_links(at: &Locator<'_>, raw: &RawTable, table: &Table, tables: &[
     schema::refs(row, "", &mut refs);
     for (path, target) in refs {
         if !tables.iter().any(|t| t.name == target) {
-            return Err(bad(format!("field `{path}` refers to the table `{}`, which is not declared", text::visible(target))));
+            return Err(bad(format!(
+                "field `{path}` refers to the table `{}`, which is not declared",
+                text::visible(target)
+            )));
         }
     }
     if let TableSource::Nested { table: parent, path, parent_field } = &table.source {
@@ -460,7 +491,10 @@ fn table_visibility(
     if let Some(row) = &table.schema {
         let declared = schema::resolve(row, "", std::slice::from_ref(field)).map_err(|m| bad(at, m))?;
         if !matches!(declared.kind, Kind::Text | Kind::Ref(_)) {
-            return Err(bad(at, format!("`owner` `{field}` is {}, which can never hold an actor's key", declared.kind.name())));
+            return Err(bad(
+                at,
+                format!("`owner` `{field}` is {}, which can never hold an actor's key", declared.kind.name()),
+            ));
         }
     }
     Ok(Visibility::Owner(field.clone()))

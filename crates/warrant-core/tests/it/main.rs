@@ -14,6 +14,7 @@ mod outbound;
 mod policies;
 mod properties;
 mod requests;
+mod schemas;
 mod turns;
 mod visibility;
 
