@@ -77,7 +77,9 @@ fn row_shape(table: &Table) -> Value {
     match table.schema.as_ref().map(|s| &s.kind) {
         Some(Kind::Object(fields)) => {
             let mut shape = schema::cedar_record(fields);
-            shape["attributes"]["key"] = json!({"type": "String"});
+            if let Some(Value::Object(attributes)) = shape.get_mut("attributes") {
+                attributes.insert("key".into(), json!({"type": "String"}));
+            }
             shape
         }
         _ => json!({"type": "Record", "attributes": {"key": {"type": "String"}}, "additionalAttributes": true}),

@@ -400,7 +400,7 @@ mod tests {
         let err = resolve(&row, "o", &["statu".into()]).unwrap_err();
         assert!(err.contains("has no field `statu`"), "{err}");
         assert!(resolve(&row, "o", &["methods".into(), "balance".into()]).unwrap_err().contains("map"));
-        assert_eq!(member_element(&row, "methods", None).unwrap().optional, false);
+        assert!(!member_element(&row, "methods", None).unwrap().optional);
         assert!(member_element(&row, "items", None).is_err());
         assert!(member_element(&row, "items", Some("item_id")).is_ok());
         assert!(is_money_at(&row, &["methods", "anything", "balance"]));
