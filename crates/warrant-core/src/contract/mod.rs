@@ -94,7 +94,7 @@ impl Contract {
         let score = score::compile(&at, &kinds, &raw.score)?;
         let guards = guard::compile(&at, &raw.guards)?;
         let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
-        let (currency, tables) = tables::compile_records(&at, raw.records.as_ref(), actor_table, files)?;
+        let (currency, tables, schema_texts) = tables::compile_records(&at, raw.records.as_ref(), actor_table, files)?;
         let actor = compile_actor(&at, raw.actor.as_ref(), &tables)?;
         let scope = operation::Scope {
             at: &at,
@@ -113,7 +113,10 @@ impl Contract {
         let model = compile_model(&at, raw.model.as_ref())?;
         let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
         let limits = limits::compile(&at, raw.limits.as_ref())?;
-        let hash = contract_hash(text, &policy_texts);
+        // The schema files decide what a row is, as the policies decide what an act may do.
+        let companions: Vec<(String, String, usize)> =
+            policy_texts.into_iter().chain(schema_texts.into_iter().map(|(name, text)| (name, text, 0))).collect();
+        let hash = contract_hash(text, &companions);
         Ok(Contract {
             origin: origin.to_owned(),
             kinds,
@@ -181,7 +184,8 @@ impl Contract {
         &self.cedar_schema
     }
 
-    /// A hash of the contract text and its policy files, recorded with every turn.
+    /// A hash of the contract text, its policy files and its schema files, recorded with every
+    /// turn.
     pub fn hash(&self) -> &str {
         &self.hash
     }

@@ -245,10 +245,16 @@ fn json_schema_object(map: &serde_json::Map<String, Value>, at: &str) -> Result<
 }
 
 /// The row schema of a table: its `fields`, or its `schema` file; `None` for an untyped table.
+/// The contract's companion files, with the schema files read kept for the contract's hash.
+struct SchemaFiles<'a> {
+    files: &'a dyn ContractFiles,
+    read: &'a std::cell::RefCell<Vec<(String, String)>>,
+}
+
 fn table_schema(
     raw: &RawTable,
     names: &[&str],
-    files: &dyn ContractFiles,
+    files: &SchemaFiles<'_>,
     bad: &dyn Fn(usize, String) -> ContractError,
 ) -> Result<Option<Field>, ContractError> {
     let row = |fields| Some(Field { kind: Kind::Object(fields), optional: false });
@@ -261,7 +267,9 @@ fn table_schema(
         (None, Some(file)) => {
             let name = file.get_ref();
             let offset = file.span().start;
-            let text = files.read(name).map_err(|message| bad(offset, format!("schema file `{name}`: {message}")))?;
+            let text =
+                files.files.read(name).map_err(|message| bad(offset, format!("schema file `{name}`: {message}")))?;
+            files.read.borrow_mut().push((name.clone(), text.clone()));
             let value: Value = serde_json::from_str(&text).map_err(|e| {
                 bad(offset, format!("schema file `{name}` is not JSON: line {}, column {}: {e}", e.line(), e.column()))
             })?;
@@ -304,13 +312,15 @@ fn money_paths(
     Ok(paths)
 }
 
+/// The records section: its currency, its tables, and the text of each schema file read (name,
+/// text), which the contract's hash covers.
 pub(super) fn compile_records(
     at: &Locator<'_>,
     raw: Option<&RawRecords>,
     actor: Option<&str>,
     files: &dyn ContractFiles,
-) -> Result<(Option<money::Currency>, Vec<Table>), ContractError> {
-    let Some(raw) = raw else { return Ok((None, Vec::new())) };
+) -> Result<(Option<money::Currency>, Vec<Table>, Vec<(String, String)>), ContractError> {
+    let Some(raw) = raw else { return Ok((None, Vec::new(), Vec::new())) };
     let currency = match &raw.currency {
         None => None,
         Some(code) => {
@@ -323,15 +333,16 @@ pub(super) fn compile_records(
     };
     let names: Vec<&str> = raw.table.iter().map(|t| t.name.get_ref().as_str()).collect();
     let mut tables: Vec<Table> = Vec::new();
+    let read = std::cell::RefCell::new(Vec::new());
     for raw_table in &raw.table {
-        let context = TableContext { actor, has_currency: currency.is_some(), names: &names, files };
+        let context = TableContext { actor, has_currency: currency.is_some(), names: &names, files, read: &read };
         let table = compile_table(at, raw_table, &tables, &context)?;
         tables.push(table);
     }
     for (raw_table, table) in raw.table.iter().zip(&tables) {
         check_table_links(at, raw_table, table, &tables)?;
     }
-    Ok((currency, tables))
+    Ok((currency, tables, read.into_inner()))
 }
 
 /// What compiling one table needs of the section around it.
@@ -341,6 +352,8 @@ struct TableContext<'a> {
     /// Every table's name, in contract order.
     names: &'a [&'a str],
     files: &'a dyn ContractFiles,
+    /// The schema files read so far, with their text.
+    read: &'a std::cell::RefCell<Vec<(String, String)>>,
 }
 
 fn compile_table(
@@ -349,7 +362,7 @@ fn compile_table(
     tables: &[Table],
     context: &TableContext<'_>,
 ) -> Result<Table, ContractError> {
-    let TableContext { actor, has_currency, names, files } = *context;
+    let TableContext { actor, has_currency, names, files, read } = *context;
     let name = raw_table.name.get_ref();
     let bad = |offset: usize, message: String| {
         at.error(offset, ContractErrorKind::BadTable { table: text::visible(name), message })
@@ -371,7 +384,7 @@ fn compile_table(
         }
         _ => return Err(err("give either `file`, or `from`, `path` and `parent_field`".into())),
     };
-    let schema = table_schema(raw_table, names, files, &bad)?;
+    let schema = table_schema(raw_table, names, &SchemaFiles { files, read }, &bad)?;
     let money = money_paths(raw_table, schema.is_some(), has_currency, &bad)?;
     let entity = raw_table.entity.get_ref().clone();
     if !crate::policy_schema::is_entity_type_name(&entity) {

@@ -106,6 +106,17 @@ fn fields_and_a_json_schema_file_declare_the_same_row() {
     assert_eq!(shape["attributes"]["since"], json!({"type": "String", "required": false}));
     assert_eq!(shape["attributes"]["calls"]["type"], "Set");
     assert_eq!(shape["attributes"]["key"], json!({"type": "String"}));
+    // The schema file is part of what the contract's hash covers.
+    struct Described;
+    impl ContractFiles for Described {
+        fn read(&self, path: &str) -> Result<String, String> {
+            Files.read(path).map(|text| text.replacen("\"type\"", "\"description\": \"a customer\", \"type\"", 1))
+        }
+    }
+    let text = CONTRACT.replace("FIELDS", "key = \"id\"\nschema = \"customer.schema.json\"");
+    let described = Contract::load("schemas.toml", &text, &Described).unwrap();
+    assert_eq!(described.tables()[0].schema, file.tables()[0].schema);
+    assert_ne!(described.hash(), file.hash());
 }
 
 #[test]
