@@ -312,14 +312,17 @@ fn money_paths(
     Ok(paths)
 }
 
-/// The records section: its currency, its tables, and the text of each schema file read (name,
+/// The records section as loaded: its currency, its tables, and each schema file read (name,
 /// text), which the contract's hash covers.
+pub(super) type Records = (Option<money::Currency>, Vec<Table>, Vec<(String, String)>);
+
+/// The records section: its currency, its tables, and the text of each schema file read.
 pub(super) fn compile_records(
     at: &Locator<'_>,
     raw: Option<&RawRecords>,
     actor: Option<&str>,
     files: &dyn ContractFiles,
-) -> Result<(Option<money::Currency>, Vec<Table>, Vec<(String, String)>), ContractError> {
+) -> Result<Records, ContractError> {
     let Some(raw) = raw else { return Ok((None, Vec::new(), Vec::new())) };
     let currency = match &raw.currency {
         None => None,
