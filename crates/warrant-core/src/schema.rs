@@ -153,17 +153,17 @@ pub fn check_value(field: &Field, path: &str, value: &Value, currency: Option<Cu
             if values.iter().any(|v| v == s) {
                 Ok(())
             } else {
-                Err(misfit(path, format!("`{}` is not one of {}", text::visible(s), quoted(values))))
+                Err(misfit(path, format!("holds `{}`, not one of {}", text::visible(s), quoted(values))))
             }
         }
         (Kind::Instant, Value::String(s)) => crate::date::parse_instant(s)
             .map(|_| ())
-            .map_err(|_| misfit(path, format!("`{}` is not an RFC 3339 instant with an offset", text::visible(s)))),
+            .map_err(|_| misfit(path, format!("holds `{}`, not an RFC 3339 instant with an offset", text::visible(s)))),
         (Kind::Date, Value::String(s)) => {
             if is_date(s) {
                 Ok(())
             } else {
-                Err(misfit(path, format!("`{}` is not a date (YYYY-MM-DD)", text::visible(s))))
+                Err(misfit(path, format!("holds `{}`, not a day that exists written YYYY-MM-DD", text::visible(s))))
             }
         }
         (Kind::Ref(table), Value::String(s)) => {
@@ -384,7 +384,7 @@ mod tests {
         let extra = json!({"status": "pending", "items": [], "methods": {}, "statu": "x"});
         assert_eq!(check_row(&fields, &extra, usd).unwrap_err().path, "statu");
         let bad_enum = json!({"status": "gone", "items": [], "methods": {}});
-        assert!(check_row(&fields, &bad_enum, usd).unwrap_err().message.contains("`gone` is not one of"));
+        assert!(check_row(&fields, &bad_enum, usd).unwrap_err().message.contains("holds `gone`, not one of"));
         let price = json!({"status": "pending", "items": [{"price": 1.555, "item_id": "a"}], "methods": {}});
         assert_eq!(check_row(&fields, &price, usd).unwrap_err().path, "items[0].price");
         let null = json!({"status": null, "items": [], "methods": {}, "note": null});

@@ -193,7 +193,7 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
 fn a_literal_an_effect_writes_must_fit_its_field_when_the_contract_loads() {
     let contract = CONTRACT.replace("FIELDS", FIELDS).replace("arg = \"tier\"", "value = \"bronze\"");
     let error = Contract::load("schemas.toml", &contract, &Files).unwrap_err().to_string();
-    assert!(error.contains("`actor.tier` `bronze` is not one of `silver`, `gold`"), "{error}");
+    assert!(error.contains("`actor.tier` holds `bronze`, not one of `silver`, `gold`"), "{error}");
     let appended = CONTRACT
         .replace("FIELDS", FIELDS)
         .replace("set = \"actor.tier\"\narg = \"tier\"", "append = \"actor.calls\"\nentry.minutes = { value = 3 }");
