@@ -247,6 +247,8 @@ fn json_schema_object(map: &serde_json::Map<String, Value>, at: &str) -> Result<
 /// The row schema of a table: its `fields`, or its `schema` file; `None` for an untyped table.
 /// The contract's companion files, with the schema files read kept for the contract's hash.
 struct SchemaFiles<'a> {
+    /// The contract's name as the loader was given it, beside which the files are.
+    origin: &'a str,
     files: &'a dyn ContractFiles,
     read: &'a std::cell::RefCell<Vec<(String, String)>>,
 }
@@ -270,11 +272,25 @@ fn table_schema(
             let text =
                 files.files.read(name).map_err(|message| bad(offset, format!("schema file `{name}`: {message}")))?;
             files.read.borrow_mut().push((name.clone(), text.clone()));
+            // A fault inside the file is named at its own line and column, as a policy file's is.
+            let origin = super::companion_path(files.origin, name);
+            let in_file = |offset: usize, message: String| {
+                Locator { origin: &origin, text: &text }.error(
+                    offset,
+                    ContractErrorKind::BadTable {
+                        table: text::visible(raw.name.get_ref()),
+                        message: format!("schema file `{name}`: {message}"),
+                    },
+                )
+            };
             let value: Value = serde_json::from_str(&text).map_err(|e| {
-                bad(offset, format!("schema file `{name}` is not JSON: line {}, column {}: {e}", e.line(), e.column()))
+                let mut error = in_file(0, format!("not JSON: {e}"));
+                (error.line, error.column) =
+                    (u32::try_from(e.line()).unwrap_or(u32::MAX), u32::try_from(e.column()).unwrap_or(u32::MAX));
+                error
             })?;
             let field = json_schema_field(&value, "#", false)
-                .map_err(|message| bad(offset, format!("schema file `{name}`: {message}")))?;
+                .map_err(|message| in_file(schema_fault_offset(&text, &message), message))?;
             if !matches!(field.kind, Kind::Object(_)) {
                 return Err(bad(offset, format!("schema file `{name}`: a row is an object with `properties`")));
             }
@@ -282,6 +298,20 @@ fn table_schema(
         }
         (None, None) => Ok(None),
     }
+}
+
+/// Where in a schema file the fault a message names is: the JSON pointer it quotes
+/// (`#/properties/name`) walked key by key through the text, then the keyword it names.
+fn schema_fault_offset(text: &str, message: &str) -> usize {
+    let pointer = message.split('`').find(|part| part.starts_with('#')).unwrap_or("#");
+    let keyword = message.split_once("the keyword `").and_then(|(_, rest)| rest.split('`').next());
+    let mut offset = 0;
+    for step in pointer.split('/').skip(1).chain(keyword) {
+        if let Some(i) = text.get(offset..).and_then(|rest| rest.find(&format!("\"{step}\""))) {
+            offset += i;
+        }
+    }
+    offset
 }
 
 /// The `money` list of an untyped table: field paths, `*` for any one key of an object.
@@ -387,7 +417,7 @@ fn compile_table(
         }
         _ => return Err(err("give either `file`, or `from`, `path` and `parent_field`".into())),
     };
-    let schema = table_schema(raw_table, names, &SchemaFiles { files, read }, &bad)?;
+    let schema = table_schema(raw_table, names, &SchemaFiles { origin: at.origin, files, read }, &bad)?;
     let money = money_paths(raw_table, schema.is_some(), has_currency, &bad)?;
     let entity = raw_table.entity.get_ref().clone();
     if !crate::policy_schema::is_entity_type_name(&entity) {
