@@ -786,6 +786,7 @@ fn decide_act(
         return Err(finding);
     }
     if op.consequential && proposal.confirmed.is_none() {
+        effects_fit_schemas(contract, work, op, &eval)?;
         return Ok(ActOutcome::Hold { args: located.args.into_owned() });
     }
     let before = work.snapshot();
@@ -799,6 +800,25 @@ fn decide_act(
     let args_json: Map<String, Value> =
         checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
     Ok(ActOutcome::Commit { args: Value::Object(args_json) })
+}
+
+/// Before a consequential act is held, its effect is tried on the working copies and undone:
+/// an effect whose rows would break their schemas is refused now rather than after the user
+/// confirms. A step that cannot apply here is left to the confirmation, which decides again.
+fn effects_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    op: &crate::operation::Operation,
+    eval: &Eval<'_>,
+) -> Result<(), Finding> {
+    let (before, touched) = (work.snapshot(), work.touched.clone());
+    let fits = match eval.apply(work, op) {
+        Ok(()) => rows_fit_schemas(contract, work, &before),
+        Err(_) => Ok(()),
+    };
+    work.restore(before);
+    work.touched = touched;
+    fits
 }
 
 /// Every row an effect changed must still fit its table: an effect whose result breaks the

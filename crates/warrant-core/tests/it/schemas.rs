@@ -39,6 +39,15 @@ args.tier = { kind = "enum", values = ["gold", "platinum"] }
 [[operation.effect]]
 set = "actor.tier"
 arg = "tier"
+
+[[operation]]
+name = "confirm_tier"
+consequential = true
+args.tier = { kind = "enum", values = ["gold", "platinum"] }
+
+[[operation.effect]]
+set = "actor.tier"
+arg = "tier"
 "#;
 
 const FIELDS: &str = r#"
@@ -162,6 +171,10 @@ impl Facts for Memory {
 }
 
 fn set_tier(tier: &str) -> turn::Decision {
+    decide_tier("set_tier", tier)
+}
+
+fn decide_tier(op: &str, tier: &str) -> turn::Decision {
     let contract = load(FIELDS).unwrap();
     let row = Record { table: "customer".into(), key: "kim".into(), revision: 2, value: kim() };
     let facts = Memory(BTreeMap::from([(("customer".to_owned(), "kim".to_owned()), row)]));
@@ -169,7 +182,7 @@ fn set_tier(tier: &str) -> turn::Decision {
         "conversation": "c", "turn": "t", "actor": "kim",
         "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
         "entries": [{"kind": "user", "text": "Make me gold."}],
-        "acts": [{"op": "set_tier", "args": {"tier": tier}}],
+        "acts": [{"op": op, "args": {"tier": tier}}],
     });
     let valid = request::parse(&contract, &body.to_string()).unwrap();
     turn::decide(&contract, &valid, &facts, &BTreeSet::new())
@@ -187,6 +200,15 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema");
     assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("`tier`")), "{act:?}");
     assert!(platinum.writes.is_empty() && platinum.response.effects.is_empty(), "{:?}", platinum.writes);
+    // A consequential act is tried before it is held: the user is never asked to confirm an
+    // effect that could not commit.
+    let held = decide_tier("confirm_tier", "gold");
+    assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
+    assert!(held.writes.is_empty());
+    let refused = decide_tier("confirm_tier", "platinum");
+    assert_eq!(refused.response.acts[0].verdict, Verdict::Refuse, "{:?}", refused.response.acts);
+    assert_eq!(refused.response.acts[0].reasons[0].code.as_str(), "effect_breaks_schema");
+    assert!(refused.response.interactions.is_empty() && refused.writes.is_empty());
 }
 
 #[test]
