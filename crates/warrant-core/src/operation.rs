@@ -1001,11 +1001,15 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
             let field = path_field(scope, op, path)?;
             literal_fits(field, &path_text(path), value)
         }
-        Change::SetArg { path, .. } => path_field(scope, op, path).map(|_| ()),
+        Change::SetArg { path, arg } => {
+            let field = path_field(scope, op, path)?;
+            arg_fits(op, arg, field, &path_text(path))
+        }
         Change::SetArgs { path, args } => {
             let field = path_field(scope, op, path)?;
             for arg in args {
-                sub_field(field, arg, &path_text(path))?;
+                let at = format!("{}.{arg}", path_text(path));
+                arg_fits(op, arg, sub_field(field, arg, &path_text(path))?, &at)?;
             }
             Ok(())
         }
@@ -1056,8 +1060,10 @@ fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String
     };
     for (name, value) in entry {
         let field = schema::step(element, name, &at)?;
-        if let EntryValue::Value(v) = value {
-            literal_fits(Some(field), &format!("{at}.{name}"), v)?;
+        match value {
+            EntryValue::Value(v) => literal_fits(Some(field), &format!("{at}.{name}"), v)?,
+            EntryValue::Arg(arg) => arg_fits(op, arg, Some(field), &format!("{at}.{name}"))?,
+            _ => {}
         }
         if matches!(value, EntryValue::Money(_)) && !matches!(field.kind, Kind::Money) {
             return Err(format!("`{at}.{name}` is {}, not money", field.kind.name()));
@@ -1069,6 +1075,36 @@ fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String
         return Err(format!("the entry appended to `{at}` lacks its field `{missing}`, which is not optional"));
     }
     Ok(())
+}
+
+/// Whether an argument's checked value (`args::Checked::to_json`) can be written into `field`:
+/// only a mismatch sure from the declarations is an error here; the rows an effect leaves are
+/// checked against their schemas again before the act is held or committed.
+fn arg_fits(op: &Operation, name: &str, field: Option<&Field>, at: &str) -> Result<(), String> {
+    let (Some(arg), Some(field)) = (op.arg(name), field) else { return Ok(()) };
+    let wrong = |what: &str| Err(format!("`{at}` is {}, and argument `{name}` is {what}", field.kind.name()));
+    if arg.optional && !field.optional {
+        return Err(format!("argument `{name}` is optional, but `{at}` is not: an act without it would break the row"));
+    }
+    let is_string =
+        |kind: &Kind| matches!(kind, Kind::Text | Kind::Enum(_) | Kind::Date | Kind::Instant | Kind::Ref(_));
+    match (&arg.kind, &field.kind) {
+        (ArgKind::Enum { values }, Kind::Enum(allowed)) => match values.iter().find(|v| !allowed.contains(v)) {
+            Some(v) => Err(format!("`{at}` cannot hold `{v}`, a value of argument `{name}`")),
+            None => Ok(()),
+        },
+        (ArgKind::Record { table }, Kind::Ref(target)) if table != target => {
+            wrong(&format!("a row of `{table}`, not of `{target}`"))
+        }
+        (ArgKind::Integer { .. }, Kind::Integer) | (ArgKind::Bool, Kind::Bool) => Ok(()),
+        (ArgKind::Integer { .. }, _) => wrong("an integer"),
+        (ArgKind::Bool, _) => wrong("a boolean"),
+        (ArgKind::Money, _) => wrong("money, written `{units, currency}`; write an amount with `money = …`"),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, Kind::List(of)) if is_string(&of.kind) => Ok(()),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, _) => wrong("a list of ids"),
+        (_, kind) if is_string(kind) => Ok(()),
+        _ => wrong("a string"),
+    }
 }
 
 fn path_text(path: &Path) -> String {

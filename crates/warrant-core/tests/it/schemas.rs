@@ -34,7 +34,7 @@ files = ["policy.cedar"]
 
 [[operation]]
 name = "set_tier"
-args.tier = { kind = "enum", values = ["gold", "platinum"] }
+args.tier = { kind = "member", of = "actor", path = "cards" }
 
 [[operation.effect]]
 set = "actor.tier"
@@ -43,7 +43,7 @@ arg = "tier"
 [[operation]]
 name = "confirm_tier"
 consequential = true
-args.tier = { kind = "enum", values = ["gold", "platinum"] }
+args.tier = { kind = "member", of = "actor", path = "cards" }
 
 [[operation.effect]]
 set = "actor.tier"
@@ -97,7 +97,7 @@ fn load(fields: &str) -> Result<Contract, warrant_core::ContractError> {
 
 fn kim() -> Value {
     json!({"id": "kim", "credit": 20.5, "tier": "silver",
-           "calls": [{"at": "2026-11-30T03:00:00Z", "minutes": 5}], "cards": {"g1": {"balance": 10}}})
+           "calls": [{"at": "2026-11-30T03:00:00Z", "minutes": 5}], "cards": {"g1": {"balance": 10}, "gold": {"balance": 0}}})
 }
 
 #[test]
@@ -170,8 +170,8 @@ impl Facts for Memory {
     }
 }
 
-fn set_tier(tier: &str) -> turn::Decision {
-    decide_tier("set_tier", tier)
+fn set_tier(card: &str) -> turn::Decision {
+    decide_tier("set_tier", card)
 }
 
 fn decide_tier(op: &str, tier: &str) -> turn::Decision {
@@ -193,8 +193,8 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     let gold = set_tier("gold");
     assert_eq!(gold.response.acts[0].verdict, Verdict::Commit, "{:?}", gold.response.acts);
     assert_eq!(gold.writes[0].value["tier"], "gold");
-    // `platinum` is a value of the argument but not of the field: the effect fails closed.
-    let platinum = set_tier("platinum");
+    // `g1` is a member of the collection but no value of the field: the effect fails closed.
+    let platinum = set_tier("g1");
     let act = &platinum.response.acts[0];
     assert_eq!(act.verdict, Verdict::Refuse, "{act:?}");
     assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema");
@@ -205,7 +205,7 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     let held = decide_tier("confirm_tier", "gold");
     assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
     assert!(held.writes.is_empty());
-    let refused = decide_tier("confirm_tier", "platinum");
+    let refused = decide_tier("confirm_tier", "g1");
     assert_eq!(refused.response.acts[0].verdict, Verdict::Refuse, "{:?}", refused.response.acts);
     assert_eq!(refused.response.acts[0].reasons[0].code.as_str(), "effect_breaks_schema");
     assert!(refused.response.interactions.is_empty() && refused.writes.is_empty());
@@ -221,4 +221,21 @@ fn a_literal_an_effect_writes_must_fit_its_field_when_the_contract_loads() {
         .replace("set = \"actor.tier\"\narg = \"tier\"", "append = \"actor.calls\"\nentry.minutes = { value = 3 }");
     let error = Contract::load("schemas.toml", &appended, &Files).unwrap_err().to_string();
     assert!(error.contains("lacks its field `at`"), "{error}");
+    // An enum argument with a value the field cannot hold, an integer into text: both sure
+    // from the declarations, so both stop the load.
+    let enum_arg = CONTRACT.replace("FIELDS", FIELDS).replace(
+        "args.tier = { kind = \"member\", of = \"actor\", path = \"cards\" }",
+        "args.tier = { kind = \"enum\", values = [\"gold\", \"platinum\"] }",
+    );
+    let error = Contract::load("schemas.toml", &enum_arg, &Files).unwrap_err().to_string();
+    assert!(error.contains("`actor.tier` cannot hold `platinum`, a value of argument `tier`"), "{error}");
+    let integer = CONTRACT
+        .replace("FIELDS", FIELDS)
+        .replace(
+            "args.tier = { kind = \"member\", of = \"actor\", path = \"cards\" }",
+            "args.tier = { kind = \"integer\" }",
+        )
+        .replace("set = \"actor.tier\"", "set = \"actor.id\"");
+    let error = Contract::load("schemas.toml", &integer, &Files).unwrap_err().to_string();
+    assert!(error.contains("`actor.id` is text, and argument `tier` is an integer"), "{error}");
 }
