@@ -239,7 +239,9 @@ fn precheck(source: &str) -> Result<(), CompileError> {
 /// tree is also dropped there.
 fn parse(source: &str) -> Result<Program, CompileError> {
     let program = ENV.compile(source).map_err(|errors| {
-        let first = errors.errors.first();
+        // The parser may report a consequence first (an incomplete node); a syntax error is
+        // the cause.
+        let first = errors.errors.iter().find(|e| e.msg.starts_with("Syntax error")).or(errors.errors.first());
         let (line, column) = first.map_or((1, 1), |e| e.pos);
         let message = first.map_or_else(|| "syntax error".to_owned(), |e| one_line(&e.msg));
         CompileError::at(offset_of(source, line, column), message)
@@ -267,7 +269,10 @@ fn parse(source: &str) -> Result<Program, CompileError> {
 fn one_line(message: &str) -> String {
     let first = message.lines().next().unwrap_or_default();
     let short = first.split(" expecting ").next().unwrap_or(first);
-    short.strip_prefix("Syntax error: ").unwrap_or(short).to_owned()
+    match short.strip_prefix("Syntax error: ") {
+        Some(rest) => format!("syntax error: {rest}"),
+        None => short.to_owned(),
+    }
 }
 
 /// The byte offset of a 1-based line and (character) column of `source`.
@@ -341,6 +346,20 @@ fn measure(root: &IdedExpr) -> (usize, usize, usize) {
 struct Local {
     name: String,
     path: Option<ReadPath>,
+}
+
+/// Where a subtree's text starts: the least offset of its nodes (a selection's own offset is
+/// its `.`).
+fn start_offset(program: &Program, root: &IdedExpr) -> usize {
+    let mut least = usize::MAX;
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if let Some((start, _)) = program.source_info().offset_for(e.id) {
+            least = least.min(start as usize);
+        }
+        stack.extend(children(e));
+    }
+    if least == usize::MAX { 0 } else { least }
 }
 
 /// The walk that collects free names and paths (the tree's depth is already bounded).
@@ -490,7 +509,7 @@ impl Ranges<'_> {
     fn expr(&mut self, e: &IdedExpr) -> Result<(), CompileError> {
         if let Expr::Comprehension(c) = &e.expr {
             if !self.is_list(&c.iter_range) {
-                let offset = self.program.source_info().offset_for(c.iter_range.id).map_or(0, |(s, _)| s as usize);
+                let offset = start_offset(self.program, &c.iter_range);
                 let shown = self.path(&c.iter_range).map_or_else(
                     || "its range".to_owned(),
                     |p| format!("`{}`", std::iter::once(p.root).chain(p.fields).collect::<Vec<_>>().join(".")),
@@ -822,7 +841,7 @@ mod tests {
     fn a_syntax_error_names_its_offset_in_the_source() {
         let error = Expression::compile("'é' +\n  )").unwrap_err();
         assert_eq!(error.offset, "'é' +\n  ".len(), "{error:?}");
-        assert!(error.message.starts_with("mismatched input ')'"), "{}", error.message);
+        assert!(error.message.starts_with("syntax error: mismatched input ')'"), "{}", error.message);
         assert!(Expression::compile("  ").is_err());
     }
 

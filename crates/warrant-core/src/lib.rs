@@ -15,6 +15,7 @@ pub mod corpus;
 pub mod date;
 pub mod effect;
 pub mod expr;
+pub mod expressions;
 pub mod facts;
 pub mod guard;
 pub mod id;
