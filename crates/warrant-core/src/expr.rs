@@ -864,6 +864,18 @@ mod tests {
     }
 
     #[test]
+    fn the_deepest_expressions_accepted_evaluate_on_a_test_thread() {
+        let chain = format!("n{}", " + n".repeat(MAX_TREE_DEPTH - 2));
+        let nested = format!("{}n{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        let lists = format!("size({}n{}) == 1", "[".repeat(MAX_NESTING - 1), "]".repeat(MAX_NESTING - 1));
+        let bound = BTreeMap::from([("n".to_owned(), Value::Int(1))]);
+        let depth = i64::try_from(MAX_TREE_DEPTH - 1).unwrap();
+        assert_eq!(Expression::compile(&chain).unwrap().evaluate(&bound), Ok(Value::Int(depth)));
+        assert_eq!(Expression::compile(&nested).unwrap().evaluate(&bound), Ok(Value::Int(1)));
+        assert_eq!(Expression::compile(&lists).unwrap().evaluate(&bound), Ok(Value::Bool(true)));
+    }
+
+    #[test]
     fn results_are_the_same_on_every_run() {
         let order = serde_json::json!({"z": 1, "y": 2, "x": 3, "w": 4, "v": 5, "u": 6, "t": 7, "s": 8});
         let first = to_json(&eval("{'m': order, 'k': keys(order)}", &[("order", order.clone())]).unwrap()).unwrap();
