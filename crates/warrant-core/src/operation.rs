@@ -459,7 +459,7 @@ fn compile_derive(scope: &Scope<'_>, op: &Operation, derive: &RawDerive) -> Resu
             if ty == ValueType::Money && !scope.has_currency {
                 return Err(bad(derive.name.span().start, "a money quantity needs `records.currency`".into()));
             }
-            let value = expressions::compile_value(scope.at, cel, Some(ty), &op_shapes(scope, op, true))?;
+            let value = expressions::compile_value(scope.at, cel, Some(ty), &op_shapes(scope, op))?;
             Ok(Expr::Cel(Box::new(value)))
         }
         _ => Err(bad(
@@ -469,9 +469,8 @@ fn compile_derive(scope: &Scope<'_>, op: &Operation, derive: &RawDerive) -> Resu
     }
 }
 
-/// The names a CEL expression of `op` reads: its arguments, and with `derived` the quantities
-/// derived so far.
-fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation, derived: bool) -> OpShapes<'b> {
+/// The names a CEL expression of `op` reads: its arguments and the quantities derived so far.
+fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
     let args = op
         .args
         .iter()
@@ -489,7 +488,6 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation, derived: bool) -> OpSh
     let quantities = op
         .derive
         .iter()
-        .filter(|_| derived)
         .map(|(name, expr)| (name.clone(), if matches!(expr, Expr::First(_)) { Root::Unknown } else { Root::Scalar }))
         .collect();
     OpShapes {
@@ -503,7 +501,7 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation, derived: bool) -> OpSh
 }
 
 /// `set = "path"` with `cel = "…"` (and optionally `type`, `when`): a computed value. An
-/// error in the step's other fields is at `step_at`, one in the expression inside it.
+/// error in the step's other fields is placed at the step, one in the expression inside it.
 fn compile_cel_step(
     scope: &Scope<'_>,
     op: &Operation,
@@ -515,7 +513,11 @@ fn compile_cel_step(
         scope.at.error(step.span().start, ContractErrorKind::BadOperation { op: op.name.clone(), message })
     };
     let others = [&raw.add, &raw.swap, &raw.add_each, &raw.append, &raw.money, &raw.amount, &raw.arg, &raw.into];
-    let (Some(set), true, None, None) = (&raw.set, others.iter().all(|o| o.is_none()), &raw.value, &raw.args) else {
+    let more = [&raw.key, &raw.field, &raw.with];
+    let alone = others.iter().chain(&more).all(|o| o.is_none())
+        && (raw.value.is_none() && raw.args.is_none() && raw.fields.is_none())
+        && (raw.entry.is_empty() && raw.when_element.is_empty() && raw.when_member.is_empty());
+    let (Some(set), true) = (&raw.set, alone) else {
         return Err(bad("a `cel` effect step is `set = \"path\"` with `cel` (and optionally `type`, `when`)".into()));
     };
     let path = compile_path(op, set).map_err(bad)?;
@@ -524,7 +526,7 @@ fn compile_cel_step(
     if ty == Some(ValueType::Money) && !scope.has_currency {
         return Err(bad("a money value needs `records.currency`".into()));
     }
-    let value = expressions::compile_value(scope.at, cel, ty, &op_shapes(scope, op, true))?;
+    let value = expressions::compile_value(scope.at, cel, ty, &op_shapes(scope, op))?;
     Ok(Step { change: Change::SetComputed { path, value: Box::new(value) }, when })
 }
 
