@@ -1,6 +1,7 @@
 //! Derived quantities and effect steps: the arithmetic code does for policy (sums of money in
-//! minor units, counts), and the record changes a committed effect makes, applied to the turn's
-//! working copies so that later acts of the same turn, and later turns, see them.
+//! minor units, counts, CEL expressions with the values they read bound), and the record
+//! changes a committed effect makes, applied to the turn's working copies so that later acts of
+//! the same turn, and later turns, see them.
 
 use std::collections::BTreeMap;
 
