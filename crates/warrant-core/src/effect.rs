@@ -208,11 +208,16 @@ impl Eval<'_> {
                 Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?)
             }
             Expr::Neg(a) => Derived::Int(int(self.eval(work, a)?)?.checked_neg().ok_or_else(overflow)?),
-            Expr::Cel(value) => {
-                let source = value.expression.source();
-                typed(&self.cel(work, value)?, value.ty.unwrap_or(ValueType::Integer), source)?
-            }
+            Expr::Cel(value) => self.cel_quantity(work, value)?,
         })
+    }
+
+    /// A CEL derived quantity, typed as declared. Kept out of line, so that the integer
+    /// language's evaluation stays as compact as it was.
+    #[inline(never)]
+    fn cel_quantity(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<Derived, Finding> {
+        let source = value.expression.source();
+        typed(&self.cel(work, value)?, value.ty.unwrap_or(ValueType::Integer), source)
     }
 
     /// A row as an expression (and a policy) sees it: its fields, money in minor units, `key`.
@@ -363,20 +368,7 @@ impl Eval<'_> {
                     args.iter().map(|a| (a.clone(), self.args.get(a).map_or(Value::Null, Checked::to_json))).collect();
                 self.set(work, path, |_| Ok(Value::Object(object.clone())))
             }
-            Change::SetComputed { path, value } => {
-                let computed = self.cel(work, value)?;
-                let source = value.expression.source();
-                let json = match value.ty {
-                    Some(ValueType::Money) => match typed(&computed, ValueType::Money, source)? {
-                        Derived::Int(units) => number(units, self.currency()?)?,
-                        Derived::Json(v) => v,
-                    },
-                    Some(ty) => typed(&computed, ty, source)?.to_json(),
-                    None => expr::to_json(&computed)
-                        .map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))?,
-                };
-                self.set(work, path, |_| Ok(json.clone()))
-            }
+            Change::SetComputed { path, value } => self.set_computed(work, path, value),
             Change::SetMoney { path, amount } => {
                 let Derived::Int(units) = self.eval(work, amount)? else {
                     return Err(inapplicable("a money effect needs a quantity".into()));
@@ -403,6 +395,24 @@ impl Eval<'_> {
             Change::Append { path, entry } => self.append(work, path, entry),
             Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
         }
+    }
+
+    /// `set` with `cel`: the value written as an amount where its type is money, else as JSON.
+    #[inline(never)]
+    fn set_computed(&self, work: &mut Workspace<'_>, path: &Path, value: &CelValue) -> Result<(), Finding> {
+        let computed = self.cel(work, value)?;
+        let source = value.expression.source();
+        let json = match value.ty {
+            Some(ValueType::Money) => match typed(&computed, ValueType::Money, source)? {
+                Derived::Int(units) => number(units, self.currency()?)?,
+                Derived::Json(v) => v,
+            },
+            Some(ty) => typed(&computed, ty, source)?.to_json(),
+            None => {
+                expr::to_json(&computed).map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))?
+            }
+        };
+        self.set(work, path, |_| Ok(json.clone()))
     }
 
     /// `add_each`: an amount of each matching element of a list added to a field of the member
