@@ -24,6 +24,7 @@ mod guard;
 mod outbound;
 mod prompt;
 mod records;
+mod render;
 mod scheduler;
 mod score;
 mod serve;
@@ -54,7 +55,8 @@ enum Command {
     },
     /// Runs one turn request (JSON) through the gate against a store; prints the response.
     Turn(turn::TurnArgs),
-    /// Records an effect's outcome (`done`, `failed`, `unknown`) as the executor reports it.
+    /// Records an effect's outcome (`done`, `failed`, `unknown`) as the executor reports it,
+    /// with the rows as the system of record left them.
     #[command(name = "effect-outcome")]
     EffectOutcome(turn::OutcomeArgs),
     /// Re-decides every stored turn from its recorded inputs; reports each changed verdict.
@@ -95,6 +97,9 @@ enum Command {
     },
     /// Lists every reason code with what it means.
     Reasons,
+    /// Prints the numbered rendering of a text (from `--text` or standard input) as JSON: each
+    /// word with the number a pointer's `ptr` counts, and the rendering model tasks are shown.
+    Render(render::RenderArgs),
     /// Runs what is due (delivery of the outbox) once or as a daemon; lists the outbox.
     Scheduler {
         #[command(subcommand)]
@@ -177,6 +182,7 @@ fn main() -> ExitCode {
         Command::Scheduler { command } => scheduler::run(&command),
         Command::Outbound(args) => outbound::run(&args),
         Command::Records { command } => records::run(&command),
+        Command::Render(args) => render::run(&args),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

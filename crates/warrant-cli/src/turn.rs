@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use warrant_engine::dispatch::{DispatchError, Dispatched, Dispatcher};
-use warrant_engine::{Engine, OutcomeReply, TurnResult};
+use warrant_engine::{Engine, OutcomeReply, OutcomeRow, TurnResult};
 use warrant_store::{AnyStore, Store};
 
 use crate::Exit;
@@ -41,6 +41,10 @@ pub(crate) struct OutcomeArgs {
     /// `done`, `failed` or `unknown`.
     #[arg(long)]
     pub(crate) outcome: String,
+    /// The rows as the system of record left them: a JSON array of `{"table","key","value"}`,
+    /// from a file or `-` for standard input.
+    #[arg(long)]
+    pub(crate) rows: Option<PathBuf>,
 }
 
 /// An engine for the contract and store `args` name, with the model the contract's `[model]`
@@ -60,7 +64,7 @@ pub(crate) fn with_engine<T>(
 /// The engine's operations, without its store type.
 pub(crate) trait EngineOps {
     fn turn(&mut self, json: &str) -> Result<TurnResult, Exit>;
-    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<OutcomeReply, Exit>;
+    fn outcome(&mut self, effect: &str, outcome: &str, rows: &[OutcomeRow]) -> Result<OutcomeReply, Exit>;
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
     /// Clears the follow-ups due under `lease` into the outbox.
@@ -80,8 +84,8 @@ impl<S: Store> EngineOps for Engine<S> {
         Engine::turn(self, json).map_err(|e| Exit::Input(e.to_string()))
     }
 
-    fn outcome(&mut self, effect: &str, outcome: &str) -> Result<OutcomeReply, Exit> {
-        self.report_outcome(effect, outcome).map_err(|e| Exit::Input(e.to_string()))
+    fn outcome(&mut self, effect: &str, outcome: &str, rows: &[OutcomeRow]) -> Result<OutcomeReply, Exit> {
+        self.report_outcome(effect, outcome, rows).map_err(|e| Exit::Input(e.to_string()))
     }
 
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit> {
@@ -143,8 +147,19 @@ pub(crate) fn run_turn(args: &TurnArgs) -> Result<(), Exit> {
 }
 
 pub(crate) fn run_outcome(args: &OutcomeArgs) -> Result<(), Exit> {
+    let rows = match &args.rows {
+        None => Vec::new(),
+        Some(path) => match warrant_engine::outcome_rows(&read_input(path)?) {
+            Ok(rows) => rows,
+            Err(error) => {
+                // Bad input, answered as the route answers it: the error JSON, exit status 2.
+                println!("{}", serde_json::json!({"error": error}));
+                return Err(Exit::Quiet(2));
+            }
+        },
+    };
     with_engine(&args.at, |engine| {
-        let reply = engine.outcome(&args.effect, &args.outcome)?;
+        let reply = engine.outcome(&args.effect, &args.outcome, &rows)?;
         println!("{}", serde_json::to_value(&reply).map_err(|e| Exit::Input(e.to_string()))?);
         if matches!(reply, OutcomeReply::Refused { .. }) { Err(Exit::Quiet(2)) } else { Ok(()) }
     })
@@ -158,6 +173,26 @@ pub(crate) fn run_replay(args: &StoreArgs) -> Result<(), Exit> {
                 "changed: {} {} act {} `{}`: {} -> {}",
                 change.conversation, change.turn, change.act, change.op, change.before, change.after
             );
+        }
+        // What the effects' outcomes found: shown beside the turns, never a changed verdict.
+        for found in &report.findings {
+            for field in &found.finding.fields {
+                let show =
+                    |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "absent".to_owned(), |v| v.to_string());
+                println!(
+                    "{}: {} {} effect {} `{}`: {}/{} `{}` predicted {}, reported {}",
+                    found.finding.code,
+                    found.conversation,
+                    found.turn,
+                    found.effect,
+                    found.op,
+                    field.table,
+                    field.key,
+                    field.path,
+                    show(&field.predicted),
+                    show(&field.reported)
+                );
+            }
         }
         println!(
             "{} turns replayed, {} identical, {} verdicts changed",

@@ -133,6 +133,42 @@ pub fn revert(current: &Value, fields: &[FieldChange]) -> Option<Value> {
     Some(row)
 }
 
+/// A field whose value, as the system of record reported it after an effect, is not the one
+/// the effect's steps left there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Divergence {
+    /// The row.
+    pub table: String,
+    /// Its key.
+    pub key: String,
+    /// The field, object keys and list indexes joined with `.` (empty for the whole row).
+    pub path: String,
+    /// The value the effect's steps predicted; absent when they removed the field.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub predicted: Option<Value>,
+    /// The value reported; absent when the reported row has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub reported: Option<Value>,
+}
+
+/// The fields of `change` whose value in `reported` (the row as the system of record left it)
+/// is not the one the effect left there, in the change's field order. Fields the effect did not
+/// change are not compared: the system of record may change them as it likes.
+pub fn diverged(change: &RowChange, reported: &Value) -> Vec<Divergence> {
+    change
+        .fields
+        .iter()
+        .filter(|field| at(reported, &field.path) != field.after.as_ref())
+        .map(|field| Divergence {
+            table: change.row.table.clone(),
+            key: change.row.key.clone(),
+            path: field.path.join("."),
+            predicted: field.after.clone(),
+            reported: at(reported, &field.path).cloned(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -182,6 +218,29 @@ mod tests {
         assert_eq!(read, added);
         assert_eq!(revert(&json!({"note": null}), &read), Some(json!({})));
         assert_eq!(revert(&json!({}), &read), None);
+    }
+
+    #[test]
+    fn a_reported_row_diverges_only_where_it_differs_from_a_predicted_field() {
+        let before = json!({"status": "pending", "note": "x", "items": [1]});
+        let after = json!({"status": "cancelled", "items": [1]});
+        let change =
+            RowChange { row: RowRef { table: "order".into(), key: "o1".into() }, fields: diff(&before, &after) };
+        assert_eq!(diverged(&change, &json!({"status": "cancelled", "items": [1, 2]})), []);
+        let found = diverged(&change, &json!({"status": "shipped", "note": "y"}));
+        let paths: Vec<&str> = found.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["status", "note"]);
+        assert_eq!(found[1].predicted, None);
+        assert_eq!(found[1].reported, Some(json!("y")));
+        assert_eq!(
+            (found[0].predicted.clone(), found[0].reported.clone()),
+            (Some(json!("cancelled")), Some(json!("shipped")))
+        );
+        let text = serde_json::to_string(&found[0]).unwrap();
+        assert_eq!(
+            text,
+            r#"{"table":"order","key":"o1","path":"status","predicted":"cancelled","reported":"shipped"}"#
+        );
     }
 
     fn row() -> impl Strategy<Value = Value> {

@@ -41,6 +41,11 @@ pub struct Interaction {
     /// the checks run again against it when the answer comes.
     #[serde(default)]
     pub user_text: Option<String>,
+    /// The user entries of the turn that proposed it that its arguments' pointers name by index
+    /// (`"entry": i`), by that index, so that the confirmation resolves the same words. Left
+    /// out of the stored JSON when empty, so an interaction without one is stored as before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub entries: BTreeMap<u32, String>,
     /// Whether it still waits for an answer.
     pub open: bool,
 }
@@ -64,6 +69,14 @@ pub trait Facts {
         Ok(None)
     }
 
+    /// The effect that holds `row`, if any: one committed for an operation without effect
+    /// steps, naming the row, whose outcome (`done` or `failed`) has not arrived. A consequential
+    /// act naming a held row is asked (`effect_pending`). A source without effects holds none.
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        let _ = row;
+        Ok(None)
+    }
+
     /// The committed events of `conversation` of kind `kind`, in commit order, for the
     /// outbound gate. A source without a ledger cannot back any claim: it fails closed.
     fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
@@ -82,5 +95,14 @@ pub struct EventRecord {
     /// Its arguments.
     pub payload: Value,
     /// The effect it records, if any.
+    pub effect: Option<String>,
+}
+
+/// A row a decision asked about, and the effect that held it then (`None`: none did).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRead {
+    /// The row.
+    pub row: RowRef,
+    /// The effect without effect steps whose outcome had not arrived, if any.
     pub effect: Option<String>,
 }

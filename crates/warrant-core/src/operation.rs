@@ -62,6 +62,9 @@ pub enum ArgKind {
     Enum {
         /// The ids the value may be; anything else is refused.
         values: Vec<String>,
+        /// Whether the user must have said it: the value then carries a pointer to the words
+        /// they said it with (`{"value","entry","ptr","copy"}`), and `value_stated` checks them.
+        evidence: bool,
     },
     /// A row of a table, by key (optionally with the revision the model saw).
     Record {
@@ -99,10 +102,20 @@ pub enum ArgKind {
         /// For a list, the field of each element that is its id; `None` for an object's keys.
         key: Option<String>,
     },
-    /// Words of the latest user entry, by pointer.
+    /// Words of a user entry (the latest one unless the pointer names another), by pointer.
     Text {
         /// Whether a pointer to no words is accepted; otherwise it is refused.
         allow_empty: bool,
+    },
+    /// Text the model composes (a search query, a note): checked by its schema alone and never
+    /// taken for the user's words, so it carries no pointer and faces no `value_stated`.
+    String {
+        /// The most characters (Unicode scalar values) it may have.
+        max_length: Option<u32>,
+        /// A regular expression the whole value must match.
+        pattern: Option<StringPattern>,
+        /// The values it may be, when the contract lists them.
+        values: Option<Vec<String>>,
     },
     /// A DateExpr, evaluated with the turn's clock.
     Date,
@@ -117,6 +130,64 @@ pub enum ArgKind {
     },
     /// A boolean.
     Bool,
+}
+
+impl ArgKind {
+    /// Whether a value of this kind is, or carries, a pointer into the user's words.
+    pub fn takes_pointer(&self) -> bool {
+        matches!(self, ArgKind::Text { .. } | ArgKind::Enum { evidence: true, .. })
+    }
+}
+
+/// A `string` argument's `pattern`: a regular expression (the `regex` crate's syntax, which
+/// runs in time linear in the value) that the whole value must match, compiled when the
+/// contract loads.
+#[derive(Debug, Clone)]
+pub struct StringPattern {
+    /// The pattern as the contract writes it.
+    pub source: String,
+    /// It compiled, anchored at both ends.
+    regex: regex::Regex,
+}
+
+impl StringPattern {
+    /// The most memory a compiled pattern may take, so that no contract makes a turn slow.
+    const SIZE_LIMIT: usize = 1 << 20;
+
+    /// Compiles `source`, anchored so that it must match the whole value; the error is one line.
+    pub fn compile(source: &str) -> Result<StringPattern, String> {
+        let regex = regex::RegexBuilder::new(&format!(r"\A(?:{source})\z"))
+            .size_limit(Self::SIZE_LIMIT)
+            .build()
+            .map_err(|e| {
+                let reason = e.to_string();
+                let last = reason.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or_default().to_owned();
+                format!(
+                    "`pattern` `{}` does not compile: {}",
+                    crate::text::visible(source),
+                    last.trim_start_matches("error: ")
+                )
+            })?;
+        Ok(StringPattern { source: source.to_owned(), regex })
+    }
+
+    /// Whether the whole of `value` matches.
+    pub fn matches(&self, value: &str) -> bool {
+        self.regex.is_match(value)
+    }
+}
+
+/// The `values` of an `enum` or `string` argument: when listed, not empty and without repeats.
+fn string_values(name: &str, raw: &RawArg) -> Result<Option<Vec<String>>, String> {
+    let Some(values) = &raw.values else { return Ok(None) };
+    if values.is_empty() {
+        return Err(format!("argument `{name}`: `values`, when given, lists at least one value"));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = values.iter().find(|v| !seen.insert(*v)) {
+        return Err(format!("argument `{name}`: value `{}` is listed twice", crate::text::visible(twice)));
+    }
+    Ok(Some(values.clone()))
 }
 
 /// A derived quantity: integer arithmetic over money (in minor units) and counts.
@@ -304,6 +375,10 @@ struct RawArg {
     key: Option<String>,
     #[serde(default)]
     allow_empty: bool,
+    max_length: Option<u32>,
+    pattern: Option<Spanned<String>>,
+    #[serde(default)]
+    evidence: bool,
     min: Option<i64>,
     max: Option<i64>,
     #[serde(default)]
@@ -401,13 +476,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             return Err(at(name_at, ContractErrorKind::DuplicateOperation(name.clone())));
         }
         let from = operation_kinds(scope, raw_op)?;
-        let mut args = Vec::with_capacity(raw_op.args.len());
-        for (arg_name, raw_arg) in &raw_op.args {
-            let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref()).map_err(|message| {
-                at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-            })?;
-            args.push(arg);
-        }
+        let args = compile_args(scope, raw_op)?;
         let mut op = Operation {
             name: name.clone(),
             from,
@@ -530,6 +599,25 @@ fn compile_cel_step(
     Ok(Step { change: Change::SetComputed { path, value: Box::new(value) }, when })
 }
 
+/// The operation's arguments; an error is placed at the argument, or at its `pattern` when that
+/// does not compile.
+fn compile_args(scope: &Scope<'_>, raw_op: &RawOperation) -> Result<Vec<Arg>, ContractError> {
+    let op = raw_op.name.get_ref();
+    let bad =
+        |offset: usize, message| scope.at.error(offset, ContractErrorKind::BadOperation { op: op.clone(), message });
+    let mut args = Vec::with_capacity(raw_op.args.len());
+    for (arg_name, raw_arg) in &raw_op.args {
+        let mut arg = compile_arg(scope, op, arg_name, raw_arg.get_ref()).map_err(|m| bad(raw_arg.span().start, m))?;
+        if let (ArgKind::String { pattern, .. }, Some(raw_pattern)) = (&mut arg.kind, &raw_arg.get_ref().pattern) {
+            let compiled = StringPattern::compile(raw_pattern.get_ref())
+                .map_err(|m| bad(raw_pattern.span().start, format!("argument `{arg_name}`: {m}")))?;
+            *pattern = Some(compiled);
+        }
+        args.push(arg);
+    }
+    Ok(args)
+}
+
 /// The record argument an operation acts on (`resource`); without one, the actor.
 fn operation_resource(
     scope: &Scope<'_>,
@@ -598,17 +686,10 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
     };
     let kind = match raw.kind.as_str() {
         "enum" => {
-            let values = raw.values.clone().unwrap_or_default();
-            if values.is_empty() {
+            if raw.values.as_ref().is_none_or(Vec::is_empty) {
                 return Err(format!("argument `{name}` of kind `enum` needs a non-empty `values` list"));
             }
-            let mut seen = std::collections::BTreeSet::new();
-            for v in &values {
-                if !seen.insert(v) {
-                    return Err(format!("argument `{name}`: value `{v}` is listed twice"));
-                }
-            }
-            ArgKind::Enum { values }
+            ArgKind::Enum { values: string_values(name, raw)?.unwrap_or_default(), evidence: raw.evidence }
         }
         "record" => {
             let table = need(&raw.table, "table")?;
@@ -640,6 +721,8 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             }
         }
         "text" => ArgKind::Text { allow_empty: raw.allow_empty },
+        // The pattern is compiled by the caller, which knows where it is written.
+        "string" => ArgKind::String { max_length: raw.max_length, pattern: None, values: string_values(name, raw)? },
         "date" => ArgKind::Date,
         "money" if !scope.has_currency => {
             return Err(format!("argument `{name}` is money, which needs `records.currency`"));
@@ -655,11 +738,17 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
         "bool" => ArgKind::Bool,
         other => {
             return Err(format!(
-                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, date, money, integer, bool)",
+                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, string, date, money, integer, bool)",
                 crate::text::visible(other)
             ));
         }
     };
+    if raw.evidence && raw.kind != "enum" {
+        return Err(format!("argument `{name}`: `evidence` applies to `enum` arguments only"));
+    }
+    if raw.kind != "string" && (raw.max_length.is_some() || raw.pattern.is_some()) {
+        return Err(format!("argument `{name}`: `max_length` and `pattern` apply to `string` arguments only"));
+    }
     let checks = arg_checks(op, name, raw, &kind)?;
     Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks })
 }
@@ -968,6 +1057,19 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_string_pattern_matches_the_whole_value_only() {
+        let either = StringPattern::compile("red|blue").unwrap();
+        assert!(either.matches("red") && either.matches("blue"));
+        for partial in ["reds", "dark blue", "red|blue", ""] {
+            assert!(!either.matches(partial), "{partial:?}");
+        }
+        let message = StringPattern::compile("(a").unwrap_err();
+        assert!(!message.contains('\n') && message.contains("does not compile"), "{message}");
+        // The size limit bounds what one pattern may cost.
+        assert!(StringPattern::compile("\\w{1000}{1000}").is_err());
+    }
 
     #[test]
     fn expressions_parse_into_their_shape() {

@@ -103,6 +103,7 @@ fn arg_type(kind: &ArgKind) -> Value {
         | ArgKind::Record { .. }
         | ArgKind::Member { .. }
         | ArgKind::Text { .. }
+        | ArgKind::String { .. }
         | ArgKind::Date => string,
         ArgKind::Records { .. } | ArgKind::Members { .. } => set_of(string),
         ArgKind::Money => {

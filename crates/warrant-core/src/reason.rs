@@ -81,9 +81,12 @@ reason_codes! {
     /// A paired row differs from its pair in the field that must be the same (a new item of
     /// another product).
     PairMismatch => "pair_mismatch",
-    /// A text pointer does not slice the latest user message, or its copy does not narrow it;
-    /// the model is asked for a repair.
+    /// A text pointer does not slice the user entry it points into, or its copy does not narrow
+    /// it; the model is asked for a repair.
     PointerInvalid => "pointer_invalid",
+    /// A text pointer's `entry` names no entry of the turn, or an entry whose source kind is not
+    /// `user`: a value may come only from the user's own words, so the act is refused.
+    PointerEntryInvalid => "pointer_entry_invalid",
     /// A DateExpr is malformed or does not evaluate with the turn's clock.
     DateInvalid => "date_invalid",
     /// A Money value is malformed, of an unknown currency, or finer than its minor units.
@@ -93,6 +96,10 @@ reason_codes! {
     CurrencyNotAccepted => "currency_not_accepted",
     /// An integer argument is outside its declared bounds.
     OutOfBounds => "out_of_bounds",
+    /// A `string` argument has more characters than its `max_length`.
+    StringTooLong => "string_too_long",
+    /// A `string` argument does not match its `pattern` as a whole.
+    PatternMismatch => "pattern_mismatch",
     /// The actor is not a row of the contract's actor table.
     UnknownActor => "unknown_actor",
     /// A stored fact could not be read; the act fails closed.
@@ -246,6 +253,15 @@ reason_codes! {
     /// an object, a money field that is no exact amount of the contract's currency, a missing
     /// key field); the field names the path at fault. Nothing was written.
     InvalidRecord => "invalid_record",
+    /// A consequential act names a row (a record argument, or its resource) that an effect
+    /// without effect steps also names, and that effect's outcome has not arrived (`done` or
+    /// `failed`; `unknown` keeps holding). Only the executor knows what such an effect changed,
+    /// so the act is asked, not committed or held for confirmation, until the outcome comes.
+    EffectPending => "effect_pending",
+    /// An effect's outcome reported the rows as the system of record left them, and a field the
+    /// effect's steps predicted holds another value there; the finding names each such field
+    /// with the value predicted and the value reported. The reported rows stand.
+    EffectDiverged => "effect_diverged",
 }
 
 impl std::fmt::Display for ReasonCode {

@@ -10,14 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::args::{self, ArgContext, Checked};
+use crate::args::{self, ArgContext, Checked, UserWords};
 use crate::change::RowChange;
 use crate::check::{self, CheckAnswers, CheckRequest, ModelTask};
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::operation::ArgKind;
 use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, TextPointer};
@@ -30,7 +32,7 @@ use crate::request::{TurnRequest, ValidRequest};
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
 
-pub use crate::facts::{EventRecord, FactError, Facts, Interaction, RowRef};
+pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowRef};
 pub use crate::verdict::{Finding, Reason, Verdict};
 use crate::workspace::Slot;
 pub use crate::workspace::{RowView, Workspace};
@@ -175,6 +177,11 @@ pub struct EffectRecord {
     /// these fields alone, never another effect's of the same turn.
     #[serde(default)]
     pub changes: Vec<RowChange>,
+    /// For an operation without effect steps, the rows it names (its record arguments, and its
+    /// resource): each is held, every later consequential act naming it asked
+    /// (`effect_pending`), until the effect's outcome arrives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<RowRef>,
 }
 
 /// The facts a decision read, for the replay record.
@@ -193,6 +200,11 @@ pub struct FactsRead {
     /// them: a replay makes those again).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub events: BTreeMap<String, Vec<EventRecord>>,
+    /// The rows a consequential act named that an effect without steps held, its outcome not
+    /// arrived, with that effect. A row found free is not listed: to a replay, a row not here
+    /// is free.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingRead>,
 }
 
 /// Everything a turn decided.
@@ -234,8 +246,8 @@ struct Proposal<'a> {
     op: String,
     args: Map<String, Value>,
     from: String,
-    /// The user message its text pointers point into.
-    user_text: Option<String>,
+    /// The user entries its text pointers point into.
+    words: Rc<UserWords>,
     /// For a confirmed answer: the interaction and the revisions it saw.
     confirmed: Option<&'a Interaction>,
 }
@@ -287,7 +299,7 @@ pub fn decide_answered(
         conflicts,
         answers,
         gate_answers,
-        latest_user: request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone()),
+        words: Rc::new(UserWords::of_entries(&request.entries)),
         actor_row: contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() }),
     };
     let mut state = TurnState::new(&input);
@@ -314,8 +326,9 @@ struct TurnInput<'a> {
     answers: &'a CheckAnswers,
     /// The answers of the outbound gate's questions about the reply.
     gate_answers: &'a GateAnswers,
-    /// The latest user entry: the request's acts and the clauses' operations point into it.
-    latest_user: Option<String>,
+    /// The request's entries that text pointers may point into: the request's acts and the
+    /// clauses' operations point into them.
+    words: Rc<UserWords>,
     /// The actor's row, when the contract names an actor table.
     actor_row: Option<RowRef>,
 }
@@ -386,6 +399,12 @@ impl<'f> TurnState<'f> {
                     revision: 0,
                     value: Value::Null,
                 }),
+            }
+        }
+        // Only the rows found held: a row not on the record is free to a replay, as it was.
+        for (row, effect) in &work.pending {
+            if effect.is_some() {
+                facts_read.pending.push(PendingRead { row: row.clone(), effect: effect.clone() });
             }
         }
         for (id, found) in &work.interactions {
@@ -484,7 +503,14 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: it.op.clone(),
             args: it.args.clone(),
             from: it.from.clone(),
-            user_text: it.user_text.clone(),
+            words: Rc::new(UserWords {
+                latest: it.user_text.clone(),
+                entries: it
+                    .entries
+                    .iter()
+                    .map(|(i, text)| (*i, (crate::args::USER_KIND.to_owned(), text.clone())))
+                    .collect(),
+            }),
             confirmed: Some(it),
         })
         .collect();
@@ -496,7 +522,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: act.op.clone(),
             args: act.args.clone(),
             from,
-            user_text: input.latest_user.clone(),
+            words: Rc::clone(&input.words),
             confirmed: None,
         });
     }
@@ -530,7 +556,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
                 op: operation.clause.op().to_owned(),
                 args: Map::new(),
                 from: entry.kind.clone(),
-                user_text: input.latest_user.clone(),
+                words: Rc::clone(&input.words),
                 confirmed: None,
             });
         }
@@ -542,7 +568,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
 /// away every act that would commit or be held. Named whenever the turn proposes anything,
 /// so that it runs in the first round beside the acts' own checks.
 fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Option<CheckRequest> {
-    match &input.latest_user {
+    match &input.words.latest {
         Some(message) if !proposals.is_empty() && input.contract.model().runs(check::UNCOVERED_REQUEST) => {
             // Arguments in canonical form: the question, and so its id, is the same for a
             // request whose store kept its keys in another order.
@@ -579,7 +605,7 @@ fn decide_proposal(
         contract: input.contract,
         clock: input.valid.clock(),
         actor_row: input.actor_row.clone(),
-        user_text: proposal.user_text.as_deref(),
+        words: &proposal.words,
         currency: input.contract.currency(),
     };
     let checks = ActChecks { answers: input.answers, needed: &mut state.needed, uncovered };
@@ -595,10 +621,14 @@ fn decide_proposal(
             out.reasons.push(Finding::ask(ReasonCode::ConfirmationRequired).reason);
             out.interaction = Some(id);
         }
-        Ok(ActOutcome::Commit { args }) => {
+        Ok(ActOutcome::Commit { args, holds }) => {
             let changed = state.work.changed_rows(&before);
             let changes = state.work.changes(&before, &changed);
-            out.effect = Some(commit(input, state, proposal, args, Changed { rows: changed, changes }));
+            let id = commit(input, state, proposal, args, Changed { rows: changed, changes, holds: holds.clone() });
+            for row in holds {
+                state.work.held.insert(row, id.clone());
+            }
+            out.effect = Some(id);
         }
     }
     state.response.acts.push(out);
@@ -610,6 +640,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
     let request = input.request;
     let n = state.opened.len().to_string();
     let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
+    let op_entries =
+        input.contract.operation(&proposal.op).map(|op| proposal.words.named_by(op, &args)).unwrap_or_default();
     let mut revisions = BTreeMap::new();
     for row in &state.work.touched {
         if let Some(Slot { read: Some(record), .. }) = state.work.rows.get(row) {
@@ -627,7 +659,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
         from: proposal.from.clone(),
         options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
         revisions,
-        user_text: proposal.user_text.clone(),
+        user_text: proposal.words.latest.clone(),
+        entries: op_entries,
         open: true,
     };
     state.response.interactions.push(InteractionOut {
@@ -640,10 +673,11 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
     id
 }
 
-/// The rows an effect changed, and what it changed in each.
+/// The rows an effect changed, what it changed in each, and the rows it holds.
 struct Changed {
     rows: Vec<RowRef>,
     changes: Vec<RowChange>,
+    holds: Vec<RowRef>,
 }
 
 /// Records the effect of a committed proposal and its event; returns the effect's id.
@@ -668,7 +702,7 @@ fn commit(
         effect: Some(id.clone()),
     });
     state.response.effects.push(effect.clone());
-    state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes });
+    state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes, holds: changed.holds });
     id
 }
 
@@ -725,12 +759,9 @@ fn clear_reply<'f>(input: &TurnInput<'f>, state: &mut TurnState<'f>) {
 /// What an act that passed every check becomes.
 enum ActOutcome {
     /// Held for a confirmation, with the arguments the confirmation will check again.
-    Hold {
-        args: Map<String, Value>,
-    },
-    Commit {
-        args: Value,
-    },
+    Hold { args: Map<String, Value> },
+    /// Committed, with the rows its effect holds (for an operation without effect steps).
+    Commit { args: Value, holds: Vec<RowRef> },
 }
 
 /// The semantic checks an act reads and names: the supplied answers, the checks needed so far
@@ -786,6 +817,15 @@ fn decide_act(
     {
         return Err(finding);
     }
+    let named = if op.consequential { named_rows(op, &checked, ctx.actor_row.as_ref()) } else { Vec::new() };
+    for row in &named {
+        if let Some(effect) = work.pending_effect(row)? {
+            return Err(Finding::ask(ReasonCode::EffectPending).detail(format!(
+                "row `{}` of `{}` waits for the outcome of effect `{effect}`, whose operation has no effect steps",
+                row.key, row.table
+            )));
+        }
+    }
     if op.consequential && proposal.confirmed.is_none() {
         return Ok(ActOutcome::Hold { args: located.args.into_owned() });
     }
@@ -798,7 +838,35 @@ fn decide_act(
     }
     let args_json: Map<String, Value> =
         checked.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), v.to_json())).collect();
-    Ok(ActOutcome::Commit { args: Value::Object(args_json) })
+    // Only the executor knows what an operation without effect steps changes: it holds the
+    // rows it names until its outcome arrives.
+    let holds = if op.effects.is_empty() { named } else { Vec::new() };
+    Ok(ActOutcome::Commit { args: Value::Object(args_json), holds })
+}
+
+/// The rows a consequential act names: those of its record and records arguments, and its
+/// resource (the actor's row when the operation declares none), in order, each once.
+fn named_rows(
+    op: &crate::operation::Operation,
+    checked: &BTreeMap<String, Checked>,
+    actor_row: Option<&RowRef>,
+) -> Vec<RowRef> {
+    let mut rows = BTreeSet::new();
+    for value in checked.values() {
+        match value {
+            Checked::Record(row) => {
+                rows.insert(row.clone());
+            }
+            Checked::Records(named) => rows.extend(named.iter().cloned()),
+            _ => {}
+        }
+    }
+    if op.resource.is_none()
+        && let Some(actor) = actor_row
+    {
+        rows.insert(actor.clone());
+    }
+    rows.into_iter().collect()
 }
 
 /// A confirmed act is decided again only if no row its checks read has moved since the
@@ -896,10 +964,11 @@ struct Located<'p> {
     located: BTreeSet<String>,
 }
 
-/// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
-/// the `locate` task is asked which words of the user's message give it. Its answer (a
-/// pointer) replaces the plain value and goes through structure exactly as if the agent had
-/// sent it; the model never supplies the value's text. Returns the arguments to check and the
+/// Step 4 before structure: a plain string proposed for a `text` argument (or a bare id for
+/// an enum with evidence) is no pointer, so the `locate` task is asked which words of the
+/// latest user entry give it. Its answer (a pointer, beside the id for an enum) replaces the
+/// plain value and goes through structure exactly as if the agent had sent it; the model never
+/// supplies the value's text. Returns the arguments to check and the
 /// names of the located ones; anything but a pointer for every plain value takes the act away.
 fn locate_plain_values<'p>(
     op: &crate::operation::Operation,
@@ -911,13 +980,17 @@ fn locate_plain_values<'p>(
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;
     for arg in &op.args {
-        let crate::operation::ArgKind::Text { allow_empty } = arg.kind else { continue };
         let Some(Value::String(proposed)) = proposal.args.get(&arg.name) else { continue };
-        if allow_empty && proposed.is_empty() {
-            continue;
+        match &arg.kind {
+            ArgKind::Text { allow_empty } if !(*allow_empty && proposed.is_empty()) => {}
+            // An id the user must have said, sent without the words they said it with: they
+            // are located like a text value's. An id outside the set is refused by structure,
+            // with no question asked.
+            ArgKind::Enum { values, evidence: true } if values.contains(proposed) => {}
+            _ => continue,
         }
         let field = format!("args.{}", arg.name);
-        let Some(message) = proposal.user_text.as_deref() else {
+        let Some(message) = proposal.words.latest.as_deref() else {
             let finding = Finding::ask(ReasonCode::PointerInvalid)
                 .field(field)
                 .detail("the turn has no user entry to point into".into());
@@ -925,8 +998,14 @@ fn locate_plain_values<'p>(
         };
         let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
         match check::located(&request, answers.get(&request.id)) {
-            Ok(pointer) => {
-                args.to_mut().insert(arg.name.clone(), serde_json::to_value(&pointer).unwrap_or(Value::Null));
+            Ok(mut pointer) => {
+                // The question was about the latest user entry, so its answer points there.
+                pointer.entry = None;
+                let mut value = serde_json::to_value(&pointer).unwrap_or(Value::Null);
+                if let (ArgKind::Enum { .. }, Value::Object(map)) = (&arg.kind, &mut value) {
+                    map.insert("value".into(), Value::String(proposed.clone()));
+                }
+                args.to_mut().insert(arg.name.clone(), value);
                 located.insert(arg.name.clone());
             }
             Err(finding) => {
@@ -941,8 +1020,9 @@ fn locate_plain_values<'p>(
 }
 
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
-/// supplied answers, and `value_stated` on every located value whether declared or not: the
-/// words a model located are checked by another question before they can be used. Every
+/// supplied answers, and `value_stated` on every located value and every enum with evidence
+/// whether declared or not: the words a model located, and the words an id is said to come
+/// from, are checked by another question before they can be used. Every
 /// check of the act is named in `needed`, so that one round of model calls can answer them
 /// all; the first that takes something away decides.
 fn semantic_checks(
@@ -955,21 +1035,27 @@ fn semantic_checks(
 ) -> Result<(), Finding> {
     let Located { args, located } = located;
     let mut first: Option<Finding> = None;
-    for arg in op.args.iter().filter(|a| !a.checks.is_empty() || located.contains(&a.name)) {
-        let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };
+    for arg in &op.args {
+        // An enum the user must have said is always checked against the words it points at.
+        let evidenced = matches!(arg.kind, ArgKind::Enum { evidence: true, .. });
+        let stated = evidenced || located.contains(&arg.name);
+        if arg.checks.is_empty() && !stated {
+            continue;
+        }
+        let (Some(Checked::Text(value)) | Some(Checked::Enum(value))) = checked.get(&arg.name) else { continue };
         if value.is_empty() {
             // An allowed empty value holds no words of the user to check.
             continue;
         }
         let field = format!("args.{}", arg.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
-        let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
-        let numbered = pointer::numbered(message);
         let pointer: TextPointer =
-            args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
+            args.get(&arg.name).and_then(|v| args::pointer_of(&arg.kind, v)).ok_or_else(unresolved)?;
+        let message = proposal.words.message(&pointer, &field)?;
+        let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<ModelTask> = arg.checks.clone();
-        if located.contains(&arg.name) && !tasks.contains(&ModelTask::ValueStated) {
+        if stated && !tasks.contains(&ModelTask::ValueStated) {
             tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {
@@ -1019,6 +1105,7 @@ pub struct RecordedFacts {
     interactions: BTreeMap<String, Option<Interaction>>,
     promotions: Vec<PromotionRecord>,
     events: BTreeMap<String, Vec<EventRecord>>,
+    pending: BTreeMap<RowRef, Option<String>>,
 }
 
 impl RecordedFacts {
@@ -1036,6 +1123,9 @@ impl RecordedFacts {
         }
         facts.promotions.clone_from(&read.promotions);
         facts.events.clone_from(&read.events);
+        for read in &read.pending {
+            facts.pending.insert(read.row.clone(), read.effect.clone());
+        }
         facts
     }
 }
@@ -1058,6 +1148,12 @@ impl Facts for RecordedFacts {
 
     fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
         Ok(self.promotions.iter().find(|p| p.subject.name == subject.name).cloned())
+    }
+
+    /// A row found held is on the record with its effect; a row that is not was found free
+    /// (or not asked about, as in every record written before effects could hold rows).
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        Ok(self.pending.get(row).cloned().flatten())
     }
 
     fn events(&self, _conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {

@@ -35,6 +35,10 @@ pub struct Workspace<'f> {
     pub(crate) rows: BTreeMap<RowRef, Slot>,
     pub(crate) interactions: BTreeMap<String, Option<Interaction>>,
     pub(crate) touched: BTreeSet<RowRef>,
+    /// The rows asked about for a pending effect, with what the facts answered.
+    pub(crate) pending: BTreeMap<RowRef, Option<String>>,
+    /// The rows this turn's own effects without steps hold, by effect.
+    pub(crate) held: BTreeMap<RowRef, String>,
 }
 
 impl std::fmt::Debug for Workspace<'_> {
@@ -45,7 +49,14 @@ impl std::fmt::Debug for Workspace<'_> {
 
 impl<'f> Workspace<'f> {
     pub(crate) fn new(facts: &'f dyn Facts) -> Self {
-        Workspace { facts, rows: BTreeMap::new(), interactions: BTreeMap::new(), touched: BTreeSet::new() }
+        Workspace {
+            facts,
+            rows: BTreeMap::new(),
+            interactions: BTreeMap::new(),
+            touched: BTreeSet::new(),
+            pending: BTreeMap::new(),
+            held: BTreeMap::new(),
+        }
     }
 
     /// The row as the turn sees it now (read revision, current value).
@@ -123,6 +134,22 @@ impl<'f> Workspace<'f> {
             self.interactions.insert(id.to_owned(), found);
         }
         Ok(self.interactions.get(id).cloned().flatten())
+    }
+
+    /// The effect that holds `row`: one of this turn's own, or a stored one whose outcome has
+    /// not arrived. A fact that cannot be read refuses the act.
+    pub(crate) fn pending_effect(&mut self, row: &RowRef) -> Result<Option<String>, Finding> {
+        if let Some(effect) = self.held.get(row) {
+            return Ok(Some(effect.clone()));
+        }
+        if !self.pending.contains_key(row) {
+            let found = self.facts.pending_effect(row).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable)
+                    .detail(format!("pending effects on row `{}` of `{}`: {e}", row.key, row.table))
+            })?;
+            self.pending.insert(row.clone(), found);
+        }
+        Ok(self.pending.get(row).cloned().flatten())
     }
 
     pub(crate) fn snapshot(&self) -> BTreeMap<RowRef, Option<Arc<Value>>> {

@@ -12,8 +12,8 @@ use warrant_core::request::{TurnRequest, ValidRequest};
 use warrant_core::turn::{self, Decision, RowRef};
 use warrant_model::ModelCall;
 use warrant_store::{
-    Answer, Commit, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState, RecordWrite,
-    StoredTurn,
+    Answer, Commit, EffectHold, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
+    RecordWrite, StoredTurn,
 };
 
 use crate::EngineError;
@@ -75,6 +75,17 @@ pub(crate) fn to_commit(decided: &Decided<'_>) -> Result<Commit, EngineError> {
             .map(|(id, option)| Answer { interaction: id.clone(), option: option.clone() })
             .collect(),
         findings: findings(request, decision)?,
+        holds: decision
+            .effects
+            .iter()
+            .flat_map(|record| {
+                record.holds.iter().map(|row| EffectHold {
+                    effect: record.effect.id.clone(),
+                    table: row.table.clone(),
+                    key: row.key.clone(),
+                })
+            })
+            .collect(),
     })
 }
 
@@ -119,19 +130,27 @@ fn replay_record(decided: &Decided<'_>) -> ReplayRecord {
 }
 
 /// Each effect keeps its own field changes, not the turn's write of a row it shares with other
-/// effects: a failed one is undone alone ([`crate::Engine::report_outcome`]).
+/// effects: a failed one is undone alone ([`crate::Engine::report_outcome`]). An effect without
+/// effect steps keeps the rows it holds, which its outcome may report.
 fn effects(request: &TurnRequest, decision: &Decision) -> Vec<EffectRow> {
     decision
         .effects
         .iter()
-        .map(|record| EffectRow {
-            id: record.effect.id.clone(),
-            idempotency_key: record.effect.idempotency_key.clone(),
-            conversation: request.conversation.clone(),
-            turn: request.turn.clone(),
-            op: record.effect.op.clone(),
-            payload: json!({"args": record.effect.args, "changes": record.changes}),
-            outcome: None,
+        .map(|record| {
+            let mut payload = json!({"args": record.effect.args, "changes": record.changes});
+            if let (false, Some(fields)) = (record.holds.is_empty(), payload.as_object_mut()) {
+                fields.insert("holds".into(), json!(record.holds));
+            }
+            EffectRow {
+                id: record.effect.id.clone(),
+                idempotency_key: record.effect.idempotency_key.clone(),
+                conversation: request.conversation.clone(),
+                turn: request.turn.clone(),
+                op: record.effect.op.clone(),
+                payload,
+                outcome: None,
+                report: None,
+            }
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::LedgerFacts;
 use warrant_core::records::Record;
-use warrant_core::turn::{EventRecord, FactError, Facts, Interaction};
+use warrant_core::turn::{EventRecord, FactError, Facts, Interaction, RowRef};
 use warrant_store::{InteractionState, Store};
 
 use crate::{guards, outbound};
@@ -42,6 +42,11 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
     fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
         let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
         guards::promotion_record(&mut **store, &subject.name).map_err(|e| FactError(e.to_string()))
+    }
+
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        store.pending_effect(&row.table, &row.key).map_err(|e| FactError(e.to_string()))
     }
 
     fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {

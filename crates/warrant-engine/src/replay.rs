@@ -12,6 +12,7 @@ use warrant_core::turn::{self, TurnResponse};
 use warrant_store::Store;
 
 use crate::EngineError;
+use crate::outcome::{OutcomeFinding, effect_views};
 use crate::record::ReplayRecord;
 use crate::turn::stored_response;
 
@@ -32,6 +33,23 @@ pub struct ReplayChange {
     pub after: String,
 }
 
+/// A finding an effect's outcome left on a replayed turn (`effect_diverged`). Outcomes come
+/// after the decision and never change it: a replay shows them beside the turn and decides
+/// the turn as it was.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayFinding {
+    /// The conversation.
+    pub conversation: String,
+    /// The turn.
+    pub turn: String,
+    /// The effect.
+    pub effect: String,
+    /// Its operation.
+    pub op: String,
+    /// The finding.
+    pub finding: OutcomeFinding,
+}
+
 /// What a replay found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReplayReport {
@@ -41,6 +59,8 @@ pub struct ReplayReport {
     pub identical: usize,
     /// Every changed verdict.
     pub changes: Vec<ReplayChange>,
+    /// Every finding the replayed turns' effects' outcomes left, in turn order.
+    pub findings: Vec<ReplayFinding>,
 }
 
 fn summary(response: &TurnResponse, index: usize) -> String {
@@ -67,6 +87,17 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
         after = last.seq;
         for stored in &batch {
             report.turns += 1;
+            for effect in effect_views(store, &stored.conversation, &stored.turn)? {
+                for finding in effect.findings {
+                    report.findings.push(ReplayFinding {
+                        conversation: stored.conversation.clone(),
+                        turn: stored.turn.clone(),
+                        effect: effect.id.clone(),
+                        op: effect.op.clone(),
+                        finding,
+                    });
+                }
+            }
             let recorded = stored_response(stored)?;
             let request: request::TurnRequest = serde_json::from_value(stored.request.clone()).map_err(|e| {
                 EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() }

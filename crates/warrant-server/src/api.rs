@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
-use warrant_engine::{EngineError, OutcomeReply, Submitted, TurnResult};
+use warrant_engine::{EngineError, OutcomeReply, OutcomeRow, Submitted, TurnResult};
 use warrant_store::RecordConflict;
 
 use crate::AppState;
@@ -39,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/effects/{id}/outcome"),
     ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
+    ("POST", "/v1/render"),
     ("GET", "/v1/records/{table}/{key}"),
     ("PUT", "/v1/records/{table}/{key}"),
     ("DELETE", "/v1/records/{table}/{key}"),
@@ -65,6 +66,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
         ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
+        ("POST", "/v1/render") => post(post_render),
         ("GET", "/v1/records/{table}/{key}") => get(crate::records::get_record),
         ("PUT", "/v1/records/{table}/{key}") => put(crate::records::put_record),
         ("DELETE", "/v1/records/{table}/{key}") => delete(crate::records::delete_record),
@@ -369,6 +371,9 @@ async fn post_turn(
 #[serde(deny_unknown_fields)]
 struct OutcomeBody {
     outcome: String,
+    /// The rows as the system of record left them.
+    #[serde(default)]
+    rows: Vec<OutcomeRow>,
 }
 
 /// Reads a JSON body strictly, as the core reads every request ([`warrant_core::wire`]): one
@@ -389,13 +394,18 @@ async fn post_outcome(
     let Path(id) = id.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("id"), e.body_text()))?;
     let text = json_body(&headers, body)?;
     let body: OutcomeBody = strict_body(&text)?;
-    let reply = state.inner.pools.with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome)).await?;
+    let reply = state
+        .inner
+        .pools
+        .with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome, &body.rows))
+        .await?;
     let OutcomeReply::Refused { error } = &reply else {
         return Ok((StatusCode::OK, axum::Json(reply)).into_response());
     };
     let code = error.code;
     let status = match code {
         ReasonCode::UnknownEffect => StatusCode::NOT_FOUND,
+        ReasonCode::InvalidRecord => StatusCode::UNPROCESSABLE_ENTITY,
         ReasonCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_REQUEST,
     };
@@ -448,13 +458,29 @@ async fn post_score(
         Err(error) => return Ok(refused_input(error.code, error.field, &error.message)),
     };
     match report::score_line(state.inner.pools.contract(), &request) {
-        Ok(line) => {
-            let mut response = line.into_response();
-            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            Ok(response)
-        }
+        Ok(line) => Ok(json_line(line)),
         Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
     }
+}
+
+/// `POST /v1/render`: the numbered rendering of a text, as `warrant render` prints it.
+async fn post_render(
+    Tenant(_): Tenant,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let text = json_body(&headers, body)?;
+    match report::parse_render_request(&text) {
+        Ok(request) => Ok(json_line(report::render_json(&request.text))),
+        Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
+    }
+}
+
+/// A JSON document already written, as a 200 response.
+fn json_line(json: String) -> Response {
+    let mut response = json.into_response();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// A query string as (name, value) pairs, each name one of `known`: an unknown name is an
@@ -512,14 +538,29 @@ async fn list_turns(
     let limit = page_limit(&pairs)?;
     let before = query_value::<i64>(&pairs, "before", "a sequence number")?;
     // One more than asked tells whether an older page exists.
-    let mut turns =
-        state.inner.pools.with_engine(&tenant, move |engine| engine.recent_turns(before, limit + 1)).await?;
-    let more = turns.len() > limit;
-    turns.truncate(limit);
-    let next = if more { turns.last().map(|t| t.seq) } else { None };
+    let (turns, more) = state
+        .inner
+        .pools
+        .with_engine(&tenant, move |engine| {
+            let mut turns = engine.recent_turns(before, limit + 1)?;
+            let more = turns.len() > limit;
+            turns.truncate(limit);
+            let mut shown = Vec::with_capacity(turns.len());
+            for t in turns {
+                // Each effect with its outcome, and what the outcome's report found.
+                let effects = engine.turn_effects(&t.conversation, &t.turn)?;
+                shown.push((t, effects));
+            }
+            Ok((shown, more))
+        })
+        .await?;
+    let next = if more { turns.last().map(|(t, _)| t.seq) } else { None };
     let turns: Vec<Value> = turns
         .into_iter()
-        .map(|t| json!({"seq": t.seq, "conversation": t.conversation, "turn": t.turn, "request": t.request, "response": t.response}))
+        .map(|(t, effects)| {
+            json!({"seq": t.seq, "conversation": t.conversation, "turn": t.turn, "request": t.request,
+                   "response": t.response, "effects": effects})
+        })
         .collect();
     Ok(axum::Json(json!({"turns": turns, "next": next})).into_response())
 }

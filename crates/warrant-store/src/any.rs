@@ -60,6 +60,8 @@ forward!(Ledger {
     fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError>;
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
     fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError>;
+    fn pending_effect(&mut self, table: &str, key: &str) -> Result<Option<String>, StoreError>;
+    fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError>;
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;

@@ -50,6 +50,33 @@ pub struct Commit {
     /// What the guards flagged in the turn. Their `seq` is ignored: the store assigns it.
     #[serde(default)]
     pub findings: Vec<FindingRow>,
+    /// The rows the new effects of operations without effect steps hold, until each effect's
+    /// outcome is `done` or `failed` ([`Ledger::pending_effect`](crate::Ledger::pending_effect)).
+    #[serde(default)]
+    pub holds: Vec<EffectHold>,
+}
+
+/// A row an effect holds until its outcome is `done` or `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectHold {
+    /// The effect, one of the commit's own.
+    pub effect: String,
+    /// The records table.
+    pub table: String,
+    /// The row's key.
+    pub key: String,
+}
+
+/// A row as the system of record left it after an effect, reported with its outcome: it
+/// replaces the stored row (or creates it) whatever the stored row's revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportedRow {
+    /// The records table.
+    pub table: String,
+    /// The row's key.
+    pub key: String,
+    /// The whole row, a JSON object.
+    pub value: serde_json::Value,
 }
 
 /// What became of a commit. Every variant but `Committed` wrote nothing.
@@ -98,6 +125,13 @@ pub struct OutcomeReport {
     pub event: EventRow,
     /// Writes that follow from the outcome, each checked against its expected revision.
     pub writes: Vec<RecordWrite>,
+    /// The rows as the system of record left them, each written at the next revision.
+    #[serde(default)]
+    pub rows: Vec<ReportedRow>,
+    /// What is kept with the outcome (the rows reported, the fields that diverged), as the
+    /// engine records it; `None` keeps nothing.
+    #[serde(default)]
+    pub report: Option<serde_json::Value>,
 }
 
 /// What became of an outcome report. Every variant but `Recorded` wrote nothing.
@@ -107,7 +141,8 @@ pub enum OutcomeResult {
     /// The outcome, its event and its writes were stored.
     Recorded,
     /// The effect's outcome was reported before; `outcome` is the one stored, which stands
-    /// whether or not this report agrees with it.
+    /// whether or not this report agrees with it. Only `unknown` is not final: a later `done`
+    /// or `failed` is recorded over it, once.
     AlreadyRecorded {
         /// The outcome stored.
         outcome: String,

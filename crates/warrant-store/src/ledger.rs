@@ -50,10 +50,19 @@ pub trait Ledger: Send {
     /// turn wins the race.
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
 
-    /// Records an effect's outcome once, with its event and record writes, in one
-    /// transaction. A second report, agreeing or not, writes nothing and answers the stored
-    /// outcome.
+    /// Records an effect's outcome once, with its event, its record writes and the rows it
+    /// reports (each at the next revision), in one transaction. A second report, agreeing or
+    /// not, writes nothing and answers the stored outcome; only a stored `unknown` is followed
+    /// by a `done` or `failed`, once.
     fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError>;
+
+    /// The effect that holds the row `key` of `table`: of the effects a commit's
+    /// [`holds`](crate::Commit::holds) named it for, the first by id whose outcome is none yet or
+    /// `unknown`. `None` when no effect holds it.
+    fn pending_effect(&mut self, table: &str, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// The effects the turn `turn` of `conversation` committed, with their outcomes, by id.
+    fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError>;
 
     /// Stored turns in commit order with a sequence number above `after`, at most `limit`.
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;

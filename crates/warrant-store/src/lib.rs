@@ -32,7 +32,9 @@ mod storable;
 mod txn;
 
 pub use any::AnyStore;
-pub use commit::{Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, OutcomeReport, OutcomeResult, RecordWrite};
+pub use commit::{
+    Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, EffectHold, OutcomeReport, OutcomeResult, RecordWrite, ReportedRow,
+};
 pub use error::StoreError;
 pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, PromotionRow};
 pub use ledger::Ledger;

@@ -23,6 +23,7 @@ pub(crate) const SQLITE: &[Step] = &[
     Step { version: 5, sql: include_str!("../migrations/sqlite/0005_json_as_written.sql") },
     Step { version: 6, sql: include_str!("../migrations/sqlite/0006_record_deletions.sql") },
     Step { version: 7, sql: include_str!("../migrations/sqlite/0007_seeds.sql") },
+    Step { version: 8, sql: include_str!("../migrations/sqlite/0008_outcomes.sql") },
 ];
 
 pub(crate) const POSTGRES: &[Step] = &[
@@ -33,6 +34,7 @@ pub(crate) const POSTGRES: &[Step] = &[
     Step { version: 5, sql: include_str!("../migrations/postgres/0005_json_as_written.sql") },
     Step { version: 6, sql: include_str!("../migrations/postgres/0006_record_deletions.sql") },
     Step { version: 7, sql: include_str!("../migrations/postgres/0007_seeds.sql") },
+    Step { version: 8, sql: include_str!("../migrations/postgres/0008_outcomes.sql") },
 ];
 
 /// The steps a database that has run `applied` still needs, in order. A database that ran a

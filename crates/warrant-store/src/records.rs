@@ -209,7 +209,7 @@ fn exhausted(table: &str, key: &str) -> StoreError {
 }
 
 /// One row written under its precondition; its new revision, or why not.
-fn write(
+pub(crate) fn write(
     tx: &mut impl RecordsTxn,
     table: &str,
     key: &str,

@@ -86,6 +86,11 @@ pub struct EffectRow {
     pub payload: serde_json::Value,
     /// `done`, `failed` or `unknown` once reported; `None` until then.
     pub outcome: Option<String>,
+    /// What the outcome's report kept (the rows reported, the fields that diverged from the
+    /// effect's predicted changes); `None` until an outcome with one is reported. Ignored in a
+    /// [`Commit`](crate::Commit).
+    #[serde(default)]
+    pub report: Option<serde_json::Value>,
 }
 
 /// A committed fact in the ledger. Events back the claims of outgoing messages.

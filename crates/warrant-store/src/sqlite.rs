@@ -133,6 +133,7 @@ mod tests {
             opened: vec![],
             answered: vec![],
             findings: vec![],
+            holds: vec![],
         };
         assert!(matches!(store.commit(&commit)?, CommitOutcome::Committed { .. }));
         assert!(matches!(store.commit(&commit)?, CommitOutcome::Duplicate(_)));

@@ -62,6 +62,12 @@ pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
     for (i, event) in commit.events.iter().enumerate() {
         check_event(|| format!("events[{i}]"), event)?;
     }
+    for (i, hold) in commit.holds.iter().enumerate() {
+        let at = |f: &str| format!("`holds[{i}].{f}`");
+        text(|| at("effect"), &hold.effect)?;
+        text(|| at("table"), &hold.table)?;
+        text(|| at("key"), &hold.key)?;
+    }
     for (i, opened) in commit.opened.iter().enumerate() {
         let at = |f: &str| format!("`opened[{i}].{f}`");
         text(|| at("id"), &opened.id)?;
@@ -146,6 +152,16 @@ pub(crate) fn check_report(report: &OutcomeReport) -> Result<(), StoreError> {
     for (i, write) in report.writes.iter().enumerate() {
         check_write(|| format!("writes[{i}]"), write)?;
     }
+    let mut rows = std::collections::BTreeMap::new();
+    for row in &report.rows {
+        rows.entry(row.table.as_str()).or_insert_with(Vec::new).push((row.key.as_str(), &row.value));
+    }
+    for (table, rows) in rows {
+        crate::records::check_rows(table, &rows, false)?;
+    }
+    if let Some(kept) = &report.report {
+        json(|| "`report`".to_owned(), kept)?;
+    }
     Ok(())
 }
 
@@ -222,6 +238,8 @@ mod tests {
                 effect: None,
             },
             writes: vec![],
+            rows: vec![],
+            report: None,
         };
         assert!(matches!(check_report(&report), Err(StoreError::UnknownOutcome { .. })));
     }

@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::LadderTxn;
-use crate::records::{FIRST_REVISION, next_revision};
+use crate::records::{FIRST_REVISION, Precondition, RecordsTxn, next_revision};
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.
@@ -54,6 +54,9 @@ pub(crate) trait Txn: LadderTxn {
     /// Inserts a new effect, without an outcome.
     fn insert_effect(&mut self, effect: &EffectRow) -> Result<EffectInsert, StoreError>;
 
+    /// Inserts a row an effect of the same transaction holds.
+    fn insert_hold(&mut self, hold: &EffectHold) -> Result<(), StoreError>;
+
     /// Inserts a new interaction, open.
     fn insert_interaction(&mut self, interaction: &InteractionRow) -> Result<(), StoreError>;
 
@@ -75,7 +78,8 @@ pub(crate) trait Txn: LadderTxn {
     /// is no such effect, `Some(None)` when none is recorded yet.
     fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError>;
 
-    fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError>;
+    /// Stores the effect's outcome, with what its report keeps.
+    fn set_outcome(&mut self, effect: &str, outcome: &str, report: Option<&Value>) -> Result<(), StoreError>;
 }
 
 /// The steps of seeding: each row goes in unless its key is there, also as a deleted row, so
@@ -143,6 +147,12 @@ pub(crate) fn commit(tx: &mut impl Txn, commit: &Commit) -> Result<Settled<Optio
             return Ok(Discard(Some(CommitOutcome::DuplicateEffect { idempotency_key: key })));
         }
     }
+    let mut holds: Vec<&EffectHold> = commit.holds.iter().collect();
+    holds.sort_by(|a, b| (&a.table, &a.key, &a.effect).cmp(&(&b.table, &b.key, &b.effect)));
+    holds.dedup();
+    for hold in holds {
+        tx.insert_hold(hold)?;
+    }
     let mut opened: Vec<&InteractionRow> = commit.opened.iter().collect();
     opened.sort_by(|a, b| a.id.cmp(&b.id));
     for interaction in opened {
@@ -174,18 +184,30 @@ pub(crate) fn commit(tx: &mut impl Txn, commit: &Commit) -> Result<Settled<Optio
 }
 
 /// The steps of an outcome report. The effect is locked first, so of two concurrent reports
-/// the second finds the first one's outcome and writes nothing.
-pub(crate) fn report_outcome(tx: &mut impl Txn, report: &OutcomeReport) -> Result<Settled<OutcomeResult>, StoreError> {
+/// the second finds the first one's outcome and writes nothing. A stored `unknown` is not
+/// final: a `done` or `failed` after it is recorded over it.
+pub(crate) fn report_outcome(
+    tx: &mut impl RecordsTxn,
+    report: &OutcomeReport,
+) -> Result<Settled<OutcomeResult>, StoreError> {
     match tx.lock_effect_outcome(&report.effect)? {
         None => return Ok(Settled::Discard(OutcomeResult::UnknownEffect)),
-        Some(Some(outcome)) => {
+        Some(Some(outcome)) if outcome != "unknown" || report.outcome == "unknown" => {
             return Ok(Settled::Discard(OutcomeResult::AlreadyRecorded { outcome }));
         }
-        Some(None) => {}
+        Some(_) => {}
     }
-    tx.set_outcome(&report.effect, &report.outcome)?;
+    tx.set_outcome(&report.effect, &report.outcome, report.report.as_ref())?;
     if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &report.writes)? {
         return Ok(Settled::Discard(OutcomeResult::StaleRevision { table, key, expected, actual }));
+    }
+    // The reported rows in (table, key) order, as every write locks them.
+    let mut rows: Vec<_> = report.rows.iter().collect();
+    rows.sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
+    for row in rows {
+        crate::records::write(tx, &row.table, &row.key, &row.value, Precondition::Any)?.map_err(|conflict| {
+            StoreError::Corrupt { what: format!("an unconditional write was refused: {conflict}") }
+        })?;
     }
     tx.lock_commit_order()?;
     tx.insert_event(&report.event)?;

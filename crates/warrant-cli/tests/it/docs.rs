@@ -70,5 +70,5 @@ fn the_records_page_s_examples_run_as_shown() {
             other => panic!("a block in {other:?}: the page holds only console and json blocks"),
         }
     }
-    assert_eq!((commands, json), (9, 1), "every example ran");
+    assert_eq!((commands, json), (9, 2), "every example ran");
 }

@@ -12,6 +12,7 @@ mod guards;
 mod module_graph;
 #[cfg(feature = "corpus")]
 mod outbound;
+mod pending;
 mod policies;
 mod properties;
 mod requests;

@@ -199,6 +199,7 @@ fn a_confirmation_is_checked_again_against_current_revisions() {
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        holds: vec![],
     };
     other.commit(&commit).unwrap();
     let (answered, _) = decide(&mut engine, &request("t2", json!([]), confirm(&held.interactions[0].id)));
@@ -275,21 +276,21 @@ fn a_failed_outcome_undoes_the_effect_and_outcomes_are_recorded_once() {
     let (done, _) = decide(&mut engine, &request("t2", json!([]), confirm(&held.interactions[0].id)));
     let effect = done.effects[0].id.clone();
     assert_eq!(status(&mut engine, PENDING), ("cancelled".to_owned(), 2));
-    let result = serde_json::to_value(engine.report_outcome(&effect, "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effect, "failed", &[]).unwrap()).unwrap();
     assert_eq!(result["recorded"], true);
     assert_eq!(result["reverted"], true);
     // The typed reply's JSON, byte for byte, as the hand-built one was.
     let expected = format!(r#"{{"effect":"{effect}","outcome":"failed","recorded":true,"reverted":true}}"#);
     assert_eq!(result.to_string(), expected);
     assert_eq!(status(&mut engine, PENDING), ("pending".to_owned(), 3));
-    let again = serde_json::to_value(engine.report_outcome(&effect, "done").unwrap()).unwrap();
+    let again = serde_json::to_value(engine.report_outcome(&effect, "done", &[]).unwrap()).unwrap();
     assert_eq!(again["recorded"], false);
     assert_eq!(again["outcome"], "failed");
     let kinds: Vec<String> = engine.events(Some("life")).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["cancel_pending_order", "effect_failed"]);
-    let unknown = serde_json::to_value(engine.report_outcome("eff_nothing", "done").unwrap()).unwrap();
+    let unknown = serde_json::to_value(engine.report_outcome("eff_nothing", "done", &[]).unwrap()).unwrap();
     assert_eq!(unknown["error"]["code"], "unknown_effect");
-    let bad = serde_json::to_value(engine.report_outcome(&effect, "maybe").unwrap()).unwrap();
+    let bad = serde_json::to_value(engine.report_outcome(&effect, "maybe", &[]).unwrap()).unwrap();
     assert_eq!(bad["error"]["field"], "outcome");
     assert_eq!(
         again.to_string(),

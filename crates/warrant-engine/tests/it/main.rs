@@ -10,11 +10,13 @@ mod invariants;
 mod keys;
 mod lifecycle;
 mod outbound;
+mod outcomes;
 mod record_writes;
 mod records;
 mod retail;
 mod reverts;
 mod turn_checks;
+mod user_words;
 mod visibility;
 
 use std::collections::BTreeMap;

@@ -125,7 +125,7 @@ fn a_committed_cancellation_backs_its_claim_and_the_refund_waits_for_done() {
     assert_eq!(before.message.claims(), [json!({"claim": "order_cancelled", "order": "#W6247578"})]);
     assert_eq!(before.record.verdicts[1].reason, Some(warrant_core::reason::ReasonCode::ClaimUnbacked));
 
-    engine.report_outcome(&effect, "done").unwrap();
+    engine.report_outcome(&effect, "done", &[]).unwrap();
     let after = outbound(&mut engine, ("life", YUSUF), "queue", text, claims.clone());
     assert_eq!(after.message.basis(), Basis::Cleared, "{:?}", codes(&after));
     assert_eq!(after.message.text(), text);

@@ -119,6 +119,7 @@ fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnc
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        holds: vec![],
     };
     assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));
 }

@@ -10,16 +10,16 @@ use warrant_store::{PgStore, SqliteStore, Store};
 
 use crate::{PgSchema, retail_dir};
 
-const USER: &str = "yusuf_rossi_9620";
+pub(crate) const USER: &str = "yusuf_rossi_9620";
 /// Yusuf's two pending orders, both shipping to 763 Broadway, Philadelphia.
-const ORDER: &str = "#W6247578";
-const OTHER: &str = "#W4776164";
+pub(crate) const ORDER: &str = "#W6247578";
+pub(crate) const OTHER: &str = "#W4776164";
 
 /// The user's words, which hold every address the acts point into.
 const WORDS: [&str; 2] = ["12 Oak Street | Denver | CO | USA | 80202", "9 Elm Road | Austin | TX | USA | 73301"];
 
 /// An address change to the `n`th address of [`WORDS`], each field a pointer to its words.
-fn address_change(order: &str, n: usize) -> Value {
+pub(crate) fn address_change(order: &str, n: usize) -> Value {
     let message = WORDS.join(" / ");
     let mut next = 1;
     let mut fields = serde_json::Map::new();
@@ -38,7 +38,7 @@ fn address_change(order: &str, n: usize) -> Value {
     json!({"op": "modify_pending_order_address", "args": fields})
 }
 
-fn request(conversation: &str, turn: &str, acts: Value, answers: Value) -> String {
+pub(crate) fn request(conversation: &str, turn: &str, acts: Value, answers: Value) -> String {
     json!({
         "conversation": conversation, "turn": turn, "actor": USER,
         "at": "2026-11-29T15:00:00Z", "time_zone": "America/New_York", "locale": "en-US",
@@ -48,7 +48,7 @@ fn request(conversation: &str, turn: &str, acts: Value, answers: Value) -> Strin
     .to_string()
 }
 
-fn decide<S: Store>(engine: &mut Engine<S>, request: &str) -> TurnResponse {
+pub(crate) fn decide<S: Store>(engine: &mut Engine<S>, request: &str) -> TurnResponse {
     match engine.turn(request).unwrap() {
         TurnResult::Decided { response, .. } => response,
         TurnResult::Rejected(error) => panic!("rejected: {error}"),
@@ -91,7 +91,7 @@ fn a_failed_effect_undoes_only_its_own_fields_of_a_row_its_turn_shares<S: Store,
 
     // The address change failed: its address goes back, and the cancellation stays whole. (The
     // turn's `before` of the row would have made the order pending again, refund gone.)
-    let result = serde_json::to_value(engine.report_outcome(address, "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(address, "failed", &[]).unwrap()).unwrap();
     assert_eq!((result["recorded"].clone(), result["reverted"].clone()), (json!(true), json!(true)));
     let (row, _) = order(&mut reader, ORDER);
     assert_eq!(city(&row), "Philadelphia");
@@ -106,10 +106,10 @@ fn a_failed_effect_undoes_only_its_own_fields_of_a_row_its_turn_shares<S: Store,
     let effects = commit_together(&mut engine, "twice", json!([address_change(OTHER, 0), address_change(OTHER, 1)]));
     let (row, revision) = order(&mut reader, OTHER);
     assert_eq!(city(&row), "Austin");
-    let result = serde_json::to_value(engine.report_outcome(&effects[0], "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effects[0], "failed", &[]).unwrap()).unwrap();
     assert_eq!((result["recorded"].clone(), result["reverted"].clone()), (json!(true), json!(false)));
     assert_eq!(order(&mut reader, OTHER), (row, revision), "nothing was written");
-    let result = serde_json::to_value(engine.report_outcome(&effects[1], "failed").unwrap()).unwrap();
+    let result = serde_json::to_value(engine.report_outcome(&effects[1], "failed", &[]).unwrap()).unwrap();
     assert_eq!(result["reverted"], true);
     let (row, _) = order(&mut reader, OTHER);
     assert_eq!((city(&row), row["address"]["zip"].as_str().unwrap()), ("Denver", "80202"));

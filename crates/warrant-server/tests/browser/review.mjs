@@ -1,5 +1,5 @@
 // Drives the review page in headless Debian Chromium for tests/it/review.rs: opens it with a
-// tenant's key, reads a refused act's reasons and the guard's audited count, clicks an audit
+// tenant's key, reads a refused act's reasons, an effect's divergence and the guard's audited count, clicks an audit
 // button on one finding, waits for the count on the page to change, and renders a cleared
 // reply's basis and claims with the page's own code. Prints one JSON line;
 // exits 1 with the reason on stderr when any step fails.
@@ -29,6 +29,7 @@ try {
   await page.goto(url, deadline);
   await page.waitForSelector('body[data-loaded="true"]', deadline);
   const refused = await page.locator('.act[data-verdict="refuse"] .reason').allTextContents();
+  const divergences = await page.locator('.effect[data-outcome="done"] .divergence').allTextContents();
   const before = Number(await page.locator(guard).getAttribute("data-audited", deadline));
   const row = `.finding[data-finding="${finding}"]`;
   await page.click(`${row} button[data-label="${label}"]`, deadline);
@@ -53,7 +54,7 @@ try {
     reply: { text: "Your order is cancelled.", basis: "rewritten", claims: [{ kind: "order_cancelled", args: { order: "#W1" } }], reasons: ["claim_unbacked"] },
   }).textContent);
   const none = await page.evaluate(() => renderReply({ reply: null }).textContent);
-  console.log(JSON.stringify({ refused, before, after, audited, note, problems, bases, fallbackText, reply, none }));
+  console.log(JSON.stringify({ refused, divergences, before, after, audited, note, problems, bases, fallbackText, reply, none }));
 } catch (e) {
   console.error("review.mjs: " + (e && e.message ? e.message : e));
   process.exitCode = 1;

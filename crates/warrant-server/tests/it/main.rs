@@ -10,6 +10,7 @@ mod keys;
 mod ladder;
 mod openapi;
 mod outbound;
+mod outcomes;
 mod records;
 mod review;
 

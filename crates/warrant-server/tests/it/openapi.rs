@@ -310,10 +310,20 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     let effect = committed["effects"][0]["id"].as_str().unwrap();
     let outcome_uri = format!("/v1/effects/{effect}/outcome");
     let outcome = ("POST", "/v1/effects/{id}/outcome", outcome_uri.as_str());
-    let (status, recorded) = c.json(&app, outcome, k, Some(json!({"outcome": "done"}))).await;
+    // With the row as the system of record left it: a bad one refused, then one that diverges.
+    let (_, order) = c.json(&app, ("GET", "/v1/records/{table}/{key}", "/v1/records/order/%23W6247578"), k, None).await;
+    let mut row = order["value"].clone();
+    row["cancel_reason"] = json!("ordered by mistake");
+    let rows = |value: &Value| json!({"outcome": "done", "rows": [{"table": "order", "key": ORDER, "value": value}]});
+    let (status, _) = c.json(&app, outcome, k, Some(rows(&json!({"status": 1.5, "user_id": USER})))).await;
+    assert_eq!(status, 422);
+    let (status, recorded) = c.json(&app, outcome, k, Some(rows(&row))).await;
     assert_eq!((status, &recorded["recorded"]), (200, &json!(true)));
+    assert_eq!(recorded["findings"][0]["code"], "effect_diverged", "{recorded}");
     let (_, again) = c.json(&app, outcome, k, Some(json!({"outcome": "failed"}))).await;
     assert_eq!(again["recorded"], false);
+    let (_, page) = c.json(&app, listed, k, None).await;
+    assert!(page["turns"].as_array().unwrap().iter().any(|t| t["effects"][0]["outcome"] == "done"), "{page}");
     let nothing = ("POST", "/v1/effects/{id}/outcome", "/v1/effects/eff_none/outcome");
     let (status, _) = c.json(&app, nothing, k, Some(json!({"outcome": "done"}))).await;
     assert_eq!(status, 404);
@@ -339,6 +349,12 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     let (status, reading) = c.json(&app, score, k, Some(json!({"kind": "user", "text": "Cancel it. Now."}))).await;
     assert_eq!((status, reading["rejection"].is_object()), (200, true), "{reading}");
     let (status, _) = c.json(&app, score, k, Some(json!({"kind": "martian", "text": "hi"}))).await;
+    assert_eq!(status, 400);
+
+    let render = ("POST", "/v1/render", "/v1/render");
+    let (status, rendering) = c.json(&app, render, k, Some(json!({"text": "Ship it to Dana Reyes."}))).await;
+    assert_eq!((status, &rendering["rendered"]), (200, &json!("[1]Ship [2]it [3]to [4]Dana [5]Reyes.")), "{rendering}");
+    let (status, _) = c.refused(&app, render, Some(k), Some(r#"{"text":"a","kind":"user"}"#)).await;
     assert_eq!(status, 400);
 
     let record_uri = "/v1/records/order/%23W6247578";

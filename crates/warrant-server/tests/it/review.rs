@@ -41,7 +41,8 @@ fn rendered(url: &str) -> String {
 }
 
 /// Turns with a held, a committed and a refused act: the order is cancelled once (held, then
-/// confirmed), then asked for again.
+/// confirmed), then asked for again; the executor then reports the cancellation done, with the
+/// order as the system of record left it, its `cancel_reason` not the one predicted.
 fn refused_after_a_cancel(addr: std::net::SocketAddr, key: &str) {
     let k = Some(key);
     let (_, held) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t1", cancel(), json!([]))));
@@ -51,7 +52,17 @@ fn refused_after_a_cancel(addr: std::net::SocketAddr, key: &str) {
     assert_eq!(done["acts"][0]["verdict"], "commit", "{done}");
     let (_, refused) = http(addr, "POST", "/v1/turns", k, Some(&request("c", "t3", cancel(), json!([]))));
     assert_eq!(refused["acts"][0]["verdict"], "refuse", "{refused}");
+    let (_, mut order) = http(addr, "GET", crate::ORDER_PATH, k, None);
+    order["value"]["cancel_reason"] = json!("ordered by mistake");
+    let report = json!({"outcome": "done", "rows": [{"table": "order", "key": crate::ORDER, "value": order["value"]}]});
+    let path = format!("/v1/effects/{}/outcome", done["effects"][0]["id"].as_str().unwrap());
+    let (status, reported) = http(addr, "POST", &path, k, Some(&report));
+    assert_eq!((status, &reported["findings"][0]["code"]), (200, &json!("effect_diverged")), "{reported}");
 }
+
+/// What the page shows of the cancellation's outcome.
+const DIVERGED: &str =
+    "effect_diverged: order/#W6247578 cancel_reason predicted \"no longer needed\", reported \"ordered by mistake\"";
 
 #[test]
 fn the_review_page_in_chromium_shows_a_refused_acts_reason() {
@@ -66,6 +77,10 @@ fn the_review_page_in_chromium_shows_a_refused_acts_reason() {
     assert!(dom.contains("policies: order_not_pending"), "the refusal's reason is not shown:\n{dom}");
     assert!(dom.contains("data-verdict=\"commit\"") && dom.contains("data-verdict=\"hold\""), "{dom}");
     assert!(dom.contains("reply basis: none"), "{dom}");
+    // The cancellation's effect with its outcome, the row reported and the divergence found.
+    assert!(dom.contains("data-outcome=\"done\"") && dom.contains("outcome done"), "{dom}");
+    assert!(dom.contains("reported row order/#W6247578"), "{dom}");
+    assert!(dom.contains(DIVERGED), "the divergence is not shown:\n{dom}");
     // The evidence: the entry's text and the clause reading of it.
     assert!(dom.contains("[user]: Cancel it please."), "{dom}");
 
@@ -187,6 +202,7 @@ fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_an
     assert_eq!((seen["before"].as_u64(), seen["after"].as_u64()), (Some(0), Some(1)), "{seen}");
     assert!(seen["audited"].as_str().unwrap().starts_with("audited: true_positive by reviewer"), "{seen}");
     assert_eq!(seen["problems"], json!([]), "{seen}");
+    assert!(seen["divergences"].as_array().unwrap().contains(&json!(DIVERGED)), "{seen}");
     // The announcing draft's cleared reply is on the page: the live path's fallback copy, not
     // the announcement.
     assert!(seen["bases"].as_array().unwrap().contains(&json!("fallback")), "{seen}");

@@ -6,7 +6,7 @@ use postgres::{GenericClient, Row};
 use serde_json::Value;
 
 use super::{LOCK_COMMIT_ORDER, LOCK_MIGRATE, LOCK_TURN, PgStore, PgTxn, settle, violated};
-use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
@@ -124,23 +124,40 @@ impl Ledger for PgStore {
         if !storable(id) {
             return Ok(None);
         }
-        let Some(row) = self.query_opt(
-            "SELECT idempotency_key, conversation, turn, op, payload, outcome
+        self.query_opt(
+            "SELECT id, idempotency_key, conversation, turn, op, payload, outcome, report
              FROM effects WHERE id = $1",
             &[&id],
         )?
-        else {
+        .map(|row| decode_effect(&row))
+        .transpose()
+    }
+
+    fn pending_effect(&mut self, table: &str, key: &str) -> Result<Option<String>, StoreError> {
+        if !storable(table) || !storable(key) {
             return Ok(None);
-        };
-        Ok(Some(EffectRow {
-            id: id.to_owned(),
-            idempotency_key: row.try_get(0)?,
-            conversation: row.try_get(1)?,
-            turn: row.try_get(2)?,
-            op: row.try_get(3)?,
-            payload: row.try_get(4)?,
-            outcome: row.try_get(5)?,
-        }))
+        }
+        let row = self.query_opt(
+            "SELECT h.effect FROM effect_holds h JOIN effects e ON e.id = h.effect
+             WHERE h.tbl = $1 AND h.key = $2 AND (e.outcome IS NULL OR e.outcome = 'unknown')
+             ORDER BY h.effect LIMIT 1",
+            &[&table, &key],
+        )?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError> {
+        if !storable(conversation) || !storable(turn) {
+            return Ok(Vec::new());
+        }
+        self.query(
+            "SELECT id, idempotency_key, conversation, turn, op, payload, outcome, report
+             FROM effects WHERE conversation = $1 AND turn = $2 ORDER BY id",
+            &[&conversation, &turn],
+        )?
+        .iter()
+        .map(decode_effect)
+        .collect()
     }
 
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
@@ -349,8 +366,16 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
-    fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError> {
-        self.execute("UPDATE effects SET outcome = $2 WHERE id = $1", &[&effect, &outcome])?;
+    fn insert_hold(&mut self, hold: &EffectHold) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO effect_holds (tbl, key, effect) VALUES ($1, $2, $3)",
+            &[&hold.table, &hold.key, &hold.effect],
+        )?;
+        Ok(())
+    }
+
+    fn set_outcome(&mut self, effect: &str, outcome: &str, report: Option<&Value>) -> Result<(), StoreError> {
+        self.execute("UPDATE effects SET outcome = $2, report = $3 WHERE id = $1", &[&effect, &outcome, &report])?;
         Ok(())
     }
 }
@@ -363,5 +388,18 @@ fn decode_turn(row: &Row) -> Result<StoredTurn, StoreError> {
         request: row.try_get(3)?,
         response: row.try_get(4)?,
         replay: row.try_get(5)?,
+    })
+}
+
+fn decode_effect(row: &Row) -> Result<EffectRow, StoreError> {
+    Ok(EffectRow {
+        id: row.try_get(0)?,
+        idempotency_key: row.try_get(1)?,
+        conversation: row.try_get(2)?,
+        turn: row.try_get(3)?,
+        op: row.try_get(4)?,
+        payload: row.try_get(5)?,
+        outcome: row.try_get(6)?,
+        report: row.try_get(7)?,
     })
 }

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, ffi, params};
 use serde_json::Value;
 
 use super::{SqliteStore, SqliteTxn, json, settle};
-use crate::commit::{Answer, Commit, CommitOutcome, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
@@ -124,27 +124,45 @@ impl Ledger for SqliteStore {
         if !storable(id) {
             return Ok(None);
         }
-        type Raw = (String, String, String, String, String, Option<String>);
-        let raw: Option<Raw> = self
+        let raw: Option<RawEffect> = self
             .conn
             .prepare_cached(
-                "SELECT idempotency_key, conversation, turn, op, payload, outcome
+                "SELECT id, idempotency_key, conversation, turn, op, payload, outcome, report
                  FROM effects WHERE id = ?1",
             )?
-            .query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?)))
+            .query_row([id], raw_effect)
             .optional()?;
-        let Some((idempotency_key, conversation, turn, op, payload, outcome)) = raw else {
+        raw.map(decode_effect).transpose()
+    }
+
+    fn pending_effect(&mut self, table: &str, key: &str) -> Result<Option<String>, StoreError> {
+        if !storable(table) || !storable(key) {
             return Ok(None);
-        };
-        Ok(Some(EffectRow {
-            id: id.to_owned(),
-            idempotency_key,
-            conversation,
-            turn,
-            op,
-            payload: json(&payload, || format!("the payload of effect `{id}`"))?,
-            outcome,
-        }))
+        }
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT h.effect FROM effect_holds h JOIN effects e ON e.id = h.effect
+                 WHERE h.tbl = ?1 AND h.key = ?2 AND (e.outcome IS NULL OR e.outcome = 'unknown')
+                 ORDER BY h.effect LIMIT 1",
+            )?
+            .query_row([table, key], |row| row.get(0))
+            .optional()?)
+    }
+
+    fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError> {
+        if !storable(conversation) || !storable(turn) {
+            return Ok(Vec::new());
+        }
+        let raws = self
+            .conn
+            .prepare_cached(
+                "SELECT id, idempotency_key, conversation, turn, op, payload, outcome, report
+                 FROM effects WHERE conversation = ?1 AND turn = ?2 ORDER BY id",
+            )?
+            .query_map([conversation, turn], raw_effect)?
+            .collect::<Result<Vec<_>, _>>()?;
+        raws.into_iter().map(decode_effect).collect()
     }
 
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
@@ -292,6 +310,15 @@ impl Txn for SqliteTxn<'_> {
         }
     }
 
+    fn insert_hold(&mut self, hold: &EffectHold) -> Result<(), StoreError> {
+        self.0.prepare_cached("INSERT INTO effect_holds (tbl, key, effect) VALUES (?1, ?2, ?3)")?.execute([
+            &hold.table,
+            &hold.key,
+            &hold.effect,
+        ])?;
+        Ok(())
+    }
+
     fn insert_interaction(&mut self, interaction: &InteractionRow) -> Result<(), StoreError> {
         let inserted = self
             .0
@@ -383,8 +410,12 @@ impl Txn for SqliteTxn<'_> {
             .optional()?)
     }
 
-    fn set_outcome(&mut self, effect: &str, outcome: &str) -> Result<(), StoreError> {
-        self.0.prepare_cached("UPDATE effects SET outcome = ?2 WHERE id = ?1")?.execute([effect, outcome])?;
+    fn set_outcome(&mut self, effect: &str, outcome: &str, report: Option<&Value>) -> Result<(), StoreError> {
+        self.0.prepare_cached("UPDATE effects SET outcome = ?2, report = ?3 WHERE id = ?1")?.execute(params![
+            effect,
+            outcome,
+            report.map(Value::to_string)
+        ])?;
         Ok(())
     }
 }
@@ -437,4 +468,18 @@ fn read_turn(conn: &Connection, conversation: &str, turn: &str) -> Result<Option
     .optional()?
     .map(decode_turn)
     .transpose()
+}
+
+/// An effect's columns as SQLite returns them.
+type RawEffect = (String, String, String, String, String, String, Option<String>, Option<String>);
+
+fn raw_effect(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawEffect> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?))
+}
+
+fn decode_effect(raw: RawEffect) -> Result<EffectRow, StoreError> {
+    let (id, idempotency_key, conversation, turn, op, payload, outcome, report) = raw;
+    let payload = json(&payload, || format!("the payload of effect `{id}`"))?;
+    let report = report.map(|r| json(&r, || format!("the outcome report of effect `{id}`"))).transpose()?;
+    Ok(EffectRow { id, idempotency_key, conversation, turn, op, payload, outcome, report })
 }

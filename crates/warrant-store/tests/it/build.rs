@@ -23,6 +23,7 @@ pub fn commit(conversation: &str, turn: &str) -> Commit {
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        holds: vec![],
     }
 }
 
@@ -39,6 +40,7 @@ pub fn effect(id: &str, idempotency_key: &str, commit: &Commit) -> EffectRow {
         op: "cancel_order".to_owned(),
         payload: json!({"order": "#W0001", "reason": "no_longer_needed"}),
         outcome: None,
+        report: None,
     }
 }
 
@@ -74,6 +76,8 @@ pub fn report(effect: &str, outcome: &str, event_id: &str, conversation: &str) -
         outcome: outcome.to_owned(),
         event: self::event(event_id, conversation, "effect_reported", Some(effect)),
         writes: vec![],
+        rows: vec![],
+        report: None,
     }
 }
 

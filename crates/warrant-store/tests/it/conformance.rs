@@ -2,7 +2,9 @@
 //! rule, duplicates, interactions, outcome reports, and reading back in commit order.
 
 use serde_json::json;
-use warrant_store::{Commit, CommitOutcome, InteractionState, OutcomeResult, Record, Store, StoreError};
+use warrant_store::{
+    Commit, CommitOutcome, EffectHold, InteractionState, OutcomeResult, Record, ReportedRow, Store, StoreError,
+};
 
 use crate::build::{answer, commit, effect, event, interaction, report, rows, write};
 use crate::fixture::Fixture;
@@ -403,6 +405,83 @@ pub fn a_stale_outcome_report_records_nothing(fx: &Fixture) {
 
     stale.writes[1].expected_revision = 1;
     assert_eq!(store.report_outcome(&stale).unwrap(), OutcomeResult::Recorded);
+}
+
+pub fn an_outcome_s_rows_replace_the_stored_ones_and_its_report_is_kept(fx: &Fixture) {
+    let mut store = fx.open();
+    seed_orders(&mut *store);
+    let mut c = commit("c1", "t1");
+    c.effects.push(effect("e1", "cancel:#W0001", &c));
+    c.effects.push(effect("e2", "cancel:#W0002", &c));
+    committed(store.commit(&c).unwrap());
+    assert_eq!(store.effect("e1").unwrap().unwrap().report, None);
+
+    let mut done = report("e1", "done", "v1", "c1");
+    let row = |key: &str, value| ReportedRow { table: "orders".into(), key: key.into(), value };
+    done.rows = vec![row("#W0002", json!({"status": "shipped"})), row("#W0009", json!({"status": "new"}))];
+    done.report = Some(json!({"diverged": [{"path": "status"}]}));
+    assert_eq!(store.report_outcome(&done).unwrap(), OutcomeResult::Recorded);
+    let stored = store.record("orders", "#W0002").unwrap().unwrap();
+    assert_eq!((stored.revision, stored.value), (2, json!({"status": "shipped"})));
+    assert_eq!(revision(&mut *store, "orders", "#W0009"), Some(1), "a reported row not stored is created");
+    let e1 = store.effect("e1").unwrap().unwrap();
+    assert_eq!(e1.report, Some(json!({"diverged": [{"path": "status"}]})));
+    let turn: Vec<(String, Option<String>)> =
+        store.turn_effects("c1", "t1").unwrap().into_iter().map(|e| (e.id, e.outcome)).collect();
+    assert_eq!(turn, [("e1".to_owned(), Some("done".to_owned())), ("e2".to_owned(), None)]);
+    assert_eq!(store.turn_effects("c1", "t2").unwrap(), vec![]);
+
+    // A report whose rows cannot be kept writes nothing: not the outcome, not the other rows.
+    let mut bad = report("e2", "done", "v2", "c1");
+    bad.rows = vec![row("#W0001", json!({"status": "x"})), row("#W0002", json!(["not", "an", "object"]))];
+    assert!(matches!(store.report_outcome(&bad), Err(StoreError::NotAnObject { .. })));
+    assert_eq!(store.effect("e2").unwrap().unwrap().outcome, None);
+    assert_eq!(revision(&mut *store, "orders", "#W0001"), Some(1));
+}
+
+pub fn an_unknown_outcome_is_settled_once_by_done_or_failed(fx: &Fixture) {
+    let mut store = fx.open();
+    seed_orders(&mut *store);
+    let mut c = commit("c1", "t1");
+    c.effects.push(effect("e1", "ship:#W0001", &c));
+    committed(store.commit(&c).unwrap());
+    assert_eq!(store.report_outcome(&report("e1", "unknown", "v1", "c1")).unwrap(), OutcomeResult::Recorded);
+    let unknown = OutcomeResult::AlreadyRecorded { outcome: "unknown".to_owned() };
+    assert_eq!(store.report_outcome(&report("e1", "unknown", "v2", "c1")).unwrap(), unknown);
+    assert_eq!(store.report_outcome(&report("e1", "done", "v3", "c1")).unwrap(), OutcomeResult::Recorded);
+    let done = OutcomeResult::AlreadyRecorded { outcome: "done".to_owned() };
+    assert_eq!(store.report_outcome(&report("e1", "failed", "v4", "c1")).unwrap(), done);
+    let events: Vec<String> = store.events(Some("c1")).unwrap().into_iter().map(|e| e.id).collect();
+    assert_eq!(events, ["v1", "v3"]);
+}
+
+pub fn an_effect_holds_its_rows_until_its_outcome_is_done_or_failed(fx: &Fixture) {
+    let mut store = fx.open();
+    seed_orders(&mut *store);
+    let hold = |effect: &str, key: &str| EffectHold { effect: effect.into(), table: "orders".into(), key: key.into() };
+    let mut c = commit("c1", "t1");
+    c.effects.push(effect("e2", "ship:#W0001", &c));
+    c.effects.push(effect("e1", "ship:both", &c));
+    c.holds = vec![hold("e2", "#W0001"), hold("e1", "#W0001"), hold("e1", "#W0002")];
+    committed(store.commit(&c).unwrap());
+    assert_eq!(store.pending_effect("orders", "#W0001").unwrap().as_deref(), Some("e1"));
+    assert_eq!(store.pending_effect("orders", "#W0002").unwrap().as_deref(), Some("e1"));
+    assert_eq!(store.pending_effect("orders", "#W0003").unwrap(), None);
+    assert_eq!(store.pending_effect("users", "#W0001").unwrap(), None);
+
+    assert_eq!(store.report_outcome(&report("e1", "unknown", "v1", "c1")).unwrap(), OutcomeResult::Recorded);
+    assert_eq!(store.pending_effect("orders", "#W0002").unwrap().as_deref(), Some("e1"), "unknown keeps holding");
+    assert_eq!(store.report_outcome(&report("e1", "failed", "v2", "c1")).unwrap(), OutcomeResult::Recorded);
+    assert_eq!(store.pending_effect("orders", "#W0002").unwrap(), None);
+    assert_eq!(store.pending_effect("orders", "#W0001").unwrap().as_deref(), Some("e2"));
+    assert_eq!(store.report_outcome(&report("e2", "done", "v3", "c1")).unwrap(), OutcomeResult::Recorded);
+    assert_eq!(store.pending_effect("orders", "#W0001").unwrap(), None);
+
+    // A hold naming an effect the commit does not store rolls the commit back.
+    let mut orphan = commit("c1", "t2");
+    orphan.holds = vec![hold("e404", "#W0001")];
+    assert!(store.commit(&orphan).is_err());
+    nothing_stored(&mut *store, &orphan);
 }
 
 pub fn an_outcome_for_an_unknown_effect_records_nothing(fx: &Fixture) {

@@ -58,6 +58,7 @@ fn both_backends_keep_the_same_tables_and_columns() {
         [
             "audits",
             "due_jobs",
+            "effect_holds",
             "effects",
             "events",
             "findings",
