@@ -1,6 +1,7 @@
 //! Derived quantities and effect steps: the arithmetic code does for policy (sums of money in
-//! minor units, counts), and the record changes a committed effect makes, applied to the turn's
-//! working copies so that later acts of the same turn, and later turns, see them.
+//! minor units, counts, CEL expressions with the values they read bound), and the record
+//! changes a committed effect makes, applied to the turn's working copies so that later acts of
+//! the same turn, and later turns, see them.
 
 use std::collections::BTreeMap;
 
@@ -8,10 +9,14 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
+use crate::date::TurnClock;
+use crate::expr::{self, MAX_INPUT_VALUES};
+use crate::expressions::{CelValue, ValueType};
 use crate::facts::RowRef;
 use crate::money::{self, Currency};
 use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
+use crate::records::cedar_attrs;
 use crate::verdict::Finding;
 use crate::workspace::Workspace;
 
@@ -40,6 +45,8 @@ pub(crate) struct Eval<'a> {
     pub(crate) actor: Option<RowRef>,
     pub(crate) args: &'a BTreeMap<String, Checked>,
     pub(crate) derived: BTreeMap<String, Derived>,
+    /// The turn's clock: CEL's `now`, `today` and `time_zone`.
+    pub(crate) clock: &'a TurnClock,
 }
 
 /// A value a path reached, with whether its last field is money in its table.
@@ -50,6 +57,28 @@ struct Leaf {
 
 fn inapplicable(message: String) -> Finding {
     Finding::refuse(ReasonCode::EffectInapplicable).detail(message)
+}
+
+/// A CEL expression that failed, named by (the start of) its text.
+fn expression_failed(source: &str, code: ReasonCode, message: &str) -> Finding {
+    let shown: String = source.chars().take(80).collect();
+    let more = if shown.len() < source.len() { "…" } else { "" };
+    Finding::refuse(code).detail(format!("`{shown}{more}`: {message}"))
+}
+
+/// A CEL result as the quantity its declared type says it is.
+fn typed(value: &cel::Value, ty: ValueType, source: &str) -> Result<Derived, Finding> {
+    let derived = match (ty, value) {
+        (ValueType::Integer | ValueType::Money, cel::Value::Int(n)) => Some(Derived::Int(*n)),
+        (ValueType::Integer | ValueType::Money, cel::Value::UInt(n)) => i64::try_from(*n).ok().map(Derived::Int),
+        (ValueType::Bool, cel::Value::Bool(b)) => Some(Derived::Json(Value::Bool(*b))),
+        (ValueType::Text, cel::Value::String(text)) => Some(Derived::Json(Value::String(text.as_ref().clone()))),
+        _ => None,
+    };
+    derived.ok_or_else(|| {
+        let message = format!("declared `{}`, but the value is a CEL {}", ty.name(), expr::type_name(value));
+        expression_failed(source, ReasonCode::ExpressionWrongType, &message)
+    })
 }
 
 /// A stored amount's minor units, read by the one exact-money reader.
@@ -194,7 +223,93 @@ impl Eval<'_> {
                 Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?)
             }
             Expr::Neg(a) => Derived::Int(int(self.eval(work, a)?)?.checked_neg().ok_or_else(overflow)?),
+            Expr::Cel(value) => self.cel_quantity(work, value)?,
         })
+    }
+
+    /// A CEL derived quantity, typed as declared. Kept out of line, so that the integer
+    /// language's evaluation stays as compact as it was.
+    #[inline(never)]
+    fn cel_quantity(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<Derived, Finding> {
+        let source = value.expression.source();
+        typed(&self.cel(work, value)?, value.ty.unwrap_or(ValueType::Integer), source)
+    }
+
+    /// A row as an expression (and a policy) sees it: its fields, money in minor units, `key`.
+    fn row_json(&self, work: &mut Workspace<'_>, row: &RowRef) -> Result<Value, Finding> {
+        let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+        let table = self.contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+        Ok(cedar_attrs(table, &row.key, &record.value, self.contract.currency()))
+    }
+
+    /// A member as an expression sees it: the element, money in minor units.
+    fn member_json(&self, work: &mut Workspace<'_>, m: &MemberRef) -> Result<Value, Finding> {
+        let element = member_value(work, m)?;
+        let table = self.contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+        let wrapped = serde_json::json!({ "m": element });
+        Ok(cedar_attrs(table, &m.id, &wrapped, self.contract.currency()).get("m").cloned().unwrap_or(Value::Null))
+    }
+
+    /// The JSON a name holds for CEL: an argument as checked (a row for a record, a list of
+    /// rows or elements for a list, money in minor units), a derived quantity, the actor's row
+    /// or the turn's `today`/`time_zone`.
+    fn binding(&self, work: &mut Workspace<'_>, name: &str) -> Result<Option<Value>, Finding> {
+        let json = match self.args.get(name) {
+            Some(Checked::Record(row)) => self.row_json(work, row)?,
+            Some(Checked::Records(rows)) => {
+                Value::Array(rows.iter().map(|r| self.row_json(work, r)).collect::<Result<_, _>>()?)
+            }
+            Some(Checked::Member(m)) => self.member_json(work, m)?,
+            Some(Checked::Members(ms)) => {
+                Value::Array(ms.iter().map(|m| self.member_json(work, m)).collect::<Result<_, _>>()?)
+            }
+            Some(Checked::Money { units, .. }) => Value::from(*units),
+            Some(other) => other.to_json(),
+            None => match (self.derived.get(name), name, &self.actor) {
+                (Some(quantity), _, _) => quantity.to_json(),
+                (None, "actor", Some(row)) => self.row_json(work, &row.clone())?,
+                (None, "today", _) => Value::String(self.clock.today().to_string()),
+                (None, "time_zone", _) => Value::String(self.clock.time_zone.iana_name().unwrap_or("UTC").to_owned()),
+                _ => return Ok(None),
+            },
+        };
+        Ok(Some(json))
+    }
+
+    /// Evaluates a CEL expression: the names it and its named expressions read bound, each
+    /// named expression evaluated in dependency order, then the expression.
+    fn cel(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<cel::Value, Finding> {
+        let source = value.expression.source();
+        let failed = |e: expr::EvalError| expression_failed(source, ReasonCode::ExpressionFailed, &e.0);
+        let named = self.contract.expressions();
+        let mut roots: std::collections::BTreeSet<&str> =
+            value.expression.names().iter().map(|n| n.name.as_str()).collect();
+        for name in &value.named {
+            roots.extend(named.get(name).iter().flat_map(|n| n.expression.names()).map(|n| n.name.as_str()));
+        }
+        let mut budget = MAX_INPUT_VALUES;
+        let mut bindings = BTreeMap::new();
+        for root in roots.into_iter().filter(|r| named.get(r).is_none()) {
+            let bound = if root == "now" {
+                let nanos = self.clock.at.as_nanosecond();
+                let (seconds, sub) = (nanos.div_euclid(1_000_000_000), nanos.rem_euclid(1_000_000_000));
+                let seconds =
+                    i64::try_from(seconds).map_err(|_| failed(expr::EvalError("`now` is out of range".into())))?;
+                expr::timestamp(seconds, u32::try_from(sub).unwrap_or(0)).map_err(failed)?
+            } else {
+                let json = self.binding(work, root)?.unwrap_or(Value::Null);
+                expr::from_json(&json, &mut budget).map_err(failed)?
+            };
+            bindings.insert(root.to_owned(), bound);
+        }
+        for name in &value.named {
+            let Some(n) = named.get(name) else { continue };
+            let computed = n.expression.evaluate(&bindings).map_err(|e| {
+                expression_failed(n.expression.source(), ReasonCode::ExpressionFailed, &format!("`{name}`: {}", e.0))
+            })?;
+            bindings.insert(name.clone(), computed);
+        }
+        value.expression.evaluate(&bindings).map_err(failed)
     }
 
     /// Derives every declared quantity of `op`, in order.
@@ -268,6 +383,7 @@ impl Eval<'_> {
                     args.iter().map(|a| (a.clone(), self.args.get(a).map_or(Value::Null, Checked::to_json))).collect();
                 self.set(work, path, |_| Ok(Value::Object(object.clone())))
             }
+            Change::SetComputed { path, value } => self.set_computed(work, path, value),
             Change::SetMoney { path, amount } => {
                 let Derived::Int(units) = self.eval(work, amount)? else {
                     return Err(inapplicable("a money effect needs a quantity".into()));
@@ -294,6 +410,24 @@ impl Eval<'_> {
             Change::Append { path, entry } => self.append(work, path, entry),
             Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
         }
+    }
+
+    /// `set` with `cel`: the value written as an amount where its type is money, else as JSON.
+    #[inline(never)]
+    fn set_computed(&self, work: &mut Workspace<'_>, path: &Path, value: &CelValue) -> Result<(), Finding> {
+        let computed = self.cel(work, value)?;
+        let source = value.expression.source();
+        let json = match value.ty {
+            Some(ValueType::Money) => match typed(&computed, ValueType::Money, source)? {
+                Derived::Int(units) => number(units, self.currency()?)?,
+                Derived::Json(v) => v,
+            },
+            Some(ty) => typed(&computed, ty, source)?.to_json(),
+            None => {
+                expr::to_json(&computed).map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))?
+            }
+        };
+        self.set(work, path, |_| Ok(json.clone()))
     }
 
     /// `add_each`: an amount of each matching element of a list added to a field of the member

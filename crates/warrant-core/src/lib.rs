@@ -14,6 +14,8 @@ pub mod contract;
 pub mod corpus;
 pub mod date;
 pub mod effect;
+pub mod expr;
+pub mod expressions;
 pub mod facts;
 pub mod guard;
 pub mod id;

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::check::ModelTask;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::expressions::{self, CelValue, NamedExpressions, OpShapes, Root, ValueType};
 use crate::records::Table;
 use crate::schema::{self, Field, Kind};
 use crate::source::{self, KindSet, SourceKinds};
@@ -211,6 +212,8 @@ pub enum Expr {
     Sub(Box<Expr>, Box<Expr>),
     /// `-a`.
     Neg(Box<Expr>),
+    /// A CEL expression (`cel = "…"`, with its `type`).
+    Cel(Box<CelValue>),
 }
 
 /// A path into the records an act touches: a root (an argument or `actor`) and fields.
@@ -254,6 +257,14 @@ pub enum Change {
         path: Path,
         /// The arguments written there, each under its own name.
         args: Vec<String>,
+    },
+    /// Sets the field at `path` to what a CEL expression computes (`cel = "…"`): written as
+    /// an amount where its `type` is money, else as the JSON of the value.
+    SetComputed {
+        /// The field changed.
+        path: Path,
+        /// The expression.
+        value: Box<CelValue>,
     },
     /// Sets the field at `path` to a derived money quantity.
     SetMoney {
@@ -342,7 +353,10 @@ pub(crate) struct RawOperation {
 #[serde(deny_unknown_fields)]
 struct RawDerive {
     name: Spanned<String>,
-    expr: Spanned<String>,
+    expr: Option<Spanned<String>>,
+    cel: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    ty: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -407,6 +421,9 @@ struct RawStep {
     fields: Option<Vec<String>>,
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
+    cel: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    ty: Option<String>,
 }
 
 /// What compiling operations needs to know about the rest of the contract.
@@ -419,6 +436,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) actor: Option<&'a str>,
     /// Whether `[records] currency` is declared: a money argument is read in that currency.
     pub(crate) has_currency: bool,
+    /// The named CEL expressions (`[expressions]`).
+    pub(crate) named: &'a NamedExpressions,
 }
 
 /// The source kinds that may propose an operation: its `from`, or every kind.
@@ -479,12 +498,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         }
         op.resource = operation_resource(scope, raw_op, &op)?;
         for derive in &raw_op.derive {
-            let expr = parse_expr(derive.expr.get_ref())
-                .and_then(|e| check_expr(&op, &e).map(|()| e))
-                .and_then(|e| check_expr_paths(scope, &op, &e).map(|()| e))
-                .map_err(|message| {
-                    at(derive.expr.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-                })?;
+            let expr = compile_derive(scope, &op, derive)?;
             let derive_name = derive.name.get_ref();
             if !source::is_identifier(derive_name) || op.derive.iter().any(|(n, _)| n == derive_name) {
                 return Err(at(
@@ -495,17 +509,105 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             op.derive.push((derive_name.clone(), expr));
         }
         for step in &raw_op.effect {
-            let compiled = compile_step(&op, step.get_ref())
-                .and_then(|s| check_step_paths(scope, &op, &s).map(|()| s))
-                .map_err(|message| {
-                    let offset = fault_offset(scope.at.text, &step.span(), &message);
-                    at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
-                })?;
+            let compiled = match &step.get_ref().cel {
+                Some(cel) => Ok(compile_cel_step(scope, &op, step, cel)?),
+                None => compile_step(&op, step.get_ref()),
+            };
+            let compiled = compiled.and_then(|s| check_step_paths(scope, &op, &s).map(|()| s)).map_err(|message| {
+                let offset = fault_offset(scope.at.text, &step.span(), &message);
+                at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
+            })?;
             op.effects.push(compiled);
         }
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// A derived quantity: `expr` in the arithmetic of [`Expr`], or `cel` with its `type`.
+fn compile_derive(scope: &Scope<'_>, op: &Operation, derive: &RawDerive) -> Result<Expr, ContractError> {
+    let bad = |offset: usize, message: String| {
+        scope.at.error(offset, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    match (&derive.expr, &derive.cel, &derive.ty) {
+        (Some(expr), None, None) => parse_expr(expr.get_ref())
+            .and_then(|e| check_expr(op, &e).map(|()| e))
+            .and_then(|e| check_expr_paths(scope, op, &e).map(|()| e))
+            .map_err(|message| bad(expr.span().start, message)),
+        (None, Some(cel), Some(ty)) => {
+            let ty = expressions::value_type(ty.get_ref()).map_err(|message| bad(ty.span().start, message))?;
+            if ty == ValueType::Money && !scope.has_currency {
+                return Err(bad(derive.name.span().start, "a money quantity needs `records.currency`".into()));
+            }
+            let value = expressions::compile_value(scope.at, cel, Some(ty), &op_shapes(scope, op))?;
+            Ok(Expr::Cel(Box::new(value)))
+        }
+        _ => Err(bad(
+            derive.name.span().start,
+            format!("derived quantity `{}` needs `expr`, or `cel` with `type`", derive.name.get_ref()),
+        )),
+    }
+}
+
+/// The names a CEL expression of `op` reads: its arguments and the quantities derived so far.
+fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
+    let args = op
+        .args
+        .iter()
+        .map(|arg| {
+            let root = match &arg.kind {
+                ArgKind::Record { table } => Root::Row(table.clone()),
+                ArgKind::Records { table, .. } => Root::Rows(table.clone()),
+                ArgKind::Member { .. } => Root::Element,
+                ArgKind::Members { .. } => Root::Elements,
+                _ => Root::Scalar,
+            };
+            (arg.name.clone(), root)
+        })
+        .collect();
+    let quantities = op
+        .derive
+        .iter()
+        .map(|(name, expr)| (name.clone(), if matches!(expr, Expr::First(_)) { Root::Unknown } else { Root::Scalar }))
+        .collect();
+    OpShapes {
+        op: &op.name,
+        args,
+        derived: quantities,
+        tables: scope.tables,
+        named: scope.named,
+        has_actor: scope.has_actor,
+    }
+}
+
+/// `set = "path"` with `cel = "…"` (and optionally `type`, `when`): a computed value. An
+/// error in the step's other fields is placed at the step, one in the expression inside it.
+fn compile_cel_step(
+    scope: &Scope<'_>,
+    op: &Operation,
+    step: &Spanned<RawStep>,
+    cel: &Spanned<String>,
+) -> Result<Step, ContractError> {
+    let raw = step.get_ref();
+    let bad = |message: String| {
+        scope.at.error(step.span().start, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    let others = [&raw.add, &raw.swap, &raw.add_each, &raw.append, &raw.money, &raw.amount, &raw.arg, &raw.into];
+    let more = [&raw.key, &raw.field, &raw.with];
+    let alone = others.iter().chain(&more).all(|o| o.is_none())
+        && (raw.value.is_none() && raw.args.is_none() && raw.fields.is_none())
+        && (raw.entry.is_empty() && raw.when_element.is_empty() && raw.when_member.is_empty());
+    let (Some(set), true) = (&raw.set, alone) else {
+        return Err(bad("a `cel` effect step is `set = \"path\"` with `cel` (and optionally `type`, `when`)".into()));
+    };
+    let path = compile_path(op, set).map_err(bad)?;
+    let when = compile_when(op, raw).map_err(bad)?;
+    let ty = raw.ty.as_deref().map(expressions::value_type).transpose().map_err(bad)?;
+    if ty == Some(ValueType::Money) && !scope.has_currency {
+        return Err(bad("a money value needs `records.currency`".into()));
+    }
+    let value = expressions::compile_value(scope.at, cel, ty, &op_shapes(scope, op))?;
+    Ok(Step { change: Change::SetComputed { path, value: Box::new(value) }, when })
 }
 
 /// The operation's arguments; an error is placed at the argument, or at its `pattern` when that
@@ -857,6 +959,7 @@ fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
         Expr::Literal(_) => Ok(()),
         Expr::Add(a, b) | Expr::Sub(a, b) => check_expr(op, a).and_then(|()| check_expr(op, b)),
         Expr::Neg(a) => check_expr(op, a),
+        Expr::Cel(_) => Ok(()),
     }
 }
 
@@ -926,13 +1029,18 @@ fn no_dotted_keys(what: &str, conditions: &BTreeMap<String, toml::Value>) -> Res
     }
 }
 
-fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
+/// A step's `when` conditions, after their keys are checked not to be TOML dotted keys.
+fn compile_when(op: &Operation, raw: &RawStep) -> Result<Vec<(Path, Value)>, String> {
     no_dotted_keys("when", &raw.when)?;
     no_dotted_keys("when_element", &raw.when_element)?;
     no_dotted_keys("when_member", &raw.when_member)?;
-    let mut when = Vec::new();
-    for (path, value) in &raw.when {
-        when.push((compile_path(op, path)?, toml_to_json(value)?));
+    raw.when.iter().map(|(path, value)| Ok((compile_path(op, path)?, toml_to_json(value)?))).collect()
+}
+
+fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
+    let when = compile_when(op, raw)?;
+    if raw.ty.is_some() {
+        return Err("an effect step's `type` goes with `cel`".into());
     }
     let kinds = [&raw.set, &raw.add, &raw.swap, &raw.add_each, &raw.append].iter().filter(|k| k.is_some()).count();
     if kinds != 1 {
@@ -1055,7 +1163,9 @@ fn check_expr_paths(scope: &Scope<'_>, op: &Operation, expr: &Expr) -> Result<()
             check_expr_paths(scope, op, b)
         }
         Expr::Neg(a) => check_expr_paths(scope, op, a),
-        Expr::Derived(_) | Expr::Literal(_) => Ok(()),
+        // A CEL expression's names are checked when it compiles; the row fields it reads are
+        // read as Cedar sees them, a missing one an `expression_failed` refusal.
+        Expr::Derived(_) | Expr::Literal(_) | Expr::Cel(_) => Ok(()),
     }
 }
 
@@ -1125,6 +1235,13 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
                 literal_fits(sub_field(member, name, &into_at)?, &format!("{into_at}.{name}"), value)?;
             }
             Ok(())
+        }
+        Change::SetComputed { path, value } => {
+            let field = path_field(scope, op, path)?;
+            match value.ty {
+                Some(ValueType::Money) => expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money"),
+                _ => Ok(()),
+            }
         }
         Change::Append { path, entry } => check_append(scope, op, path, entry),
         Change::Swap { members, with, fields } => {

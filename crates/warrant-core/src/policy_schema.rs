@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::expressions::ValueType;
 use crate::operation::{ArgKind, Expr, Operation};
 use crate::records::Table;
 use crate::schema::{self, Kind};
@@ -126,11 +127,18 @@ fn arg_type(kind: &ArgKind) -> Value {
 }
 
 /// A derived quantity's type: arithmetic gives a `Long` (minor units or a count); `first(…)`
-/// gives a value of a row, typed `String` (the ids it is for) until rows have types.
+/// gives a value of a row, typed `String` (the ids it is for) until rows have types; a CEL
+/// quantity is typed by its `type` (integer and money a `Long`, bool a `Boolean`, text a
+/// `String`).
 fn derived_type(expr: &Expr, earlier: &BTreeMap<&str, Value>) -> Value {
     match expr {
         Expr::First(_) => json!({"type": "String"}),
         Expr::Derived(name) => earlier.get(name.as_str()).cloned().unwrap_or_else(|| json!({"type": "Long"})),
+        Expr::Cel(value) => match value.ty {
+            Some(ValueType::Bool) => json!({"type": "Boolean"}),
+            Some(ValueType::Text) => json!({"type": "String"}),
+            Some(ValueType::Integer | ValueType::Money) | None => json!({"type": "Long"}),
+        },
         Expr::Value(_)
         | Expr::Sum(_)
         | Expr::Count(_)

@@ -118,6 +118,14 @@ reason_codes! {
     /// field of the wrong kind, an enum value not declared, a field not declared): the act is
     /// refused and nothing is written; a consequential act is refused so before it is held.
     EffectBreaksSchema => "effect_breaks_schema",
+    /// A CEL expression of the contract (a derived quantity, a named expression, a computed
+    /// effect value) failed to evaluate: a missing field, a division by zero, an integer
+    /// overflow, operands of the wrong types, an empty list where one value was needed, or
+    /// more input than an expression may read. The act is refused.
+    ExpressionFailed => "expression_failed",
+    /// A CEL expression evaluated to a value of another type than the contract declares for
+    /// it (`type`), so it is not used. The act is refused.
+    ExpressionWrongType => "expression_wrong_type",
     /// An answer names no interaction of this conversation issued to this actor: none with
     /// that id, one of another conversation, or one issued to another actor are refused alike.
     UnknownInteraction => "unknown_interaction",

@@ -806,7 +806,8 @@ fn decide_act(
     let located = locate_plain_values(op, proposal, answers, needed)?;
     let checked = args::check_args(ctx, work, op, &located.args)?;
     semantic_checks(op, &checked, proposal, &located, answers, needed)?;
-    let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
+    let mut eval =
+        Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new(), clock: ctx.clock };
     eval.derive_all(work, op)?;
     let actor = ActorRecord { row: ctx.actor_row.as_ref(), record: actor_record.as_ref() };
     decide_policy(contract, work, op, actor, &eval)?;

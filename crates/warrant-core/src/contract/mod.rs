@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::expressions::{self, NamedExpressions};
 use crate::guard::{self, Guards, RawGuards};
 use crate::limits::{self, Limits, RawLimits};
 use crate::money;
@@ -62,6 +63,7 @@ pub struct Contract {
     outbound: Outbound,
     cedar_schema: serde_json::Value,
     limits: Limits,
+    expressions: NamedExpressions,
 }
 
 impl Contract {
@@ -96,6 +98,7 @@ impl Contract {
         let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
         let (currency, tables, schema_texts) = tables::compile_records(&at, raw.records.as_ref(), actor_table, files)?;
         let actor = compile_actor(&at, raw.actor.as_ref(), &tables)?;
+        let expressions = expressions::compile_named(&at, &raw.expressions)?;
         let scope = operation::Scope {
             at: &at,
             kinds: &kinds,
@@ -103,8 +106,10 @@ impl Contract {
             has_actor: actor.is_some(),
             actor: actor.as_deref(),
             has_currency: currency.is_some(),
+            named: &expressions,
         };
         let operations = operation::compile(&scope, &raw.operation)?;
+        check_expressions(&at, &expressions, &operations)?;
         let cedar_schema = policy_schema::generate(&tables, actor.as_deref(), &operations);
         let (policies, policy_texts) = compile_policies(&at, raw.policies.as_ref(), files, &cedar_schema)?;
         if !operations.is_empty() && policies.is_empty() {
@@ -133,6 +138,7 @@ impl Contract {
             outbound,
             cedar_schema,
             limits,
+            expressions,
         })
     }
 
@@ -220,10 +226,29 @@ impl Contract {
         &self.outbound
     }
 
+    /// The named CEL expressions (`[expressions]`), dependencies first.
+    pub fn expressions(&self) -> &NamedExpressions {
+        &self.expressions
+    }
+
     /// How much one request may hold (`[limits]`, or the defaults).
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
+}
+
+/// The named expressions against the operations: the names they read exist, and none is also
+/// an argument's or a derived quantity's name.
+fn check_expressions(
+    at: &Locator<'_>,
+    expressions: &NamedExpressions,
+    operations: &[Operation],
+) -> Result<(), ContractError> {
+    let args: std::collections::BTreeSet<&str> =
+        operations.iter().flat_map(|op| op.args.iter().map(|a| a.name.as_str())).collect();
+    let mut taken = args.clone();
+    taken.extend(operations.iter().flat_map(|op| op.derive.iter().map(|(n, _)| n.as_str())));
+    expressions::check_named(at, expressions, &args, &taken)
 }
 
 /// The `[actor]` section: the table whose rows are the actors, which `[records]` must declare.
@@ -346,6 +371,8 @@ struct RawContract {
     policies: Option<RawPolicies>,
     #[serde(default)]
     operation: Vec<RawOperation>,
+    #[serde(default)]
+    expressions: std::collections::BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     guards: RawGuards,
     model: Option<RawModel>,
