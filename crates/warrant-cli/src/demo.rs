@@ -244,7 +244,7 @@ fn bundled(folder: &Path) -> Result<(Contract, PathBuf), Exit> {
 /// The words a pointer slices from `message`, as code slices them.
 fn sliced(message: &str, from: u32, to: u32) -> String {
     let numbered = pointer::numbered(message);
-    match pointer::resolve(&numbered, &TextPointer { from, to, copy: None }) {
+    match pointer::resolve(&numbered, &TextPointer { entry: None, from, to, copy: None }) {
         Ok(resolved) => format!("{:?}", resolved.value),
         Err(e) => format!("no words ({e})"),
     }

@@ -25,6 +25,7 @@ mod mcp;
 mod outbound;
 mod prompt;
 mod records;
+mod render;
 mod scheduler;
 mod score;
 mod serve;
@@ -97,6 +98,9 @@ enum Command {
     },
     /// Lists every reason code with what it means.
     Reasons,
+    /// Prints the numbered rendering of a text (from `--text` or standard input) as JSON: each
+    /// word with the number a pointer's `ptr` counts, and the rendering model tasks are shown.
+    Render(render::RenderArgs),
     /// Runs what is due (delivery of the outbox) once or as a daemon; lists the outbox.
     Scheduler {
         #[command(subcommand)]
@@ -185,6 +189,7 @@ fn main() -> ExitCode {
         Command::Scheduler { command } => scheduler::run(&command),
         Command::Outbound(args) => outbound::run(&args),
         Command::Records { command } => records::run(&command),
+        Command::Render(args) => render::run(&args),
         Command::Tools(args) => mcp::run_tools(&args),
         Command::Mcp(args) => mcp::run_mcp(&args),
         Command::Reasons => {

@@ -10,7 +10,7 @@ use crate::contract::Contract;
 use crate::date::{self, DateExpr, TurnClock};
 use crate::facts::RowRef;
 use crate::money::{Currency, Money};
-use crate::operation::{Arg, ArgKind, Operation};
+use crate::operation::{Arg, ArgKind, Operation, StringPattern};
 use crate::pointer::{self, TextPointer};
 use crate::reason::ReasonCode;
 use crate::verdict::Finding;
@@ -32,6 +32,8 @@ pub enum Checked {
     Members(Vec<MemberRef>),
     /// The exact words the pointer holds.
     Text(String),
+    /// Text the model composed, as it sent it; never the user's words.
+    String(String),
     /// An ISO date, evaluated with the turn's clock.
     Date(String),
     /// Money, in minor units of its currency.
@@ -66,7 +68,7 @@ impl Checked {
     /// The value as JSON, for policy context and events.
     pub fn to_json(&self) -> Value {
         match self {
-            Checked::Enum(s) | Checked::Text(s) | Checked::Date(s) => Value::String(s.clone()),
+            Checked::Enum(s) | Checked::Text(s) | Checked::String(s) | Checked::Date(s) => Value::String(s.clone()),
             Checked::Record(row) => Value::String(row.key.clone()),
             Checked::Records(rows) => Value::Array(rows.iter().map(|r| Value::String(r.key.clone())).collect()),
             Checked::Member(m) => Value::String(m.id.clone()),
@@ -85,11 +87,73 @@ pub(crate) struct ArgContext<'a> {
     pub(crate) contract: &'a Contract,
     pub(crate) clock: &'a TurnClock,
     pub(crate) actor_row: Option<RowRef>,
-    /// The user entry text pointers point into, if the turn has one. It is numbered only when
-    /// an argument points into it.
-    pub(crate) user_text: Option<&'a str>,
+    /// The entries text pointers may point into. An entry is numbered only when an argument
+    /// points into it.
+    pub(crate) words: &'a UserWords,
     /// The contract's currency, the only one a money argument may name.
     pub(crate) currency: Option<Currency>,
+}
+
+/// The entries of a turn that a text pointer may point into: the latest `user` entry, which a
+/// pointer without `entry` names, and the entries a pointer may name by index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UserWords {
+    /// The latest `user` entry, if the turn has one.
+    pub(crate) latest: Option<String>,
+    /// Entries by their index in the request's `entries`, each with its source kind; for a
+    /// confirmed act, the user entries its interaction kept.
+    pub(crate) entries: BTreeMap<u32, (String, String)>,
+}
+
+/// The only source kind whose entries hold the user's own words, and so the only one a value
+/// may be pointed out of.
+pub(crate) const USER_KIND: &str = "user";
+
+impl UserWords {
+    /// The words of the request's entries: every entry by index, and the latest user one.
+    pub(crate) fn of_entries(entries: &[crate::request::Entry]) -> UserWords {
+        UserWords {
+            latest: entries.iter().rev().find(|e| e.kind == USER_KIND).map(|e| e.text.clone()),
+            entries: (0u32..).zip(entries).map(|(i, e)| (i, (e.kind.clone(), e.text.clone()))).collect(),
+        }
+    }
+
+    /// The message `pointer` points into: entry `pointer.entry`, which must be a `user` entry,
+    /// or without one the latest user entry. `field` is the argument's (`args.name`); a refusal
+    /// names its `entry`.
+    pub(crate) fn message(&self, pointer: &TextPointer, field: &str) -> Result<&str, Finding> {
+        let Some(index) = pointer.entry else {
+            return self.latest.as_deref().ok_or_else(|| {
+                Finding::ask(ReasonCode::PointerInvalid)
+                    .field(field.to_owned())
+                    .detail("the turn has no user entry to point into".into())
+            });
+        };
+        let refused = |detail: String| {
+            Finding::refuse(ReasonCode::PointerEntryInvalid).field(format!("{field}.entry")).detail(detail)
+        };
+        match self.entries.get(&index) {
+            None => Err(refused(format!("there is no entry {index} to point into"))),
+            Some((kind, _)) if kind != USER_KIND => Err(refused(format!(
+                "entry {index} is a `{}` entry; a value may be pointed out of a `{USER_KIND}` entry only",
+                crate::text::visible(kind)
+            ))),
+            Some((_, text)) => Ok(text),
+        }
+    }
+
+    /// The user entries that the pointers among `args` name by index, each with its text: what
+    /// an interaction keeps so that the confirmation resolves the same words.
+    pub(crate) fn named_by(&self, op: &Operation, args: &Map<String, Value>) -> BTreeMap<u32, String> {
+        op.args
+            .iter()
+            .filter_map(|arg| pointer_of(&arg.kind, args.get(&arg.name)?)?.entry)
+            .filter_map(|i| match self.entries.get(&i) {
+                Some((kind, text)) if kind == USER_KIND => Some((i, text.clone())),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Checks every argument of `op` in `args`. The first failure ends the check.
@@ -117,7 +181,8 @@ pub(crate) fn check_args(
             }
             return Err(Finding::ask(ReasonCode::MissingArgument).field(field));
         };
-        let result = check_one(ctx, work, &checked, &arg.kind, value).map_err(|f| f.field_if_absent(field))?;
+        let result =
+            check_one(ctx, work, &checked, (&field, &arg.kind), value).map_err(|f| f.field_if_absent(field))?;
         checked.insert(arg.name.clone(), result);
     }
     check_pairs(work, op, &checked)?;
@@ -193,23 +258,105 @@ fn check_records(
     Ok(Checked::Records(rows))
 }
 
-/// A `text` argument: a pointer into the user's message, resolved to the exact words it holds.
-fn check_text(ctx: &ArgContext<'_>, allow_empty: bool, value: &Value) -> Result<Checked, Finding> {
+/// A `text` argument: a pointer into a user entry, resolved to the exact words it holds.
+fn check_text(ctx: &ArgContext<'_>, field: &str, allow_empty: bool, value: &Value) -> Result<Checked, Finding> {
     if allow_empty && value.as_str() == Some("") {
         return Ok(Checked::Text(String::new()));
     }
     let pointer: TextPointer = serde_json::from_value(value.clone()).map_err(|e| {
         Finding::ask(ReasonCode::PointerInvalid)
-            .detail(format!("a text argument is {{\"ptr\":[from,to],\"copy\":…}}: {e}"))
+            .detail(format!("a text argument is {{\"entry\":i,\"ptr\":[from,to],\"copy\":…}}: {e}"))
     })?;
-    let text = ctx.user_text.ok_or_else(|| {
-        Finding::ask(ReasonCode::PointerInvalid).detail("the turn has no user entry to point into".into())
-    })?;
+    pointed_words(ctx, field, &pointer).map(Checked::Text)
+}
+
+/// The exact words `pointer` holds in the user entry it points into.
+fn pointed_words(ctx: &ArgContext<'_>, field: &str, pointer: &TextPointer) -> Result<String, Finding> {
+    let text = ctx.words.message(pointer, field)?;
     let numbered = pointer::numbered(text);
-    let resolved = pointer::resolve(&numbered, &pointer)
+    let resolved = pointer::resolve(&numbered, pointer)
         .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{}: {e}", e.code())))?;
-    let value = resolved.value.to_owned();
-    Ok(Checked::Text(value))
+    Ok(resolved.value.to_owned())
+}
+
+/// The shape of an enum value the user must have said.
+const EVIDENCE_SHAPE: &str = r#"{"value":id,"entry":i,"ptr":[from,to],"copy":…}"#;
+
+/// An `enum` argument: an id of the closed set. With `evidence`, the id comes with a pointer to
+/// the words the user said it with, which must resolve in a user entry.
+fn check_enum(
+    ctx: &ArgContext<'_>,
+    field: &str,
+    (values, evidence): (&[String], bool),
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let (id, pointer) = match value {
+        Value::Object(map) if evidence => {
+            let id = map.get("value").and_then(Value::as_str).ok_or_else(|| wrong_type(EVIDENCE_SHAPE))?;
+            (id, evidence_pointer(map).map(Some)?)
+        }
+        _ => (value.as_str().ok_or_else(|| wrong_type("an id"))?, None),
+    };
+    if !values.iter().any(|v| v == id) {
+        return Err(Finding::refuse(ReasonCode::NotInClosedSet)
+            .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))));
+    }
+    if evidence {
+        let pointer = pointer.ok_or_else(|| {
+            Finding::ask(ReasonCode::PointerInvalid)
+                .detail(format!("the user must have said this value: it is {EVIDENCE_SHAPE}"))
+        })?;
+        pointed_words(ctx, field, &pointer)?;
+    }
+    Ok(Checked::Enum(id.to_owned()))
+}
+
+/// The pointer of an enum value with evidence: the object without its `value`.
+fn evidence_pointer(map: &Map<String, Value>) -> Result<TextPointer, Finding> {
+    let mut rest = map.clone();
+    rest.remove("value");
+    serde_json::from_value(Value::Object(rest))
+        .map_err(|e| Finding::ask(ReasonCode::PointerInvalid).detail(format!("{EVIDENCE_SHAPE}: {e}")))
+}
+
+/// The pointer an argument's value is or carries: a `text` pointer, or an evidenced enum's;
+/// `None` for any other kind or a value that holds none.
+pub(crate) fn pointer_of(kind: &ArgKind, value: &Value) -> Option<TextPointer> {
+    match (kind, value) {
+        (ArgKind::Text { .. }, _) => serde_json::from_value(value.clone()).ok(),
+        (ArgKind::Enum { evidence: true, .. }, Value::Object(map)) => evidence_pointer(map).ok(),
+        _ => None,
+    }
+}
+
+/// A `string` argument: a JSON string, checked by its schema alone (length, pattern, values).
+/// A pointer is no string here: text the model composes is never the user's words.
+fn check_string(
+    max_length: Option<u32>,
+    pattern: Option<&StringPattern>,
+    values: &Option<Vec<String>>,
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let text = value.as_str().ok_or_else(|| wrong_type("a string"))?;
+    let length = text.chars().count();
+    if let Some(max) = max_length
+        && length > usize::try_from(max).unwrap_or(usize::MAX)
+    {
+        return Err(Finding::refuse(ReasonCode::StringTooLong).detail(format!("{length} characters, at most {max}")));
+    }
+    if let Some(pattern) = pattern
+        && !pattern.matches(text)
+    {
+        return Err(Finding::refuse(ReasonCode::PatternMismatch)
+            .detail(format!("the value does not match `{}`", crate::text::visible(&pattern.source))));
+    }
+    if let Some(values) = values
+        && !values.iter().any(|v| v == text)
+    {
+        return Err(Finding::refuse(ReasonCode::NotInClosedSet)
+            .detail(format!("`{}` is not one of the declared values", crate::text::visible(text))));
+    }
+    Ok(Checked::String(text.to_owned()))
 }
 
 /// A `money` argument: an exact amount in the contract's one currency, in minor units.
@@ -233,19 +380,11 @@ fn check_one(
     ctx: &ArgContext<'_>,
     work: &mut Workspace<'_>,
     earlier: &BTreeMap<String, Checked>,
-    kind: &ArgKind,
+    (field, kind): (&str, &ArgKind),
     value: &Value,
 ) -> Result<Checked, Finding> {
     match kind {
-        ArgKind::Enum { values } => {
-            let id = value.as_str().ok_or_else(|| wrong_type("an id"))?;
-            if values.iter().any(|v| v == id) {
-                Ok(Checked::Enum(id.to_owned()))
-            } else {
-                Err(Finding::refuse(ReasonCode::NotInClosedSet)
-                    .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))))
-            }
-        }
+        ArgKind::Enum { values, evidence } => check_enum(ctx, field, (values, *evidence), value),
         ArgKind::Record { table } => check_record(ctx, work, table, value),
         ArgKind::Records { table, require, .. } => check_records(ctx, work, table, require, value),
         ArgKind::Member { of, path, key } => {
@@ -262,7 +401,8 @@ fn check_one(
             let container = container_row(ctx, earlier, of)?;
             locate_members(work, &container, path, key.as_deref(), &ids).map(Checked::Members)
         }
-        ArgKind::Text { allow_empty } => check_text(ctx, *allow_empty, value),
+        ArgKind::Text { allow_empty } => check_text(ctx, field, *allow_empty, value),
+        ArgKind::String { max_length, pattern, values } => check_string(*max_length, pattern.as_ref(), values, value),
         ArgKind::Date => {
             let expr: DateExpr = serde_json::from_value(value.clone())
                 .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;
@@ -409,4 +549,25 @@ fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<Stri
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_text_and_an_evidenced_enum_carry_a_pointer() {
+        let text = ArgKind::Text { allow_empty: false };
+        let said = ArgKind::Enum { values: vec!["a".into()], evidence: true };
+        let plain = ArgKind::Enum { values: vec!["a".into()], evidence: false };
+        let pointer = TextPointer { entry: Some(1), from: 2, to: 3, copy: None };
+        let bare = serde_json::json!({"entry": 1, "ptr": [2, 3]});
+        let carried = serde_json::json!({"value": "a", "entry": 1, "ptr": [2, 3]});
+        assert_eq!(pointer_of(&text, &bare), Some(pointer.clone()));
+        assert_eq!(pointer_of(&said, &carried), Some(pointer));
+        assert_eq!(pointer_of(&said, &serde_json::json!("a")), None);
+        assert_eq!(pointer_of(&plain, &carried), None);
+        assert_eq!(pointer_of(&said, &serde_json::json!({"value": "a", "ptr": [2, 3], "why": 1})), None);
+        assert!(text.takes_pointer() && said.takes_pointer() && !plain.takes_pointer());
+    }
 }

@@ -1,6 +1,7 @@
 //! Derived quantities and effect steps: the arithmetic code does for policy (sums of money in
-//! minor units, counts), and the record changes a committed effect makes, applied to the turn's
-//! working copies so that later acts of the same turn, and later turns, see them.
+//! minor units, counts, CEL expressions with the values they read bound), and the record
+//! changes a committed effect makes, applied to the turn's working copies so that later acts of
+//! the same turn, and later turns, see them.
 
 use std::collections::BTreeMap;
 
@@ -8,10 +9,14 @@ use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
+use crate::date::TurnClock;
+use crate::expr::{self, MAX_INPUT_VALUES};
+use crate::expressions::{CelValue, ValueType};
 use crate::facts::RowRef;
 use crate::money::{self, Currency};
 use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
+use crate::records::cedar_attrs;
 use crate::verdict::Finding;
 use crate::workspace::Workspace;
 
@@ -40,6 +45,8 @@ pub(crate) struct Eval<'a> {
     pub(crate) actor: Option<RowRef>,
     pub(crate) args: &'a BTreeMap<String, Checked>,
     pub(crate) derived: BTreeMap<String, Derived>,
+    /// The turn's clock: CEL's `now`, `today` and `time_zone`.
+    pub(crate) clock: &'a TurnClock,
 }
 
 /// A value a path reached, with whether its last field is money in its table.
@@ -50,6 +57,28 @@ struct Leaf {
 
 fn inapplicable(message: String) -> Finding {
     Finding::refuse(ReasonCode::EffectInapplicable).detail(message)
+}
+
+/// A CEL expression that failed, named by (the start of) its text.
+fn expression_failed(source: &str, code: ReasonCode, message: &str) -> Finding {
+    let shown: String = source.chars().take(80).collect();
+    let more = if shown.len() < source.len() { "…" } else { "" };
+    Finding::refuse(code).detail(format!("`{shown}{more}`: {message}"))
+}
+
+/// A CEL result as the quantity its declared type says it is.
+fn typed(value: &cel::Value, ty: ValueType, source: &str) -> Result<Derived, Finding> {
+    let derived = match (ty, value) {
+        (ValueType::Integer | ValueType::Money, cel::Value::Int(n)) => Some(Derived::Int(*n)),
+        (ValueType::Integer | ValueType::Money, cel::Value::UInt(n)) => i64::try_from(*n).ok().map(Derived::Int),
+        (ValueType::Bool, cel::Value::Bool(b)) => Some(Derived::Json(Value::Bool(*b))),
+        (ValueType::Text, cel::Value::String(text)) => Some(Derived::Json(Value::String(text.as_ref().clone()))),
+        _ => None,
+    };
+    derived.ok_or_else(|| {
+        let message = format!("declared `{}`, but the value is a CEL {}", ty.name(), expr::type_name(value));
+        expression_failed(source, ReasonCode::ExpressionWrongType, &message)
+    })
 }
 
 /// A stored amount's minor units, read by the one exact-money reader.
@@ -68,36 +97,50 @@ impl Eval<'_> {
         self.contract.currency().ok_or_else(|| inapplicable("money needs the contract's `records.currency`".into()))
     }
 
-    fn is_money(&self, table: &str, field: &str) -> bool {
-        self.contract.table(table).is_some_and(|t| t.money.iter().any(|m| m == field))
+    /// Whether the value at `concrete` (keys from the row, list positions left out) of a row
+    /// of `table` is money.
+    fn is_money(&self, table: &str, concrete: &[&str]) -> bool {
+        self.contract.table(table).is_some_and(|t| t.is_money(concrete))
     }
 
     /// Every value `path` reaches, stepping through lists.
     fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
-        let mut starts: Vec<(String, std::sync::Arc<Value>)> = Vec::new();
+        // Each start: its table, the keys from the row down to it, and its value.
+        let mut starts: Vec<(String, Vec<String>, std::sync::Arc<Value>)> = Vec::new();
+        let member_prefix = |m: &MemberRef| {
+            let mut prefix = vec![m.path.clone()];
+            if m.position.is_none() {
+                prefix.push(m.id.clone());
+            }
+            prefix
+        };
         if path.root == "actor" {
             let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
             let record = work.row(&row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
-            starts.push((row.table, record.value));
+            starts.push((row.table, Vec::new(), record.value));
         } else {
             match self.args.get(&path.root) {
                 Some(Checked::Record(row)) => {
                     let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                    starts.push((row.table.clone(), record.value));
+                    starts.push((row.table.clone(), Vec::new(), record.value));
                 }
                 Some(Checked::Records(rows)) => {
                     for row in rows {
                         let record =
                             work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                        starts.push((row.table.clone(), record.value));
+                        starts.push((row.table.clone(), Vec::new(), record.value));
                     }
                 }
                 Some(Checked::Member(m)) => {
-                    starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)))
+                    starts.push((m.row.table.clone(), member_prefix(m), std::sync::Arc::new(member_value(work, m)?)))
                 }
                 Some(Checked::Members(ms)) => {
                     for m in ms {
-                        starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)));
+                        starts.push((
+                            m.row.table.clone(),
+                            member_prefix(m),
+                            std::sync::Arc::new(member_value(work, m)?),
+                        ));
                     }
                 }
                 Some(Checked::Absent) => {}
@@ -105,7 +148,7 @@ impl Eval<'_> {
             }
         }
         let mut leaves = Vec::new();
-        for (table, start) in &starts {
+        for (table, prefix, start) in &starts {
             // Walk by reference; only the leaves are copied.
             let mut current: Vec<&Value> = vec![start.as_ref()];
             for field in &path.fields {
@@ -118,7 +161,8 @@ impl Eval<'_> {
                 }
                 current = next;
             }
-            let money = path.fields.last().is_some_and(|f| self.is_money(table, f));
+            let concrete: Vec<&str> = prefix.iter().chain(&path.fields).map(String::as_str).collect();
+            let money = !path.fields.is_empty() && self.is_money(table, &concrete);
             for value in current {
                 match value {
                     Value::Array(items) => {
@@ -179,7 +223,93 @@ impl Eval<'_> {
                 Derived::Int(int(self.eval(work, a)?)?.checked_sub(int(self.eval(work, b)?)?).ok_or_else(overflow)?)
             }
             Expr::Neg(a) => Derived::Int(int(self.eval(work, a)?)?.checked_neg().ok_or_else(overflow)?),
+            Expr::Cel(value) => self.cel_quantity(work, value)?,
         })
+    }
+
+    /// A CEL derived quantity, typed as declared. Kept out of line, so that the integer
+    /// language's evaluation stays as compact as it was.
+    #[inline(never)]
+    fn cel_quantity(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<Derived, Finding> {
+        let source = value.expression.source();
+        typed(&self.cel(work, value)?, value.ty.unwrap_or(ValueType::Integer), source)
+    }
+
+    /// A row as an expression (and a policy) sees it: its fields, money in minor units, `key`.
+    fn row_json(&self, work: &mut Workspace<'_>, row: &RowRef) -> Result<Value, Finding> {
+        let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+        let table = self.contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+        Ok(cedar_attrs(table, &row.key, &record.value, self.contract.currency()))
+    }
+
+    /// A member as an expression sees it: the element, money in minor units.
+    fn member_json(&self, work: &mut Workspace<'_>, m: &MemberRef) -> Result<Value, Finding> {
+        let element = member_value(work, m)?;
+        let table = self.contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+        let wrapped = serde_json::json!({ "m": element });
+        Ok(cedar_attrs(table, &m.id, &wrapped, self.contract.currency()).get("m").cloned().unwrap_or(Value::Null))
+    }
+
+    /// The JSON a name holds for CEL: an argument as checked (a row for a record, a list of
+    /// rows or elements for a list, money in minor units), a derived quantity, the actor's row
+    /// or the turn's `today`/`time_zone`.
+    fn binding(&self, work: &mut Workspace<'_>, name: &str) -> Result<Option<Value>, Finding> {
+        let json = match self.args.get(name) {
+            Some(Checked::Record(row)) => self.row_json(work, row)?,
+            Some(Checked::Records(rows)) => {
+                Value::Array(rows.iter().map(|r| self.row_json(work, r)).collect::<Result<_, _>>()?)
+            }
+            Some(Checked::Member(m)) => self.member_json(work, m)?,
+            Some(Checked::Members(ms)) => {
+                Value::Array(ms.iter().map(|m| self.member_json(work, m)).collect::<Result<_, _>>()?)
+            }
+            Some(Checked::Money { units, .. }) => Value::from(*units),
+            Some(other) => other.to_json(),
+            None => match (self.derived.get(name), name, &self.actor) {
+                (Some(quantity), _, _) => quantity.to_json(),
+                (None, "actor", Some(row)) => self.row_json(work, &row.clone())?,
+                (None, "today", _) => Value::String(self.clock.today().to_string()),
+                (None, "time_zone", _) => Value::String(self.clock.time_zone.iana_name().unwrap_or("UTC").to_owned()),
+                _ => return Ok(None),
+            },
+        };
+        Ok(Some(json))
+    }
+
+    /// Evaluates a CEL expression: the names it and its named expressions read bound, each
+    /// named expression evaluated in dependency order, then the expression.
+    fn cel(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<cel::Value, Finding> {
+        let source = value.expression.source();
+        let failed = |e: expr::EvalError| expression_failed(source, ReasonCode::ExpressionFailed, &e.0);
+        let named = self.contract.expressions();
+        let mut roots: std::collections::BTreeSet<&str> =
+            value.expression.names().iter().map(|n| n.name.as_str()).collect();
+        for name in &value.named {
+            roots.extend(named.get(name).iter().flat_map(|n| n.expression.names()).map(|n| n.name.as_str()));
+        }
+        let mut budget = MAX_INPUT_VALUES;
+        let mut bindings = BTreeMap::new();
+        for root in roots.into_iter().filter(|r| named.get(r).is_none()) {
+            let bound = if root == "now" {
+                let nanos = self.clock.at.as_nanosecond();
+                let (seconds, sub) = (nanos.div_euclid(1_000_000_000), nanos.rem_euclid(1_000_000_000));
+                let seconds =
+                    i64::try_from(seconds).map_err(|_| failed(expr::EvalError("`now` is out of range".into())))?;
+                expr::timestamp(seconds, u32::try_from(sub).unwrap_or(0)).map_err(failed)?
+            } else {
+                let json = self.binding(work, root)?.unwrap_or(Value::Null);
+                expr::from_json(&json, &mut budget).map_err(failed)?
+            };
+            bindings.insert(root.to_owned(), bound);
+        }
+        for name in &value.named {
+            let Some(n) = named.get(name) else { continue };
+            let computed = n.expression.evaluate(&bindings).map_err(|e| {
+                expression_failed(n.expression.source(), ReasonCode::ExpressionFailed, &format!("`{name}`: {}", e.0))
+            })?;
+            bindings.insert(name.clone(), computed);
+        }
+        value.expression.evaluate(&bindings).map_err(failed)
     }
 
     /// Derives every declared quantity of `op`, in order.
@@ -253,6 +383,7 @@ impl Eval<'_> {
                     args.iter().map(|a| (a.clone(), self.args.get(a).map_or(Value::Null, Checked::to_json))).collect();
                 self.set(work, path, |_| Ok(Value::Object(object.clone())))
             }
+            Change::SetComputed { path, value } => self.set_computed(work, path, value),
             Change::SetMoney { path, amount } => {
                 let Derived::Int(units) = self.eval(work, amount)? else {
                     return Err(inapplicable("a money effect needs a quantity".into()));
@@ -281,6 +412,24 @@ impl Eval<'_> {
         }
     }
 
+    /// `set` with `cel`: the value written as an amount where its type is money, else as JSON.
+    #[inline(never)]
+    fn set_computed(&self, work: &mut Workspace<'_>, path: &Path, value: &CelValue) -> Result<(), Finding> {
+        let computed = self.cel(work, value)?;
+        let source = value.expression.source();
+        let json = match value.ty {
+            Some(ValueType::Money) => match typed(&computed, ValueType::Money, source)? {
+                Derived::Int(units) => number(units, self.currency()?)?,
+                Derived::Json(v) => v,
+            },
+            Some(ty) => typed(&computed, ty, source)?.to_json(),
+            None => {
+                expr::to_json(&computed).map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))?
+            }
+        };
+        self.set(work, path, |_| Ok(json.clone()))
+    }
+
     /// `add_each`: an amount of each matching element of a list added to a field of the member
     /// it names, in every target row.
     fn add_each(&self, work: &mut Workspace<'_>, change: &Change) -> Result<(), Finding> {
@@ -295,11 +444,12 @@ impl Eval<'_> {
             Checked::Record(row) => Some(row.table.clone()),
             _ => None,
         });
+        let amount_at: Vec<&str> = list.fields.iter().chain(std::iter::once(amount)).map(String::as_str).collect();
         let currency = self.currency()?;
         for element in elements.iter().filter(|e| matches(e, when_element)) {
             let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
             let units_added = match element.get(amount) {
-                Some(n @ Value::Number(_)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
+                Some(n @ Value::Number(_)) if list_table.as_deref().is_some_and(|t| self.is_money(t, &amount_at)) => {
                     units(n, currency)?
                 }
                 _ => {

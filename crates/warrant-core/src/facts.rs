@@ -41,6 +41,11 @@ pub struct Interaction {
     /// the checks run again against it when the answer comes.
     #[serde(default)]
     pub user_text: Option<String>,
+    /// The user entries of the turn that proposed it that its arguments' pointers name by index
+    /// (`"entry": i`), by that index, so that the confirmation resolves the same words. Left
+    /// out of the stored JSON when empty, so an interaction without one is stored as before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub entries: BTreeMap<u32, String>,
     /// Whether it still waits for an answer.
     pub open: bool,
 }

@@ -11,7 +11,9 @@ use toml::Spanned;
 
 use crate::check::ModelTask;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::expressions::{self, CelValue, NamedExpressions, OpShapes, Root, ValueType};
 use crate::records::Table;
+use crate::schema::{self, Field, Kind};
 use crate::source::{self, KindSet, SourceKinds};
 
 /// A declared operation.
@@ -61,6 +63,9 @@ pub enum ArgKind {
     Enum {
         /// The ids the value may be; anything else is refused.
         values: Vec<String>,
+        /// Whether the user must have said it: the value then carries a pointer to the words
+        /// they said it with (`{"value","entry","ptr","copy"}`), and `value_stated` checks them.
+        evidence: bool,
     },
     /// A row of a table, by key (optionally with the revision the model saw).
     Record {
@@ -98,10 +103,20 @@ pub enum ArgKind {
         /// For a list, the field of each element that is its id; `None` for an object's keys.
         key: Option<String>,
     },
-    /// Words of the latest user entry, by pointer.
+    /// Words of a user entry (the latest one unless the pointer names another), by pointer.
     Text {
         /// Whether a pointer to no words is accepted; otherwise it is refused.
         allow_empty: bool,
+    },
+    /// Text the model composes (a search query, a note): checked by its schema alone and never
+    /// taken for the user's words, so it carries no pointer and faces no `value_stated`.
+    String {
+        /// The most characters (Unicode scalar values) it may have.
+        max_length: Option<u32>,
+        /// A regular expression the whole value must match.
+        pattern: Option<StringPattern>,
+        /// The values it may be, when the contract lists them.
+        values: Option<Vec<String>>,
     },
     /// A DateExpr, evaluated with the turn's clock.
     Date,
@@ -116,6 +131,64 @@ pub enum ArgKind {
     },
     /// A boolean.
     Bool,
+}
+
+impl ArgKind {
+    /// Whether a value of this kind is, or carries, a pointer into the user's words.
+    pub fn takes_pointer(&self) -> bool {
+        matches!(self, ArgKind::Text { .. } | ArgKind::Enum { evidence: true, .. })
+    }
+}
+
+/// A `string` argument's `pattern`: a regular expression (the `regex` crate's syntax, which
+/// runs in time linear in the value) that the whole value must match, compiled when the
+/// contract loads.
+#[derive(Debug, Clone)]
+pub struct StringPattern {
+    /// The pattern as the contract writes it.
+    pub source: String,
+    /// It compiled, anchored at both ends.
+    regex: regex::Regex,
+}
+
+impl StringPattern {
+    /// The most memory a compiled pattern may take, so that no contract makes a turn slow.
+    const SIZE_LIMIT: usize = 1 << 20;
+
+    /// Compiles `source`, anchored so that it must match the whole value; the error is one line.
+    pub fn compile(source: &str) -> Result<StringPattern, String> {
+        let regex = regex::RegexBuilder::new(&format!(r"\A(?:{source})\z"))
+            .size_limit(Self::SIZE_LIMIT)
+            .build()
+            .map_err(|e| {
+                let reason = e.to_string();
+                let last = reason.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or_default().to_owned();
+                format!(
+                    "`pattern` `{}` does not compile: {}",
+                    crate::text::visible(source),
+                    last.trim_start_matches("error: ")
+                )
+            })?;
+        Ok(StringPattern { source: source.to_owned(), regex })
+    }
+
+    /// Whether the whole of `value` matches.
+    pub fn matches(&self, value: &str) -> bool {
+        self.regex.is_match(value)
+    }
+}
+
+/// The `values` of an `enum` or `string` argument: when listed, not empty and without repeats.
+fn string_values(name: &str, raw: &RawArg) -> Result<Option<Vec<String>>, String> {
+    let Some(values) = &raw.values else { return Ok(None) };
+    if values.is_empty() {
+        return Err(format!("argument `{name}`: `values`, when given, lists at least one value"));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = values.iter().find(|v| !seen.insert(*v)) {
+        return Err(format!("argument `{name}`: value `{}` is listed twice", crate::text::visible(twice)));
+    }
+    Ok(Some(values.clone()))
 }
 
 /// A derived quantity: integer arithmetic over money (in minor units) and counts.
@@ -139,6 +212,8 @@ pub enum Expr {
     Sub(Box<Expr>, Box<Expr>),
     /// `-a`.
     Neg(Box<Expr>),
+    /// A CEL expression (`cel = "…"`, with its `type`).
+    Cel(Box<CelValue>),
 }
 
 /// A path into the records an act touches: a root (an argument or `actor`) and fields.
@@ -182,6 +257,14 @@ pub enum Change {
         path: Path,
         /// The arguments written there, each under its own name.
         args: Vec<String>,
+    },
+    /// Sets the field at `path` to what a CEL expression computes (`cel = "…"`): written as
+    /// an amount where its `type` is money, else as the JSON of the value.
+    SetComputed {
+        /// The field changed.
+        path: Path,
+        /// The expression.
+        value: Box<CelValue>,
     },
     /// Sets the field at `path` to a derived money quantity.
     SetMoney {
@@ -270,7 +353,10 @@ pub(crate) struct RawOperation {
 #[serde(deny_unknown_fields)]
 struct RawDerive {
     name: Spanned<String>,
-    expr: Spanned<String>,
+    expr: Option<Spanned<String>>,
+    cel: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    ty: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -290,6 +376,10 @@ struct RawArg {
     key: Option<String>,
     #[serde(default)]
     allow_empty: bool,
+    max_length: Option<u32>,
+    pattern: Option<Spanned<String>>,
+    #[serde(default)]
+    evidence: bool,
     min: Option<i64>,
     max: Option<i64>,
     #[serde(default)]
@@ -331,6 +421,9 @@ struct RawStep {
     fields: Option<Vec<String>>,
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
+    cel: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    ty: Option<String>,
 }
 
 /// What compiling operations needs to know about the rest of the contract.
@@ -339,8 +432,12 @@ pub(crate) struct Scope<'a> {
     pub(crate) kinds: &'a SourceKinds,
     pub(crate) tables: &'a [Table],
     pub(crate) has_actor: bool,
+    /// The actor's table, which `actor.…` paths start in.
+    pub(crate) actor: Option<&'a str>,
     /// Whether `[records] currency` is declared: a money argument is read in that currency.
     pub(crate) has_currency: bool,
+    /// The named CEL expressions (`[expressions]`).
+    pub(crate) named: &'a NamedExpressions,
 }
 
 /// The source kinds that may propose an operation: its `from`, or every kind.
@@ -382,13 +479,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             return Err(at(name_at, ContractErrorKind::DuplicateOperation(name.clone())));
         }
         let from = operation_kinds(scope, raw_op)?;
-        let mut args = Vec::with_capacity(raw_op.args.len());
-        for (arg_name, raw_arg) in &raw_op.args {
-            let arg = compile_arg(scope, name, arg_name, raw_arg.get_ref()).map_err(|message| {
-                at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-            })?;
-            args.push(arg);
-        }
+        let args = compile_args(scope, raw_op)?;
         let mut op = Operation {
             name: name.clone(),
             from,
@@ -400,12 +491,14 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         };
         check_arg_references(scope, &op)
             .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
+        for (arg_name, raw_arg) in &raw_op.args {
+            check_arg_paths(scope, &op, arg_name).map_err(|message| {
+                at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+            })?;
+        }
         op.resource = operation_resource(scope, raw_op, &op)?;
         for derive in &raw_op.derive {
-            let expr =
-                parse_expr(derive.expr.get_ref()).and_then(|e| check_expr(&op, &e).map(|()| e)).map_err(|message| {
-                    at(derive.expr.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-                })?;
+            let expr = compile_derive(scope, &op, derive)?;
             let derive_name = derive.name.get_ref();
             if !source::is_identifier(derive_name) || op.derive.iter().any(|(n, _)| n == derive_name) {
                 return Err(at(
@@ -416,14 +509,145 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             op.derive.push((derive_name.clone(), expr));
         }
         for step in &raw_op.effect {
-            let compiled = compile_step(&op, step.get_ref()).map_err(|message| {
-                at(step.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+            let compiled = match &step.get_ref().cel {
+                Some(cel) => Ok(compile_cel_step(scope, &op, step, cel)?),
+                None => compile_step(&op, step.get_ref()),
+            };
+            let compiled = compiled.and_then(|s| check_step_paths(scope, &op, &s).map(|()| s)).map_err(|message| {
+                let offset = fault_offset(scope.at.text, &step.span(), &message);
+                at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
             })?;
             op.effects.push(compiled);
         }
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// A derived quantity: `expr` in the arithmetic of [`Expr`], or `cel` with its `type`.
+fn compile_derive(scope: &Scope<'_>, op: &Operation, derive: &RawDerive) -> Result<Expr, ContractError> {
+    let bad = |offset: usize, message: String| {
+        scope.at.error(offset, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    match (&derive.expr, &derive.cel, &derive.ty) {
+        (Some(expr), None, None) => parse_expr(expr.get_ref())
+            .and_then(|e| check_expr(op, &e).map(|()| e))
+            .and_then(|e| check_expr_paths(scope, op, &e).map(|()| e))
+            .map_err(|message| bad(expr.span().start, message)),
+        (None, Some(cel), Some(ty)) => {
+            let ty = expressions::value_type(ty.get_ref()).map_err(|message| bad(ty.span().start, message))?;
+            if ty == ValueType::Money && !scope.has_currency {
+                return Err(bad(derive.name.span().start, "a money quantity needs `records.currency`".into()));
+            }
+            let value = expressions::compile_value(scope.at, cel, Some(ty), &op_shapes(scope, op))?;
+            Ok(Expr::Cel(Box::new(value)))
+        }
+        _ => Err(bad(
+            derive.name.span().start,
+            format!("derived quantity `{}` needs `expr`, or `cel` with `type`", derive.name.get_ref()),
+        )),
+    }
+}
+
+/// The names a CEL expression of `op` reads: its arguments and the quantities derived so far.
+fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
+    let args = op
+        .args
+        .iter()
+        .map(|arg| {
+            let root = match &arg.kind {
+                ArgKind::Record { table } => Root::Row(table.clone()),
+                ArgKind::Records { table, .. } => Root::Rows(table.clone()),
+                ArgKind::Member { .. } => Root::Element,
+                ArgKind::Members { .. } => Root::Elements,
+                _ => Root::Scalar,
+            };
+            (arg.name.clone(), root)
+        })
+        .collect();
+    let quantities = op
+        .derive
+        .iter()
+        .map(|(name, expr)| (name.clone(), if matches!(expr, Expr::First(_)) { Root::Unknown } else { Root::Scalar }))
+        .collect();
+    OpShapes {
+        op: &op.name,
+        args,
+        derived: quantities,
+        tables: scope.tables,
+        named: scope.named,
+        has_actor: scope.has_actor,
+    }
+}
+
+/// `set = "path"` with `cel = "…"` (and optionally `type`, `when`): a computed value. An
+/// error in the step's other fields is placed at the step, one in the expression inside it.
+fn compile_cel_step(
+    scope: &Scope<'_>,
+    op: &Operation,
+    step: &Spanned<RawStep>,
+    cel: &Spanned<String>,
+) -> Result<Step, ContractError> {
+    let raw = step.get_ref();
+    let bad = |message: String| {
+        scope.at.error(step.span().start, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    let others = [&raw.add, &raw.swap, &raw.add_each, &raw.append, &raw.money, &raw.amount, &raw.arg, &raw.into];
+    let more = [&raw.key, &raw.field, &raw.with];
+    let alone = others.iter().chain(&more).all(|o| o.is_none())
+        && (raw.value.is_none() && raw.args.is_none() && raw.fields.is_none())
+        && (raw.entry.is_empty() && raw.when_element.is_empty() && raw.when_member.is_empty());
+    let (Some(set), true) = (&raw.set, alone) else {
+        return Err(bad("a `cel` effect step is `set = \"path\"` with `cel` (and optionally `type`, `when`)".into()));
+    };
+    let path = compile_path(op, set).map_err(bad)?;
+    let when = compile_when(op, raw).map_err(bad)?;
+    let ty = raw.ty.as_deref().map(expressions::value_type).transpose().map_err(bad)?;
+    if ty == Some(ValueType::Money) && !scope.has_currency {
+        return Err(bad("a money value needs `records.currency`".into()));
+    }
+    let value = expressions::compile_value(scope.at, cel, ty, &op_shapes(scope, op))?;
+    Ok(Step { change: Change::SetComputed { path, value: Box::new(value) }, when })
+}
+
+/// The operation's arguments; an error is placed at the argument, or at its `pattern` when that
+/// does not compile.
+fn compile_args(scope: &Scope<'_>, raw_op: &RawOperation) -> Result<Vec<Arg>, ContractError> {
+    let op = raw_op.name.get_ref();
+    let bad =
+        |offset: usize, message| scope.at.error(offset, ContractErrorKind::BadOperation { op: op.clone(), message });
+    let mut args = Vec::with_capacity(raw_op.args.len());
+    for (arg_name, raw_arg) in &raw_op.args {
+        let mut arg = compile_arg(scope, op, arg_name, raw_arg.get_ref()).map_err(|m| bad(raw_arg.span().start, m))?;
+        if let (ArgKind::String { pattern, .. }, Some(raw_pattern)) = (&mut arg.kind, &raw_arg.get_ref().pattern) {
+            let compiled = StringPattern::compile(raw_pattern.get_ref())
+                .map_err(|m| bad(raw_pattern.span().start, format!("argument `{arg_name}`: {m}")))?;
+            *pattern = Some(compiled);
+        }
+        args.push(arg);
+    }
+    Ok(args)
+}
+
+/// Where in an effect step the path or dotted key a message names is written (`path `x.y``,
+/// `key `x``): the first place in the step's text that spells it; else the step.
+fn fault_offset(text: &str, span: &std::ops::Range<usize>, message: &str) -> usize {
+    let named = |lead: &str| {
+        let rest = &message[message.find(lead)? + lead.len()..];
+        rest.split('`').next()
+    };
+    // The step's span may be its `[[operation.effect]]` header only: its text runs to the next
+    // table header.
+    let rest = text.get(span.start..).unwrap_or_default();
+    let body_end = rest.match_indices("\n[").map(|(i, _)| i).find(|i| *i >= span.len()).unwrap_or(rest.len());
+    let step = rest.get(..body_end.max(span.len())).unwrap_or(rest);
+    // A path is written quoted; a dotted key bare, after a space, before its `.`.
+    let found = match (named("path `"), named("key `")) {
+        (Some(path), _) => step.find(&format!("\"{path}\"")),
+        (None, Some(key)) => step.find(&format!(" {key}.")).map(|i| i + 1),
+        (None, None) => None,
+    };
+    span.start + found.unwrap_or(0)
 }
 
 /// The record argument an operation acts on (`resource`); without one, the actor.
@@ -494,17 +718,10 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
     };
     let kind = match raw.kind.as_str() {
         "enum" => {
-            let values = raw.values.clone().unwrap_or_default();
-            if values.is_empty() {
+            if raw.values.as_ref().is_none_or(Vec::is_empty) {
                 return Err(format!("argument `{name}` of kind `enum` needs a non-empty `values` list"));
             }
-            let mut seen = std::collections::BTreeSet::new();
-            for v in &values {
-                if !seen.insert(v) {
-                    return Err(format!("argument `{name}`: value `{v}` is listed twice"));
-                }
-            }
-            ArgKind::Enum { values }
+            ArgKind::Enum { values: string_values(name, raw)?.unwrap_or_default(), evidence: raw.evidence }
         }
         "record" => {
             let table = need(&raw.table, "table")?;
@@ -536,6 +753,8 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             }
         }
         "text" => ArgKind::Text { allow_empty: raw.allow_empty },
+        // The pattern is compiled by the caller, which knows where it is written.
+        "string" => ArgKind::String { max_length: raw.max_length, pattern: None, values: string_values(name, raw)? },
         "date" => ArgKind::Date,
         "money" if !scope.has_currency => {
             return Err(format!("argument `{name}` is money, which needs `records.currency`"));
@@ -551,11 +770,17 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
         "bool" => ArgKind::Bool,
         other => {
             return Err(format!(
-                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, date, money, integer, bool)",
+                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, string, date, money, integer, bool)",
                 crate::text::visible(other)
             ));
         }
     };
+    if raw.evidence && raw.kind != "enum" {
+        return Err(format!("argument `{name}`: `evidence` applies to `enum` arguments only"));
+    }
+    if raw.kind != "string" && (raw.max_length.is_some() || raw.pattern.is_some()) {
+        return Err(format!("argument `{name}`: `max_length` and `pattern` apply to `string` arguments only"));
+    }
     let checks = arg_checks(op, name, raw, &kind)?;
     Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks })
 }
@@ -734,6 +959,7 @@ fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
         Expr::Literal(_) => Ok(()),
         Expr::Add(a, b) | Expr::Sub(a, b) => check_expr(op, a).and_then(|()| check_expr(op, b)),
         Expr::Neg(a) => check_expr(op, a),
+        Expr::Cel(_) => Ok(()),
     }
 }
 
@@ -792,10 +1018,29 @@ fn compile_set(op: &Operation, raw: &RawStep, set: &str) -> Result<Change, Strin
     Ok(change)
 }
 
+/// A `when`, `when_element` or `when_member` key whose value is a table was written as a TOML
+/// dotted key (`when = { actor.n = 3 }` is `{ actor = { n = 3 } }`): the path must be quoted.
+fn no_dotted_keys(what: &str, conditions: &BTreeMap<String, toml::Value>) -> Result<(), String> {
+    match conditions.iter().find(|(_, v)| v.is_table()) {
+        Some((key, _)) => Err(format!(
+            "`{what}` key `{key}` holds a table, not a value: a TOML dotted key is a nested table; quote the path, as `\"{key}.field\" = value`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A step's `when` conditions, after their keys are checked not to be TOML dotted keys.
+fn compile_when(op: &Operation, raw: &RawStep) -> Result<Vec<(Path, Value)>, String> {
+    no_dotted_keys("when", &raw.when)?;
+    no_dotted_keys("when_element", &raw.when_element)?;
+    no_dotted_keys("when_member", &raw.when_member)?;
+    raw.when.iter().map(|(path, value)| Ok((compile_path(op, path)?, toml_to_json(value)?))).collect()
+}
+
 fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
-    let mut when = Vec::new();
-    for (path, value) in &raw.when {
-        when.push((compile_path(op, path)?, toml_to_json(value)?));
+    let when = compile_when(op, raw)?;
+    if raw.ty.is_some() {
+        return Err("an effect step's `type` goes with `cel`".into());
     }
     let kinds = [&raw.set, &raw.add, &raw.swap, &raw.add_each, &raw.append].iter().filter(|k| k.is_some()).count();
     if kinds != 1 {
@@ -855,9 +1100,264 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
     Ok(Step { change, when })
 }
 
+/// The field a path's root is, where its table declares a schema: the actor's or a record
+/// argument's row, or the element of a member argument's collection. `None`: untyped.
+fn root_field<'a>(scope: &Scope<'a>, op: &Operation, root: &str) -> Result<Option<&'a Field>, String> {
+    let row_of = |table: &str| scope.tables.iter().find(|t| t.name == table).and_then(|t| t.schema.as_ref());
+    if root == "actor" {
+        return Ok(scope.actor.and_then(row_of));
+    }
+    match op.arg(root).map(|a| &a.kind) {
+        Some(ArgKind::Record { table } | ArgKind::Records { table, .. }) => Ok(row_of(table)),
+        Some(ArgKind::Member { of, path, key } | ArgKind::Members { of, path, key }) => {
+            let container = if of == "actor" { scope.actor } else { arg_table(op, of) };
+            match container.and_then(row_of) {
+                Some(row) => schema::member_element(row, path, key.as_deref())
+                    .map(Some)
+                    .map_err(|e| format!("argument `{root}`: {e}")),
+                None => Ok(None),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The table of a record or records argument.
+fn arg_table<'o>(op: &'o Operation, name: &str) -> Option<&'o str> {
+    match op.arg(name).map(|a| &a.kind) {
+        Some(ArgKind::Record { table } | ArgKind::Records { table, .. }) => Some(table),
+        _ => None,
+    }
+}
+
+/// The field `path` reaches, checked against the schema of its root; `None` where untyped.
+fn path_field<'a>(scope: &Scope<'a>, op: &Operation, path: &Path) -> Result<Option<&'a Field>, String> {
+    let Some(root) = root_field(scope, op, &path.root)? else { return Ok(None) };
+    let text = std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>();
+    schema::resolve(root, &path.root, &path.fields).map(Some).map_err(|e| format!("path `{}`: {e}", text.join(".")))
+}
+
+fn expect_kind(field: Option<&Field>, what: &str, ok: fn(&Kind) -> bool, wanted: &str) -> Result<(), String> {
+    match field.map(schema::through_lists) {
+        Some(f) if !ok(&f.kind) => Err(format!("{what} is {}, not {wanted}", f.kind.name())),
+        _ => Ok(()),
+    }
+}
+
+fn is_money(kind: &Kind) -> bool {
+    matches!(kind, Kind::Money)
+}
+
+/// Each path of a derived quantity exists in its root's schema; a value or a sum reaches numbers.
+fn check_expr_paths(scope: &Scope<'_>, op: &Operation, expr: &Expr) -> Result<(), String> {
+    match expr {
+        Expr::Value(p) | Expr::Sum(p) => {
+            let field = path_field(scope, op, p)?;
+            let what =
+                format!("`{}`", std::iter::once(&p.root).chain(&p.fields).cloned().collect::<Vec<_>>().join("."));
+            expect_kind(field, &what, |k| matches!(k, Kind::Money | Kind::Integer), "money or an integer")
+        }
+        Expr::Count(p) | Expr::First(p) => path_field(scope, op, p).map(|_| ()),
+        Expr::Add(a, b) | Expr::Sub(a, b) => {
+            check_expr_paths(scope, op, a)?;
+            check_expr_paths(scope, op, b)
+        }
+        Expr::Neg(a) => check_expr_paths(scope, op, a),
+        // A CEL expression's names are checked when it compiles; the row fields it reads are
+        // read as Cedar sees them, a missing one an `expression_failed` refusal.
+        Expr::Derived(_) | Expr::Literal(_) | Expr::Cel(_) => Ok(()),
+    }
+}
+
+/// A field of an object field (an element, a member), where it is typed.
+fn sub_field<'a>(of: Option<&'a Field>, name: &str, what: &str) -> Result<Option<&'a Field>, String> {
+    match of {
+        Some(f) => schema::step(f, name, what).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A literal checked against the field it is written to or compared with (money only as a
+/// number: its digits are read in the contract's currency when the effect runs).
+fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), String> {
+    let Some(field) = field.map(schema::through_lists) else { return Ok(()) };
+    match (&field.kind, value) {
+        (_, Value::Null) if field.optional => Ok(()),
+        (Kind::Money, Value::Number(_)) => Ok(()),
+        (Kind::Money, _) => Err(format!("`{at}` is money, and `{value}` is not a number")),
+        _ => schema::check_value(field, at, value, None).map_err(|m| format!("`{}` {}", m.path, m.message)),
+    }
+}
+
+/// The paths of an effect step, each checked against its root's schema.
+fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<(), String> {
+    for (path, value) in &step.when {
+        let field = path_field(scope, op, path)?;
+        literal_fits(field, &format!("when {}", path_text(path)), value)?;
+    }
+    match &step.change {
+        Change::SetValue { path, value } => {
+            let field = path_field(scope, op, path)?;
+            literal_fits(field, &path_text(path), value)
+        }
+        Change::SetArg { path, arg } => {
+            let field = path_field(scope, op, path)?;
+            arg_fits(op, arg, field, &path_text(path))
+        }
+        Change::SetArgs { path, args } => {
+            let field = path_field(scope, op, path)?;
+            for arg in args {
+                let at = format!("{}.{arg}", path_text(path));
+                arg_fits(op, arg, sub_field(field, arg, &path_text(path))?, &at)?;
+            }
+            Ok(())
+        }
+        Change::SetMoney { path, .. } | Change::Add { path, .. } => {
+            let field = path_field(scope, op, path)?;
+            expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money")
+        }
+        Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
+            let element = path_field(scope, op, list)?.map(schema::through_lists);
+            let list_at = path_text(list);
+            sub_field(element, key, &list_at)?;
+            expect_kind(sub_field(element, amount, &list_at)?, &format!("`{list_at}.{amount}`"), is_money, "money")?;
+            for (name, value) in when_element {
+                literal_fits(sub_field(element, name, &list_at)?, &format!("{list_at}.{name}"), value)?;
+            }
+            let member = match path_field(scope, op, into)?.map(|f| &f.kind) {
+                Some(Kind::Map(of)) => Some(of.as_ref()),
+                Some(other) => return Err(format!("`{}` is {}, not a map", path_text(into), other.name())),
+                None => None,
+            };
+            let into_at = format!("{}.*", path_text(into));
+            expect_kind(sub_field(member, field, &into_at)?, &format!("`{into_at}.{field}`"), is_money, "money")?;
+            for (name, value) in when_member {
+                literal_fits(sub_field(member, name, &into_at)?, &format!("{into_at}.{name}"), value)?;
+            }
+            Ok(())
+        }
+        Change::SetComputed { path, value } => {
+            let field = path_field(scope, op, path)?;
+            match value.ty {
+                Some(ValueType::Money) => expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money"),
+                _ => Ok(()),
+            }
+        }
+        Change::Append { path, entry } => check_append(scope, op, path, entry),
+        Change::Swap { members, with, fields } => {
+            let old = root_field(scope, op, members)?;
+            let new = root_field(scope, op, with)?;
+            for name in fields {
+                sub_field(old, name, members)?;
+                sub_field(new, name, with)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// An appended entry names fields of the list's elements, and every field they need.
+fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String, EntryValue)]) -> Result<(), String> {
+    let at = path_text(path);
+    let element = match path_field(scope, op, path)?.map(|f| &f.kind) {
+        Some(Kind::List(of)) => of.as_ref(),
+        Some(other) => return Err(format!("`{at}` is {}, not a list to append to", other.name())),
+        None => return Ok(()),
+    };
+    for (name, value) in entry {
+        let field = schema::step(element, name, &at)?;
+        match value {
+            EntryValue::Value(v) => literal_fits(Some(field), &format!("{at}.{name}"), v)?,
+            EntryValue::Arg(arg) => arg_fits(op, arg, Some(field), &format!("{at}.{name}"))?,
+            _ => {}
+        }
+        if matches!(value, EntryValue::Money(_)) && !matches!(field.kind, Kind::Money) {
+            return Err(format!("`{at}.{name}` is {}, not money", field.kind.name()));
+        }
+    }
+    if let Kind::Object(fields) = &element.kind
+        && let Some((missing, _)) = fields.iter().find(|(n, f)| !f.optional && !entry.iter().any(|(e, _)| e == *n))
+    {
+        return Err(format!("the entry appended to `{at}` lacks its field `{missing}`, which is not optional"));
+    }
+    Ok(())
+}
+
+/// Whether an argument's checked value (`args::Checked::to_json`) can be written into `field`:
+/// only a mismatch sure from the declarations is an error here; the rows an effect leaves are
+/// checked against their schemas again before the act is held or committed.
+fn arg_fits(op: &Operation, name: &str, field: Option<&Field>, at: &str) -> Result<(), String> {
+    let (Some(arg), Some(field)) = (op.arg(name), field) else { return Ok(()) };
+    let wrong = |what: &str| Err(format!("`{at}` is {}, and argument `{name}` is {what}", field.kind.name()));
+    if arg.optional && !field.optional {
+        return Err(format!("argument `{name}` is optional, but `{at}` is not: an act without it would break the row"));
+    }
+    let is_string =
+        |kind: &Kind| matches!(kind, Kind::Text | Kind::Enum(_) | Kind::Date | Kind::Instant | Kind::Ref(_));
+    match (&arg.kind, &field.kind) {
+        (ArgKind::Enum { values, .. }, Kind::Enum(allowed)) => match values.iter().find(|v| !allowed.contains(v)) {
+            Some(v) => Err(format!("`{at}` cannot hold `{v}`, a value of argument `{name}`")),
+            None => Ok(()),
+        },
+        (ArgKind::Record { table }, Kind::Ref(target)) if table != target => {
+            wrong(&format!("a row of `{table}`, not of `{target}`"))
+        }
+        (ArgKind::Integer { .. }, Kind::Integer) | (ArgKind::Bool, Kind::Bool) => Ok(()),
+        (ArgKind::Integer { .. }, _) => wrong("an integer"),
+        (ArgKind::Bool, _) => wrong("a boolean"),
+        (ArgKind::Money, _) => wrong("money, written `{units, currency}`; write an amount with `money = …`"),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, Kind::List(of)) if is_string(&of.kind) => Ok(()),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, _) => wrong("a list of ids"),
+        (_, kind) if is_string(kind) => Ok(()),
+        _ => wrong("a string"),
+    }
+}
+
+fn path_text(path: &Path) -> String {
+    std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>().join(".")
+}
+
+/// A member argument's collection, a records argument's `same` and `require` fields, each
+/// checked against the schema of the table they are in.
+fn check_arg_paths(scope: &Scope<'_>, op: &Operation, name: &str) -> Result<(), String> {
+    let Some(arg) = op.arg(name) else { return Ok(()) };
+    match &arg.kind {
+        ArgKind::Member { .. } | ArgKind::Members { .. } => root_field(scope, op, name).map(|_| ()),
+        ArgKind::Records { table, pairs_with, same, require } => {
+            let row = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref());
+            for (field, value) in require {
+                literal_fits(sub_field(row, field, table)?, &format!("{table}.{field}"), value)
+                    .map_err(|e| format!("argument `{name}`: `require`: {e}"))?;
+            }
+            if let Some(same) = same {
+                sub_field(row, same, table).map_err(|e| format!("argument `{name}`: `same`: {e}"))?;
+                if let Some(pair) = pairs_with {
+                    let pair_field = root_field(scope, op, pair)?;
+                    sub_field(pair_field, same, pair).map_err(|e| format!("argument `{name}`: `same`: {e}"))?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_string_pattern_matches_the_whole_value_only() {
+        let either = StringPattern::compile("red|blue").unwrap();
+        assert!(either.matches("red") && either.matches("blue"));
+        for partial in ["reds", "dark blue", "red|blue", ""] {
+            assert!(!either.matches(partial), "{partial:?}");
+        }
+        let message = StringPattern::compile("(a").unwrap_err();
+        assert!(!message.contains('\n') && message.contains("does not compile"), "{message}");
+        // The size limit bounds what one pattern may cost.
+        assert!(StringPattern::compile("\\w{1000}{1000}").is_err());
+    }
 
     #[test]
     fn expressions_parse_into_their_shape() {

@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use icu_segmenter::options::WordBreakInvariantOptions;
 use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
+use serde::Serialize;
 
 pub use warrant_vocab::pointer::{NumberedText, PointerError, Resolved, TextPointer, WordRule, resolve};
 
@@ -43,13 +44,44 @@ pub fn numbered(text: &str) -> NumberedText<'_> {
     NumberedText::new(text, UAX29)
 }
 
+/// The numbered rendering of a text as `warrant render` and `POST /v1/render` report it: the
+/// words a pointer into that text counts, each with its number, and the rendering a model task
+/// is shown. An integrator builds pointers from it instead of cutting words again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rendering<'t> {
+    /// The name of the rule the words were cut by ([`UAX29`]'s, `uax29`).
+    pub rule: &'static str,
+    /// The text exactly as given.
+    pub text: &'t str,
+    /// The text with `[n]` before word `n`, as model tasks see it.
+    pub rendered: String,
+    /// Every word in order, numbered from 1.
+    pub words: Vec<RenderedWord<'t>>,
+}
+
+/// One numbered word of a [`Rendering`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RenderedWord<'t> {
+    /// Its number, as a pointer's `ptr` counts it.
+    pub n: u32,
+    /// The word exactly as the text has it.
+    pub word: &'t str,
+}
+
+/// The numbered rendering of `text` by [`UAX29`].
+pub fn rendering(text: &str) -> Rendering<'_> {
+    let numbered = numbered(text);
+    let words = (1u32..).map_while(|n| numbered.word(n).map(|word| RenderedWord { n, word })).collect();
+    Rendering { rule: UAX29.name(), text, rendered: numbered.render(), words }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     fn pointer(from: u32, to: u32, copy: Option<&str>) -> TextPointer {
-        TextPointer { from, to, copy: copy.map(str::to_owned) }
+        TextPointer { entry: None, from, to, copy: copy.map(str::to_owned) }
     }
 
     /// The span and value a pointer resolves to in `text`, owned so that tests can compare it.
@@ -92,6 +124,17 @@ mod tests {
         assert_eq!(numbered.word(0), None);
         assert_eq!(numbered.word(6), None);
         assert_eq!(NumberedText::new("  Hi,\n  you!  ", UAX29).render(), "  [1]Hi,\n  [2]you!  ");
+    }
+
+    #[test]
+    fn the_rendering_reports_each_word_with_the_number_a_pointer_counts() {
+        let text = "Ship it to Dana Reyes.";
+        let rendering = rendering(text);
+        assert_eq!(rendering.rule, "uax29");
+        assert_eq!(rendering.rendered, NumberedText::new(text, UAX29).render());
+        let words: Vec<(u32, &str)> = rendering.words.iter().map(|w| (w.n, w.word)).collect();
+        assert_eq!(words, [(1, "Ship"), (2, "it"), (3, "to"), (4, "Dana"), (5, "Reyes")]);
+        assert_eq!(resolved(text, 4, 5, Some("Dana Reyes")), ok(4, 5, "Dana Reyes"));
     }
 
     #[test]

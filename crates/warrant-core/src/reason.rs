@@ -81,9 +81,12 @@ reason_codes! {
     /// A paired row differs from its pair in the field that must be the same (a new item of
     /// another product).
     PairMismatch => "pair_mismatch",
-    /// A text pointer does not slice the latest user message, or its copy does not narrow it;
-    /// the model is asked for a repair.
+    /// A text pointer does not slice the user entry it points into, or its copy does not narrow
+    /// it; the model is asked for a repair.
     PointerInvalid => "pointer_invalid",
+    /// A text pointer's `entry` names no entry of the turn, or an entry whose source kind is not
+    /// `user`: a value may come only from the user's own words, so the act is refused.
+    PointerEntryInvalid => "pointer_entry_invalid",
     /// A DateExpr is malformed or does not evaluate with the turn's clock.
     DateInvalid => "date_invalid",
     /// A Money value is malformed, of an unknown currency, or finer than its minor units.
@@ -93,6 +96,10 @@ reason_codes! {
     CurrencyNotAccepted => "currency_not_accepted",
     /// An integer argument is outside its declared bounds.
     OutOfBounds => "out_of_bounds",
+    /// A `string` argument has more characters than its `max_length`.
+    StringTooLong => "string_too_long",
+    /// A `string` argument does not match its `pattern` as a whole.
+    PatternMismatch => "pattern_mismatch",
     /// The actor is not a row of the contract's actor table.
     UnknownActor => "unknown_actor",
     /// A stored fact could not be read; the act fails closed.
@@ -107,6 +114,18 @@ reason_codes! {
     ConfirmationRequired => "confirmation_required",
     /// An effect's record changes cannot be applied to the rows as they are.
     EffectInapplicable => "effect_inapplicable",
+    /// An effect's record changes would leave a row that does not fit its table's schema (a
+    /// field of the wrong kind, an enum value not declared, a field not declared): the act is
+    /// refused and nothing is written; a consequential act is refused so before it is held.
+    EffectBreaksSchema => "effect_breaks_schema",
+    /// A CEL expression of the contract (a derived quantity, a named expression, a computed
+    /// effect value) failed to evaluate: a missing field, a division by zero, an integer
+    /// overflow, operands of the wrong types, an empty list where one value was needed, or
+    /// more input than an expression may read. The act is refused.
+    ExpressionFailed => "expression_failed",
+    /// A CEL expression evaluated to a value of another type than the contract declares for
+    /// it (`type`), so it is not used. The act is refused.
+    ExpressionWrongType => "expression_wrong_type",
     /// An answer names no interaction of this conversation issued to this actor: none with
     /// that id, one of another conversation, or one issued to another actor are refused alike.
     UnknownInteraction => "unknown_interaction",

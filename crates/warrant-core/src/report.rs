@@ -128,9 +128,14 @@ pub fn score_line(contract: &Contract, request: &ScoreRequest) -> Result<String,
 /// Reads one `{"kind","text"}` request, strictly as every request is read ([`crate::wire`]:
 /// one object, no repeated key, no U+0000); the error names the field at fault.
 pub fn parse_score_request(input: &str) -> Result<ScoreRequest, InputError> {
-    crate::wire::check(input).and_then(|()| crate::wire::from_str::<ScoreRequest>(input)).map_err(|e| InputError {
+    parse_strict(input, &["kind", "text"])
+}
+
+/// Reads one request object strictly; `fields` are the fields an error may name.
+fn parse_strict<T: serde::de::DeserializeOwned>(input: &str, fields: &[&'static str]) -> Result<T, InputError> {
+    crate::wire::check(input).and_then(|()| crate::wire::from_str::<T>(input)).map_err(|e| InputError {
         code: e.code,
-        field: ["kind", "text"].into_iter().find(|name| *name == e.field),
+        field: fields.iter().copied().find(|name| *name == e.field),
         message: if e.field.is_empty() { e.message } else { format!("`{}`: {}", e.field, e.message) },
         line: None,
     })
@@ -150,4 +155,25 @@ pub fn score_jsonl_line(contract: &Contract, line: usize, input: &str) -> String
             })
         }
     }
+}
+
+/// The body of `POST /v1/render`: the text whose numbered rendering is asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenderRequest {
+    /// The text, exactly as it will be sent as an entry.
+    pub text: String,
+}
+
+/// Reads one `{"text"}` request, strictly as every request is read ([`crate::wire`]); the error
+/// names the field at fault.
+pub fn parse_render_request(input: &str) -> Result<RenderRequest, InputError> {
+    parse_strict(input, &["text"])
+}
+
+/// The JSON of the numbered rendering of `text` (`crate::pointer::Rendering`), as
+/// `warrant render` prints it and `POST /v1/render` answers.
+pub fn render_json(text: &str) -> String {
+    serde_json::to_string(&crate::pointer::rendering(text))
+        .unwrap_or_else(|_| String::from(r#"{"error":{"code":"invalid_input","message":"unrenderable text"}}"#))
 }

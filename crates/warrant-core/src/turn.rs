@@ -10,14 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::args::{self, ArgContext, Checked};
+use crate::args::{self, ArgContext, Checked, UserWords};
 use crate::change::RowChange;
 use crate::check::{self, CheckAnswers, CheckRequest, ModelTask};
 use crate::contract::Contract;
 use crate::effect::Eval;
 use crate::guard::{self, FindingOut};
 use crate::ladder::{PromotionRecord, Subject};
+use crate::operation::ArgKind;
 use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, TextPointer};
@@ -244,8 +246,8 @@ struct Proposal<'a> {
     op: String,
     args: Map<String, Value>,
     from: String,
-    /// The user message its text pointers point into.
-    user_text: Option<String>,
+    /// The user entries its text pointers point into.
+    words: Rc<UserWords>,
     /// For a confirmed answer: the interaction and the revisions it saw.
     confirmed: Option<&'a Interaction>,
 }
@@ -297,7 +299,7 @@ pub fn decide_answered(
         conflicts,
         answers,
         gate_answers,
-        latest_user: request.entries.iter().rev().find(|e| e.kind == "user").map(|e| e.text.clone()),
+        words: Rc::new(UserWords::of_entries(&request.entries)),
         actor_row: contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() }),
     };
     let mut state = TurnState::new(&input);
@@ -324,8 +326,9 @@ struct TurnInput<'a> {
     answers: &'a CheckAnswers,
     /// The answers of the outbound gate's questions about the reply.
     gate_answers: &'a GateAnswers,
-    /// The latest user entry: the request's acts and the clauses' operations point into it.
-    latest_user: Option<String>,
+    /// The request's entries that text pointers may point into: the request's acts and the
+    /// clauses' operations point into them.
+    words: Rc<UserWords>,
     /// The actor's row, when the contract names an actor table.
     actor_row: Option<RowRef>,
 }
@@ -500,7 +503,14 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: it.op.clone(),
             args: it.args.clone(),
             from: it.from.clone(),
-            user_text: it.user_text.clone(),
+            words: Rc::new(UserWords {
+                latest: it.user_text.clone(),
+                entries: it
+                    .entries
+                    .iter()
+                    .map(|(i, text)| (*i, (crate::args::USER_KIND.to_owned(), text.clone())))
+                    .collect(),
+            }),
             confirmed: Some(it),
         })
         .collect();
@@ -512,7 +522,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             op: act.op.clone(),
             args: act.args.clone(),
             from,
-            user_text: input.latest_user.clone(),
+            words: Rc::clone(&input.words),
             confirmed: None,
         });
     }
@@ -546,7 +556,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
                 op: operation.clause.op().to_owned(),
                 args: Map::new(),
                 from: entry.kind.clone(),
-                user_text: input.latest_user.clone(),
+                words: Rc::clone(&input.words),
                 confirmed: None,
             });
         }
@@ -558,7 +568,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
 /// away every act that would commit or be held. Named whenever the turn proposes anything,
 /// so that it runs in the first round beside the acts' own checks.
 fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Option<CheckRequest> {
-    match &input.latest_user {
+    match &input.words.latest {
         Some(message) if !proposals.is_empty() && input.contract.model().runs(check::UNCOVERED_REQUEST) => {
             // Arguments in canonical form: the question, and so its id, is the same for a
             // request whose store kept its keys in another order.
@@ -595,7 +605,7 @@ fn decide_proposal(
         contract: input.contract,
         clock: input.valid.clock(),
         actor_row: input.actor_row.clone(),
-        user_text: proposal.user_text.as_deref(),
+        words: &proposal.words,
         currency: input.contract.currency(),
     };
     let checks = ActChecks { answers: input.answers, needed: &mut state.needed, uncovered };
@@ -630,6 +640,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
     let request = input.request;
     let n = state.opened.len().to_string();
     let id = derive_id("int", &[&request.conversation, &request.turn, "interaction", &n]);
+    let op_entries =
+        input.contract.operation(&proposal.op).map(|op| proposal.words.named_by(op, &args)).unwrap_or_default();
     let mut revisions = BTreeMap::new();
     for row in &state.work.touched {
         if let Some(Slot { read: Some(record), .. }) = state.work.rows.get(row) {
@@ -647,7 +659,8 @@ fn hold(input: &TurnInput<'_>, state: &mut TurnState<'_>, proposal: &Proposal<'_
         from: proposal.from.clone(),
         options: vec![CONFIRM.to_owned(), DECLINE.to_owned()],
         revisions,
-        user_text: proposal.user_text.clone(),
+        user_text: proposal.words.latest.clone(),
+        entries: op_entries,
         open: true,
     };
     state.response.interactions.push(InteractionOut {
@@ -793,7 +806,8 @@ fn decide_act(
     let located = locate_plain_values(op, proposal, answers, needed)?;
     let checked = args::check_args(ctx, work, op, &located.args)?;
     semantic_checks(op, &checked, proposal, &located, answers, needed)?;
-    let mut eval = Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new() };
+    let mut eval =
+        Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new(), clock: ctx.clock };
     eval.derive_all(work, op)?;
     let actor = ActorRecord { row: ctx.actor_row.as_ref(), record: actor_record.as_ref() };
     decide_policy(contract, work, op, actor, &eval)?;
@@ -813,10 +827,12 @@ fn decide_act(
         }
     }
     if op.consequential && proposal.confirmed.is_none() {
+        effects_fit_schemas(contract, work, op, &eval)?;
         return Ok(ActOutcome::Hold { args: located.args.into_owned() });
     }
     let before = work.snapshot();
     eval.apply(work, op)?;
+    rows_fit_schemas(contract, work, &before)?;
     if work.changed_rows(&before).iter().any(|row| input.conflicts.contains(row)) {
         return Err(
             Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
@@ -853,6 +869,42 @@ fn named_rows(
         rows.insert(actor.clone());
     }
     rows.into_iter().collect()
+}
+
+/// Before a consequential act is held, its effect is tried on the working copies and undone:
+/// an effect whose rows would break their schemas is refused now rather than after the user
+/// confirms. A step that cannot apply here is left to the confirmation, which decides again.
+fn effects_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    op: &crate::operation::Operation,
+    eval: &Eval<'_>,
+) -> Result<(), Finding> {
+    let (before, touched) = (work.snapshot(), work.touched.clone());
+    let fits = match eval.apply(work, op) {
+        Ok(()) => rows_fit_schemas(contract, work, &before),
+        Err(_) => Ok(()),
+    };
+    work.restore(before);
+    work.touched = touched;
+    fits
+}
+
+/// Every row an effect changed must still fit its table: an effect whose result breaks the
+/// schema fails closed, naming the row and the field.
+fn rows_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    before: &BTreeMap<RowRef, Option<std::sync::Arc<Value>>>,
+) -> Result<(), Finding> {
+    for row in work.changed_rows(before) {
+        let Some(table) = contract.table(&row.table) else { continue };
+        let Some(record) = work.row(&row)? else { continue };
+        if let Err(e) = crate::records::check_row(table, &row.key, &record.value, contract.currency()) {
+            return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// A confirmed act is decided again only if no row its checks read has moved since the
@@ -916,7 +968,11 @@ fn decide_policy(
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
             let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), currency).get("m").cloned().unwrap_or(Value::Null))
+            let mut prefix = vec![m.path.as_str()];
+            if m.position.is_none() {
+                prefix.push(&m.id);
+            }
+            Ok(crate::records::cedar_value_at(table, &prefix, &element, currency))
         };
         match value {
             Checked::Member(m) => {
@@ -950,10 +1006,11 @@ struct Located<'p> {
     located: BTreeSet<String>,
 }
 
-/// Step 4 before structure: a plain string proposed for a `text` argument is no pointer, so
-/// the `locate` task is asked which words of the user's message give it. Its answer (a
-/// pointer) replaces the plain value and goes through structure exactly as if the agent had
-/// sent it; the model never supplies the value's text. Returns the arguments to check and the
+/// Step 4 before structure: a plain string proposed for a `text` argument (or a bare id for
+/// an enum with evidence) is no pointer, so the `locate` task is asked which words of the
+/// latest user entry give it. Its answer (a pointer, beside the id for an enum) replaces the
+/// plain value and goes through structure exactly as if the agent had sent it; the model never
+/// supplies the value's text. Returns the arguments to check and the
 /// names of the located ones; anything but a pointer for every plain value takes the act away.
 fn locate_plain_values<'p>(
     op: &crate::operation::Operation,
@@ -965,13 +1022,17 @@ fn locate_plain_values<'p>(
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;
     for arg in &op.args {
-        let crate::operation::ArgKind::Text { allow_empty } = arg.kind else { continue };
         let Some(Value::String(proposed)) = proposal.args.get(&arg.name) else { continue };
-        if allow_empty && proposed.is_empty() {
-            continue;
+        match &arg.kind {
+            ArgKind::Text { allow_empty } if !(*allow_empty && proposed.is_empty()) => {}
+            // An id the user must have said, sent without the words they said it with: they
+            // are located like a text value's. An id outside the set is refused by structure,
+            // with no question asked.
+            ArgKind::Enum { values, evidence: true } if values.contains(proposed) => {}
+            _ => continue,
         }
         let field = format!("args.{}", arg.name);
-        let Some(message) = proposal.user_text.as_deref() else {
+        let Some(message) = proposal.words.latest.as_deref() else {
             let finding = Finding::ask(ReasonCode::PointerInvalid)
                 .field(field)
                 .detail("the turn has no user entry to point into".into());
@@ -979,8 +1040,14 @@ fn locate_plain_values<'p>(
         };
         let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
         match check::located(&request, answers.get(&request.id)) {
-            Ok(pointer) => {
-                args.to_mut().insert(arg.name.clone(), serde_json::to_value(&pointer).unwrap_or(Value::Null));
+            Ok(mut pointer) => {
+                // The question was about the latest user entry, so its answer points there.
+                pointer.entry = None;
+                let mut value = serde_json::to_value(&pointer).unwrap_or(Value::Null);
+                if let (ArgKind::Enum { .. }, Value::Object(map)) = (&arg.kind, &mut value) {
+                    map.insert("value".into(), Value::String(proposed.clone()));
+                }
+                args.to_mut().insert(arg.name.clone(), value);
                 located.insert(arg.name.clone());
             }
             Err(finding) => {
@@ -995,8 +1062,9 @@ fn locate_plain_values<'p>(
 }
 
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
-/// supplied answers, and `value_stated` on every located value whether declared or not: the
-/// words a model located are checked by another question before they can be used. Every
+/// supplied answers, and `value_stated` on every located value and every enum with evidence
+/// whether declared or not: the words a model located, and the words an id is said to come
+/// from, are checked by another question before they can be used. Every
 /// check of the act is named in `needed`, so that one round of model calls can answer them
 /// all; the first that takes something away decides.
 fn semantic_checks(
@@ -1009,21 +1077,27 @@ fn semantic_checks(
 ) -> Result<(), Finding> {
     let Located { args, located } = located;
     let mut first: Option<Finding> = None;
-    for arg in op.args.iter().filter(|a| !a.checks.is_empty() || located.contains(&a.name)) {
-        let Some(Checked::Text(value)) = checked.get(&arg.name) else { continue };
+    for arg in &op.args {
+        // An enum the user must have said is always checked against the words it points at.
+        let evidenced = matches!(arg.kind, ArgKind::Enum { evidence: true, .. });
+        let stated = evidenced || located.contains(&arg.name);
+        if arg.checks.is_empty() && !stated {
+            continue;
+        }
+        let (Some(Checked::Text(value)) | Some(Checked::Enum(value))) = checked.get(&arg.name) else { continue };
         if value.is_empty() {
             // An allowed empty value holds no words of the user to check.
             continue;
         }
         let field = format!("args.{}", arg.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
-        let message = proposal.user_text.as_deref().ok_or_else(unresolved)?;
-        let numbered = pointer::numbered(message);
         let pointer: TextPointer =
-            args.get(&arg.name).and_then(|v| serde_json::from_value(v.clone()).ok()).ok_or_else(unresolved)?;
+            args.get(&arg.name).and_then(|v| args::pointer_of(&arg.kind, v)).ok_or_else(unresolved)?;
+        let message = proposal.words.message(&pointer, &field)?;
+        let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<ModelTask> = arg.checks.clone();
-        if located.contains(&arg.name) && !tasks.contains(&ModelTask::ValueStated) {
+        if stated && !tasks.contains(&ModelTask::ValueStated) {
             tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {

@@ -94,7 +94,7 @@ fn definition(op: &Operation, currency: Option<&str>) -> ToolDef {
 fn arg_schema(arg: &Arg, currency: Option<&str>) -> Map<String, Value> {
     let id = |what: String| json!({"type": "string", "minLength": 1, "description": what});
     let schema = match &arg.kind {
-        ArgKind::Enum { values } => json!({"type": "string", "enum": values}),
+        ArgKind::Enum { values, .. } => json!({"type": "string", "enum": values}),
         ArgKind::Record { table } => id(format!("the key of a `{table}` row")),
         ArgKind::Records { table, pairs_with, .. } => {
             let mut what = format!("keys of `{table}` rows");
@@ -112,6 +112,22 @@ fn arg_schema(arg: &Arg, currency: Option<&str>) -> Map<String, Value> {
         ArgKind::Text { allow_empty } => {
             let least = if *allow_empty { 0 } else { 1 };
             json!({"type": "string", "minLength": least, "description": "the user's own words"})
+        }
+        ArgKind::String { max_length, pattern, values } => {
+            let mut schema = Map::new();
+            schema.insert("type".into(), json!("string"));
+            schema.insert("description".into(), json!("text the model composes"));
+            if let Some(most) = max_length {
+                schema.insert("maxLength".into(), json!(most));
+            }
+            if let Some(pattern) = pattern {
+                // warrant anchors a pattern at both ends; a JSON Schema pattern is unanchored.
+                schema.insert("pattern".into(), json!(format!("^(?:{})$", pattern.source)));
+            }
+            if let Some(values) = values {
+                schema.insert("enum".into(), json!(values));
+            }
+            Value::Object(schema)
         }
         ArgKind::Date => json!({
             "type": "object",
@@ -208,6 +224,7 @@ args.slots = { kind = "integer", min = 1, max = 3 }
 args.urgent = { kind = "bool", optional = true }
 args.cards = { kind = "members", of = "actor", path = "cards" }
 args.friends = { kind = "records", table = "member" }
+args.subject = { kind = "string", max_length = 80, pattern = "[A-Z].*" }
 
 [[operation.effect]]
 arg = "plan"
@@ -255,6 +272,8 @@ from = ["clerk"]
         assert_eq!(props["urgent"]["type"], "boolean");
         assert_eq!(props["cards"]["items"]["type"], "string");
         assert_eq!(props["friends"]["type"], "array");
+        assert_eq!(props["subject"]["maxLength"], 80);
+        assert_eq!(props["subject"]["pattern"], "^(?:[A-Z].*)$");
         let required = book.input_schema["required"].as_array().unwrap();
         assert!(!required.contains(&json!("urgent")) && required.contains(&json!("slots")));
         assert_eq!(book.input_schema["additionalProperties"], false);

@@ -198,11 +198,11 @@ impl Task for Locate {
             // The user did not give the value: ask them for it.
             return Ok((CheckVerdict::Ask, None));
         }
-        let pointer = TextPointer { from: found.from, to: found.to, copy: Some(found.copy) };
+        let pointer = TextPointer { entry: None, from: found.from, to: found.to, copy: Some(found.copy) };
         let numbered = NumberedText::new(&input.message, input.words);
         // A pointer that does not resolve is a structural mistake: the repair round quotes it.
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|e| format!("{}: {e}", e.code()))?;
-        let narrowed = TextPointer { from: resolved.from, to: resolved.to, copy: pointer.copy };
+        let narrowed = TextPointer { entry: None, from: resolved.from, to: resolved.to, copy: pointer.copy };
         Ok((CheckVerdict::Pass, Some(Located { pointer: narrowed, value: resolved.value.to_owned() })))
     }
 }

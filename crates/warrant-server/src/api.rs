@@ -39,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/effects/{id}/outcome"),
     ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
+    ("POST", "/v1/render"),
     ("GET", "/v1/records/{table}/{key}"),
     ("PUT", "/v1/records/{table}/{key}"),
     ("DELETE", "/v1/records/{table}/{key}"),
@@ -65,6 +66,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
         ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
+        ("POST", "/v1/render") => post(post_render),
         ("GET", "/v1/records/{table}/{key}") => get(crate::records::get_record),
         ("PUT", "/v1/records/{table}/{key}") => put(crate::records::put_record),
         ("DELETE", "/v1/records/{table}/{key}") => delete(crate::records::delete_record),
@@ -456,13 +458,29 @@ async fn post_score(
         Err(error) => return Ok(refused_input(error.code, error.field, &error.message)),
     };
     match report::score_line(state.inner.pools.contract(), &request) {
-        Ok(line) => {
-            let mut response = line.into_response();
-            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            Ok(response)
-        }
+        Ok(line) => Ok(json_line(line)),
         Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
     }
+}
+
+/// `POST /v1/render`: the numbered rendering of a text, as `warrant render` prints it.
+async fn post_render(
+    Tenant(_): Tenant,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let text = json_body(&headers, body)?;
+    match report::parse_render_request(&text) {
+        Ok(request) => Ok(json_line(report::render_json(&request.text))),
+        Err(error) => Ok(refused_input(error.code, error.field, &error.message)),
+    }
+}
+
+/// A JSON document already written, as a 200 response.
+fn json_line(json: String) -> Response {
+    let mut response = json.into_response();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// A query string as (name, value) pairs, each name one of `known`: an unknown name is an

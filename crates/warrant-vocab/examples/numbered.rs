@@ -39,14 +39,14 @@ fn main() {
     println!("{}", numbered.render());
 
     // The model points at words 9 and 10 and copies them; code takes the span from the message.
-    let answer = TextPointer { from: 9, to: 10, copy: Some("Dana Reyes".to_owned()) };
+    let answer = TextPointer { entry: None, from: 9, to: 10, copy: Some("Dana Reyes".to_owned()) };
     match pointer::resolve(&numbered, &answer) {
         Ok(resolved) => println!("resolved: words {}..={}: {:?}", resolved.from, resolved.to, resolved.value),
         Err(error) => println!("refused: {}", error.code()),
     }
 
     // A pointer past the end is a structural mistake, refused rather than guessed around.
-    let past_end = TextPointer { from: 11, to: 12, copy: None };
+    let past_end = TextPointer { entry: None, from: 11, to: 12, copy: None };
     match pointer::resolve(&numbered, &past_end) {
         Ok(resolved) => println!("resolved: {:?}", resolved.value),
         Err(error) => println!("refused: {}", error.code()),

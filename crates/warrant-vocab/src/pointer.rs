@@ -156,10 +156,15 @@ impl<'t> NumberedText<'t> {
     }
 }
 
-/// A text argument as the model sends it: `{"ptr":[from,to],"copy":"…"}`, where `from` and `to`
-/// are word numbers in the numbered rendering (from 1, inclusive) and `copy` is optional.
+/// A text argument as the model sends it: `{"entry":i,"ptr":[from,to],"copy":"…"}`, where
+/// `from` and `to` are word numbers in the numbered rendering (from 1, inclusive) of the entry
+/// the pointer names, and `entry` and `copy` are optional.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextPointer {
+    /// The index, in the turn's `entries`, of the entry the words are in; `None` (the field left
+    /// out) means the latest user entry. Which entries a pointer may name is the caller's rule:
+    /// this crate only carries the index.
+    pub entry: Option<u32>,
     /// The first word of the value.
     pub from: u32,
     /// The last word of the value.
@@ -171,8 +176,11 @@ pub struct TextPointer {
 
 impl Serialize for TextPointer {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let fields = if self.copy.is_some() { 2 } else { 1 };
+        let fields = 1 + usize::from(self.copy.is_some()) + usize::from(self.entry.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
+        if let Some(entry) = self.entry {
+            map.serialize_entry("entry", &entry)?;
+        }
         map.serialize_entry("ptr", &[self.from, self.to])?;
         if let Some(copy) = &self.copy {
             map.serialize_entry("copy", copy)?;
@@ -192,6 +200,7 @@ impl<'de> Deserialize<'de> for TextPointer {
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "lowercase")]
 enum PointerField {
+    Entry,
     Ptr,
     Copy,
 }
@@ -202,7 +211,7 @@ impl<'de> Visitor<'de> for PointerVisitor {
     type Value = TextPointer;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(r#"an object {"ptr":[from,to]} with an optional "copy" string"#)
+        f.write_str(r#"an object {"ptr":[from,to]} with an optional "entry" index and "copy" string"#)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextPointer, A::Error> {
@@ -211,8 +220,12 @@ impl<'de> Visitor<'de> for PointerVisitor {
         let mut ptr: Option<[u32; 2]> = None;
         let mut copy: Option<String> = None;
         let mut copy_seen = false;
+        let mut entry: Option<u32> = None;
         while let Some(field) = map.next_key::<PointerField>()? {
             match field {
+                PointerField::Entry if entry.is_some() => return Err(de::Error::duplicate_field("entry")),
+                // An index, not `null`: a pointer that names no entry leaves the field out.
+                PointerField::Entry => entry = Some(map.next_value()?),
                 PointerField::Ptr if ptr.is_some() => {
                     return Err(de::Error::duplicate_field("ptr"));
                 }
@@ -225,7 +238,7 @@ impl<'de> Visitor<'de> for PointerVisitor {
             }
         }
         let [from, to] = ptr.ok_or_else(|| de::Error::missing_field("ptr"))?;
-        Ok(TextPointer { from, to, copy })
+        Ok(TextPointer { entry, from, to, copy })
     }
 }
 
@@ -321,7 +334,7 @@ impl PointerError {
 /// those words mean: «the name needs changing» pointed at "needs changing" resolves. Whether the
 /// words are the value the user gave is a model task's question, and it can only take away.
 pub fn resolve<'t>(text: &NumberedText<'t>, pointer: &TextPointer) -> Result<Resolved<'t>, PointerError> {
-    let TextPointer { from, to, ref copy } = *pointer;
+    let TextPointer { from, to, ref copy, .. } = *pointer;
     if text.is_empty() {
         return Err(PointerError::EmptyMessage);
     }
@@ -486,8 +499,27 @@ mod tests {
         let numbered = NumberedText::new("Change the name to Kim Lee.", ASCII);
         assert_eq!(numbered.render(), "[1]Change [2]the [3]name [4]to [5]Kim [6]Lee.");
         assert_eq!(numbered.rule(), ASCII);
-        let pointer = TextPointer { from: 5, to: 6, copy: Some("kim!".to_owned()) };
+        let pointer = TextPointer { entry: None, from: 5, to: 6, copy: Some("kim!".to_owned()) };
         assert_eq!(resolve(&numbered, &pointer), Ok(Resolved { from: 5, to: 5, value: "Kim" }));
+    }
+
+    #[test]
+    fn a_pointer_names_its_entry_only_when_it_has_one() {
+        let latest: TextPointer = serde_json::from_str(r#"{"ptr":[1,2]}"#).unwrap();
+        assert_eq!(latest, TextPointer { entry: None, from: 1, to: 2, copy: None });
+        assert_eq!(serde_json::to_string(&latest).unwrap(), r#"{"ptr":[1,2]}"#);
+        let earlier: TextPointer = serde_json::from_str(r#"{"ptr":[3,3],"entry":0,"copy":"Kim"}"#).unwrap();
+        assert_eq!(earlier, TextPointer { entry: Some(0), from: 3, to: 3, copy: Some("Kim".to_owned()) });
+        assert_eq!(serde_json::to_string(&earlier).unwrap(), r#"{"entry":0,"ptr":[3,3],"copy":"Kim"}"#);
+        for bad in [
+            r#"{"ptr":[1,1],"entry":-1}"#,
+            r#"{"ptr":[1,1],"entry":null}"#,
+            r#"{"ptr":[1,1],"entry":"0"}"#,
+            r#"{"ptr":[1,1],"entry":0,"entry":1}"#,
+            r#"{"ptr":[1,1],"turn":0}"#,
+        ] {
+            assert!(serde_json::from_str::<TextPointer>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod outcomes;
 mod prompts;
 mod receiver;
 mod records;
+mod render;
 mod score;
 mod serve;
 mod service;

@@ -3,6 +3,7 @@
 
 mod checks;
 mod contracts;
+mod expressions;
 mod fuzz_findings;
 // Guards and the outbound gate run the corpus runners, behind the `corpus` feature: a workspace
 // build has it (warrant-cli turns it on); alone, `cargo test -p warrant-core --features corpus`.
@@ -15,6 +16,7 @@ mod pending;
 mod policies;
 mod properties;
 mod requests;
+mod schemas;
 mod turns;
 mod visibility;
 
@@ -30,4 +32,21 @@ pub fn load(relative: &str) -> warrant_core::Contract {
     let path = root().join(relative);
     let text = std::fs::read_to_string(&path).unwrap();
     warrant_core::Contract::from_toml(relative, &text).unwrap()
+}
+
+/// Rows in memory by `table/key`, for turns decided without a store; no interactions.
+#[derive(Debug)]
+pub struct Rows(pub std::collections::BTreeMap<String, warrant_core::records::Record>);
+
+impl warrant_core::turn::Facts for Rows {
+    fn record(
+        &self,
+        table: &str,
+        key: &str,
+    ) -> Result<Option<warrant_core::records::Record>, warrant_core::turn::FactError> {
+        Ok(self.0.get(&format!("{table}/{key}")).cloned())
+    }
+    fn interaction(&self, _: &str) -> Result<Option<warrant_core::turn::Interaction>, warrant_core::turn::FactError> {
+        Ok(None)
+    }
 }

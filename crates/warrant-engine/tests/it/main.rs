@@ -16,6 +16,7 @@ mod records;
 mod retail;
 mod reverts;
 mod turn_checks;
+mod user_words;
 mod visibility;
 
 use std::collections::BTreeMap;
