@@ -21,6 +21,7 @@ mod check;
 mod corpus;
 mod demo;
 mod guard;
+mod mcp;
 mod outbound;
 mod prompt;
 mod records;
@@ -114,6 +115,12 @@ enum Command {
         #[command(subcommand)]
         command: records::RecordsCommand,
     },
+    /// Prints the contract's operations that an agent may propose as tool definitions, with an
+    /// input schema from their argument kinds (`--format openai|anthropic|mcp`).
+    Tools(mcp::ToolsArgs),
+    /// The MCP gateway over stdio: every tool call a turn, confirmations from the user by
+    /// elicitation, what commits forwarded once to the downstream MCP server.
+    Mcp(mcp::McpArgs),
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -183,6 +190,8 @@ fn main() -> ExitCode {
         Command::Outbound(args) => outbound::run(&args),
         Command::Records { command } => records::run(&command),
         Command::Render(args) => render::run(&args),
+        Command::Tools(args) => mcp::run_tools(&args),
+        Command::Mcp(args) => mcp::run_mcp(&args),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));

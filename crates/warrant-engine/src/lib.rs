@@ -147,6 +147,12 @@ impl<S: Store> Engine<S> {
         Ok(self.store.turns(after, limit)?)
     }
 
+    /// The stored turn `turn` of `conversation`, if it was decided: a caller that makes a
+    /// request again (the MCP gateway after a restart) takes its clock from the recorded one.
+    pub fn stored_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, EngineError> {
+        Ok(self.store.turn(conversation, turn)?)
+    }
+
     /// Stored turns before sequence number `before` (or the newest), newest first, at most
     /// `limit`: the review page's list.
     pub fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, EngineError> {

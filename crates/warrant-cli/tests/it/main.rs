@@ -7,6 +7,7 @@ mod delivery;
 mod docs;
 mod guards;
 mod input;
+mod mcp;
 mod outbound;
 mod outcomes;
 mod prompts;

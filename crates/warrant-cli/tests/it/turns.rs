@@ -402,9 +402,14 @@ fn the_demo_runs_from_any_folder_and_shows_each_rule_at_work() {
 /// them: with the test targets' dev-dependencies, or for the binary alone (`no-dev`), which is
 /// what `cargo build --release -p warrant-cli` builds.
 fn engine_features(edges: &str) -> String {
+    features_of("warrant-engine", edges)
+}
+
+/// The features of `krate` in warrant-cli's tree along `edges`.
+fn features_of(krate: &str, edges: &str) -> String {
     let out = Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["tree", "--locked", "--offline", "-p", "warrant-cli", "-i", "warrant-engine", "-e", edges])
+        .args(["tree", "--locked", "--offline", "-p", "warrant-cli", "-i", krate, "-e", edges])
         .output()
         .unwrap();
     assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -419,4 +424,8 @@ fn the_release_build_of_warrant_has_no_failpoint() {
     let release = engine_features("features,no-dev");
     assert!(release.contains(r#"warrant-engine feature "default""#), "{release}");
     assert!(!release.contains("failpoints"), "a release build of warrant compiles the failpoint:\n{release}");
+    // So with the MCP gateway's failpoints (between a commit and its forward).
+    assert!(features_of("warrant-mcp", "features").contains(r#"warrant-mcp feature "failpoints""#));
+    let release = features_of("warrant-mcp", "features,no-dev");
+    assert!(!release.contains("failpoints"), "a release build of warrant compiles the gateway's failpoint:\n{release}");
 }

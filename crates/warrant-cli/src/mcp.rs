@@ -1,0 +1,100 @@
+//! `warrant mcp` (the MCP gateway, glue over warrant-mcp) and `warrant tools` (the contract's
+//! operations as tool definitions for function calling).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::{Exit, load_contract};
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// The contract file.
+    #[arg(long)]
+    contract: PathBuf,
+    /// `openai`, `anthropic` or `mcp`.
+    #[arg(long, default_value = "mcp")]
+    format: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The contract file.
+    #[arg(long)]
+    contract: PathBuf,
+    /// The store: `sqlite:PATH` or `postgres://…[?schema=NAME]`.
+    #[arg(long)]
+    store: String,
+    /// Over stdio: the actor every tool call is decided for (never from the model).
+    #[arg(long, required_unless_present = "listen")]
+    actor: Option<String>,
+    /// Serve streamable HTTP on this address (`127.0.0.1:0` picks a free port; the endpoint's
+    /// URL is printed) instead of stdio.
+    #[arg(long, requires = "keys", conflicts_with_all = ["actor", "session"])]
+    listen: Option<String>,
+    /// Over HTTP: the tenant registry (`sqlite:FOLDER` or `postgres://…`, as `warrant tenant`
+    /// keeps it) whose keys open requests; a key's tenant name is the actor.
+    #[arg(long)]
+    keys: Option<String>,
+    /// The turns' locale.
+    #[arg(long, default_value = "en-US")]
+    locale: String,
+    /// The turns' time zone.
+    #[arg(long, default_value = "UTC")]
+    time_zone: String,
+    /// The contract's source kind of the user's words (a text argument's entry).
+    #[arg(long, default_value = "user")]
+    user_kind: String,
+    /// How long an elicitation waits for the user, in seconds.
+    #[arg(long, default_value_t = 300)]
+    elicitation_timeout: u64,
+    /// The session (conversation) to resume after a restart; a new one by default. The same
+    /// session and JSON-RPC request id give the same turn key, so a call retried after a
+    /// restart is answered from the record and performed at most once.
+    #[arg(long)]
+    session: Option<String>,
+    /// The downstream MCP server, started as a child process: the command and its arguments
+    /// (everything after this flag).
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, required_unless_present = "downstream_url")]
+    downstream_stdio: Vec<String>,
+    /// The downstream MCP server at a streamable HTTP URL instead; `WARRANT_MCP_DOWNSTREAM_TOKEN`,
+    /// if set, is sent as its bearer token.
+    #[arg(long, conflicts_with = "downstream_stdio")]
+    downstream_url: Option<String>,
+}
+
+pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
+    let format = warrant_mcp::ToolFormat::parse(&args.format)
+        .ok_or_else(|| Exit::Input(format!("`--format {}`: give openai, anthropic or mcp", args.format)))?;
+    let contract = load_contract(&args.contract)?;
+    let tools = warrant_mcp::tools::render(&warrant_mcp::tools::definitions(&contract), format);
+    let text = serde_json::to_string_pretty(&tools).map_err(|e| Exit::Input(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
+    let options = warrant_mcp::Options {
+        contract: args.contract.clone(),
+        store: args.store.clone(),
+        downstream: match &args.downstream_url {
+            Some(url) => warrant_mcp::DownstreamAt::Url(url.clone()),
+            None => warrant_mcp::DownstreamAt::Command(args.downstream_stdio.clone()),
+        },
+        locale: args.locale.clone(),
+        time_zone: args.time_zone.clone(),
+        user_kind: args.user_kind.clone(),
+        elicitation_timeout: Duration::from_secs(args.elicitation_timeout),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = match (&args.listen, &args.keys, &args.actor) {
+        (Some(listen), Some(keys), _) => runtime.block_on(warrant_mcp::serve_http(options, listen, keys)),
+        (_, _, Some(actor)) => {
+            let session = warrant_mcp::StdioSession { actor: actor.clone(), session: args.session.clone() };
+            runtime.block_on(warrant_mcp::serve_stdio(options, session))
+        }
+        _ => return Err(Exit::Input("give `--actor` (stdio) or `--listen` with `--keys` (HTTP)".into())),
+    };
+    served.map_err(|e| Exit::Input(e.to_string()))
+}

@@ -1,0 +1,453 @@
+//! `warrant mcp` with real parts: the Python `mcp` package's `ClientSession` as the client, with
+//! an elicitation callback playing the user (`tests/mcp/client.py`), and a downstream MCP
+//! server over the retail data that counts what it performs (`tests/mcp/retail_downstream.py`).
+//! The Python comes from `WARRANT_MCP_PYTHON` or `target/mcp-venv` (`.ci/run` makes it from
+//! PyPI); without it these tests fail, naming what to install.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use warrant_engine::Engine;
+
+use crate::root;
+
+/// The interpreter with the `mcp` package.
+fn python() -> PathBuf {
+    let path = std::env::var_os("WARRANT_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/mcp-venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no Python with the `mcp` package at {}: run `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install -r crates/warrant-cli/tests/mcp/requirements.txt` (as .ci/run does) or set WARRANT_MCP_PYTHON",
+        path.display()
+    );
+    path
+}
+
+/// One store and one downstream log, for gateway sessions run one after another.
+struct Bench {
+    dir: tempfile::TempDir,
+    /// The downstream's URL, when it serves streamable HTTP instead of being the gateway's child.
+    url: Option<String>,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        Bench { dir: tempfile::tempdir().unwrap(), url: None }
+    }
+
+    fn store(&self) -> String {
+        format!("sqlite:{}", self.dir.path().join("warrant.sqlite").display())
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("performed.jsonl")
+    }
+
+    /// What the downstream performed, in order.
+    fn performed(&self) -> Vec<Value> {
+        let Ok(text) = std::fs::read_to_string(self.log()) else { return Vec::new() };
+        text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+
+    /// A session of `actor` making `calls`, the user answering confirmations with `decision`
+    /// (`None`: a client without elicitation) and typing `words` into text forms.
+    fn session(&self, actor: &str, decision: Option<&str>, words: Value, calls: Vec<Value>) -> Value {
+        self.session_with(actor, decision, words, calls, &[], None)
+    }
+
+    fn session_with(
+        &self,
+        actor: &str,
+        decision: Option<&str>,
+        words: Value,
+        calls: Vec<Value>,
+        env: &[(&str, &str)],
+        session: Option<&str>,
+    ) -> Value {
+        let retail = root().join("examples/retail");
+        let mut command = vec![
+            env!("CARGO_BIN_EXE_warrant").to_owned(),
+            "mcp".into(),
+            "--contract".into(),
+            retail.join("contract.toml").display().to_string(),
+            "--store".into(),
+            self.store(),
+            "--actor".into(),
+            actor.into(),
+        ];
+        if let Some(session) = session {
+            command.extend(["--session".to_owned(), session.to_owned()]);
+        }
+        match &self.url {
+            Some(url) => command.extend(["--downstream-url".to_owned(), url.clone()]),
+            None => command.extend([
+                "--downstream-stdio".to_owned(),
+                python().display().to_string(),
+                root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
+                retail.join("data").display().to_string(),
+            ]),
+        }
+        let mut vars = json!({
+            "RETAIL_DOWNSTREAM_LOG": self.log().display().to_string(),
+            "PATH": std::env::var("PATH").unwrap_or_default(),
+        });
+        for (name, value) in env {
+            vars[*name] = json!(value);
+        }
+        json!({"stdio": command, "env": vars, "decision": decision, "words": words, "calls": calls})
+    }
+}
+
+/// Runs the client over `sessions`; one output per session.
+fn run_client(dir: &Path, sessions: &[Value]) -> Vec<Value> {
+    let plan = dir.join(format!("plan-{}.json", sessions.len()));
+    std::fs::write(&plan, serde_json::to_string(sessions).unwrap()).unwrap();
+    let output =
+        Command::new(python()).arg(root().join("crates/warrant-cli/tests/mcp/client.py")).arg(&plan).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed: {stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("client output: {e}\n{stderr}"))
+}
+
+fn call(name: &str, arguments: &Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+/// Every effect the store holds, with its outcome.
+fn outcomes(bench: &Bench) -> Vec<(String, Option<String>)> {
+    let contract = root().join("examples/retail/contract.toml");
+    let mut engine = Engine::builder().contract_file(contract).open(&bench.store()).unwrap();
+    let mut found = Vec::new();
+    for turn in engine.turns(0, 10_000).unwrap() {
+        for view in engine.turn_effects(&turn.conversation, &turn.turn).unwrap() {
+            found.push((view.op, view.outcome));
+        }
+    }
+    found
+}
+
+/// The contract's writes: the tools that change records.
+fn writes() -> Vec<String> {
+    let setup = Engine::builder().contract_file(root().join("examples/retail/contract.toml")).prepare().unwrap();
+    let defs = warrant_mcp::tools::definitions(setup.contract());
+    defs.into_iter().filter(|d| !d.read_only).map(|d| d.name).collect()
+}
+
+fn json_file(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(root().join("examples/retail/data").join(name)).unwrap()).unwrap()
+}
+
+/// The actor of a write: the owner of its order, else the user it names, else the task's.
+fn actor_of(orders: &Value, task: &Value, kwargs: &Value) -> String {
+    let owner = kwargs["order_id"].as_str().and_then(|o| orders[o]["user_id"].as_str());
+    owner.or(kwargs["user_id"].as_str()).or(task["user_id"].as_str()).unwrap().to_owned()
+}
+
+#[test]
+fn tau_bench_writes_through_the_gateway_are_confirmed_by_the_user_forwarded_once_and_done() {
+    let tasks = json_file("tasks_test.json");
+    let orders = json_file("orders.json");
+    let write_ops = writes();
+    assert_eq!(write_ops.len(), 7);
+    let (mut writes, mut forwarded, mut refused_by_rule) = (0, 0, 0);
+    let mut benches = Vec::new();
+    let mut sessions = Vec::new();
+    for task in tasks.as_array().unwrap() {
+        let actions: Vec<&Value> = task["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| write_ops.iter().any(|w| a["name"] == w.as_str()))
+            .collect();
+        if actions.is_empty() {
+            continue;
+        }
+        // A fresh store per task; a session per run of one actor's writes, in order.
+        let bench = Bench::new();
+        let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
+        for action in actions {
+            let actor = actor_of(&orders, task, &action["kwargs"]);
+            let next = call(action["name"].as_str().unwrap(), &action["kwargs"]);
+            match runs.last_mut() {
+                Some((last, calls)) if *last == actor => calls.push(next),
+                _ => runs.push((actor, vec![next])),
+            }
+        }
+        for (actor, calls) in runs {
+            writes += calls.len();
+            sessions.push((benches.len(), bench.session(&actor, Some("confirm"), json!({}), calls)));
+        }
+        benches.push(bench);
+    }
+    let plans: Vec<Value> = sessions.iter().map(|(_, plan)| plan.clone()).collect();
+    let outs = run_client(benches[0].dir.path(), &plans);
+    let mut performed_per_bench = vec![0; benches.len()];
+    for ((b, _), out) in sessions.iter().zip(&outs) {
+        assert_eq!(out["protocol"], "2025-11-25", "{out}");
+        assert!(!out["tools"].as_array().unwrap().contains(&json!("transfer_to_human_agents")));
+        let mut performed_here = 0;
+        for result in out["results"].as_array().unwrap() {
+            let text = result["text"].as_str().unwrap();
+            if result["is_error"] == true {
+                // The benchmark's own precondition breaks: refused by the rule, never forwarded.
+                assert!(text.contains("refused") && text.contains("[rule "), "{text}");
+                refused_by_rule += 1;
+            } else {
+                assert!(text.ends_with(": performed"), "{text}");
+                performed_here += 1;
+            }
+        }
+        // Each performed write was confirmed by the user once, in a form of the interaction's
+        // options.
+        let confirmations =
+            out["elicitations"].as_array().unwrap().iter().filter(|e| e["fields"] == json!(["decision"])).count();
+        assert_eq!(confirmations, performed_here, "{out}");
+        performed_per_bench[*b] += performed_here;
+        forwarded += performed_here;
+    }
+    for (bench, performed) in benches.iter().zip(&performed_per_bench) {
+        let log = bench.performed();
+        assert_eq!(log.len(), *performed, "the downstream performed each confirmed write once");
+        let keys: BTreeSet<&str> = log.iter().map(|line| line["key"].as_str().unwrap()).collect();
+        assert_eq!(keys.len(), log.len(), "each forward carries its own idempotency key");
+        let effects = outcomes(bench);
+        assert_eq!(effects.len(), log.len());
+        assert!(effects.iter().all(|(_, outcome)| outcome.as_deref() == Some("done")), "{effects:?}");
+    }
+    println!(
+        "mcp retail: {forwarded} of {writes} τ-bench writes confirmed by the user, forwarded once and done; {refused_by_rule} refused by the rule the benchmark enforces"
+    );
+    assert_eq!(writes, 178);
+    assert_eq!(forwarded, 174);
+    assert_eq!(refused_by_rule, 4);
+}
+
+const FATIMA: &str = "fatima_johnson_7581";
+const PENDING: &str = "#W5199551";
+const PENDING_TOO: &str = "#W8665881";
+
+fn cancel(order: &str, reason: &str) -> Value {
+    call("cancel_pending_order", &json!({"order_id": order, "reason": reason}))
+}
+
+fn new_address(address1: &str) -> Value {
+    call(
+        "modify_pending_order_address",
+        &json!({"order_id": PENDING_TOO, "address1": address1, "address2": "Suite 641", "city": "Austin",
+                "state": "TX", "country": "USA", "zip": "78712"}),
+    )
+}
+
+fn texts(out: &Value) -> Vec<(bool, String)> {
+    let results = out["results"].as_array().unwrap_or_else(|| panic!("no results: {out}"));
+    results.iter().map(|r| (r["is_error"] == true, r["text"].as_str().unwrap().to_owned())).collect()
+}
+
+#[test]
+fn single_rule_mutations_are_answered_is_error_with_the_rule_and_never_forwarded() {
+    let orders = json_file("orders.json");
+    let map = orders.as_object().unwrap();
+    let (foreign, _) = map.iter().find(|(_, o)| o["user_id"] != FATIMA && o["status"] == "pending").unwrap();
+    let (settled, _) = map.iter().find(|(_, o)| o["user_id"] == FATIMA && o["status"] != "pending").unwrap();
+    let bench = Bench::new();
+    let calls = vec![
+        cancel(foreign, "no longer needed"),
+        cancel(PENDING, "changed my mind"),
+        cancel(settled, "no longer needed"),
+        call("modify_pending_order_payment", &json!({"order_id": PENDING, "payment_method_id": "credit_card_0000000"})),
+        call("transfer_to_human_agents", &json!({"summary": "help"})),
+        call("get_order_details", &json!({"order_id": foreign})),
+    ];
+    let out = &run_client(bench.dir.path(), &[bench.session(FATIMA, Some("confirm"), json!({}), calls)])[0];
+    let expected = [
+        "unknown_record (field `args.order_id`)",
+        "not_in_closed_set (field `args.reason`)",
+        "[rule ",
+        "not_a_member (field `args.payment_method_id`)",
+        "unknown_operation (field `name`)",
+        // A read passes through only after structure and policy: another user's order is none.
+        "unknown_record (field `args.order_id`)",
+    ];
+    let got = texts(out);
+    assert_eq!(got.len(), expected.len());
+    for ((is_error, text), want) in got.iter().zip(expected) {
+        assert!(is_error, "{text}");
+        assert!(text.contains(want), "`{text}` does not name `{want}`");
+    }
+    assert!(out["elicitations"].as_array().unwrap().is_empty(), "nothing refused is put to the user: {out}");
+    assert!(bench.performed().is_empty(), "a refused call is never forwarded");
+}
+
+#[test]
+fn a_client_without_elicitation_never_causes_a_forward() {
+    let bench = Bench::new();
+    let calls = vec![cancel(PENDING, "no longer needed"), new_address("123 Elm Street")];
+    let out = &run_client(bench.dir.path(), &[bench.session(FATIMA, None, json!({}), calls)])[0];
+    let got = texts(out);
+    assert!(got.iter().all(|(is_error, _)| *is_error), "{got:?}");
+    let (_, held) = &got[0];
+    assert!(held.contains("held; confirmation_required") && held.contains("interaction `"), "{held}");
+    assert!(bench.performed().is_empty());
+    assert!(outcomes(&bench).is_empty(), "nothing committed");
+}
+
+#[test]
+fn a_model_supplied_text_value_reaches_the_downstream_only_as_the_user_gave_it() {
+    let bench = Bench::new();
+    let typed = bench.session(
+        FATIMA,
+        Some("confirm"),
+        json!({"address1": "77 Birch Road"}),
+        vec![new_address("123 Elm Street")],
+    );
+    let declined = bench.session(FATIMA, Some("decline"), json!({}), vec![cancel(PENDING, "no longer needed")]);
+    let outs = run_client(bench.dir.path(), &[typed, declined]);
+    let (is_error, text) = &texts(&outs[0])[0];
+    assert!(!is_error, "{text}");
+    let forms: Vec<&Value> = outs[0]["elicitations"].as_array().unwrap().iter().collect();
+    assert_eq!(forms.len(), 2, "the words, then the confirmation: {forms:?}");
+    assert!(forms[1]["message"].as_str().unwrap().contains("address1: 77 Birch Road"), "{forms:?}");
+    let performed = bench.performed();
+    assert_eq!(performed.len(), 1);
+    assert_eq!(performed[0]["arguments"]["address1"], "77 Birch Road", "the user's words, not the model's");
+    let (is_error, text) = &texts(&outs[1])[0];
+    assert!(*is_error && text.contains("declined_by_user"), "{text}");
+    assert_eq!(bench.performed().len(), 1, "a declined act is never forwarded");
+}
+
+#[test]
+fn a_gateway_killed_between_commit_and_forward_performs_nothing_twice_and_loses_nothing() {
+    for failpoint in ["before_forward", "after_forward"] {
+        let bench = Bench::new();
+        let calls = || vec![cancel(PENDING, "no longer needed")];
+        let session = Some("mcp-kill-test");
+        let env = [("WARRANT_MCP_FAILPOINT", failpoint)];
+        let killed = bench.session_with(FATIMA, Some("confirm"), json!({}), calls(), &env, session);
+        let restarted = bench.session_with(FATIMA, Some("confirm"), json!({}), calls(), &[], session);
+        let again = bench.session_with(FATIMA, Some("confirm"), json!({}), calls(), &[], session);
+        let outs = run_client(bench.dir.path(), &[killed, restarted, again]);
+        assert!(outs[0].get("error").is_some(), "{failpoint}: the gateway died under the call: {}", outs[0]);
+        let (is_error, text) = &texts(&outs[1])[0];
+        assert!(!is_error && text.contains("cancel_pending_order"), "{failpoint}: {text}");
+        let (is_error, text) = &texts(&outs[2])[0];
+        assert!(!is_error && text.contains("was performed before"), "{failpoint}: {text}");
+        let performed = bench.performed();
+        assert_eq!(performed.len(), 1, "{failpoint}: performed once: {performed:?}");
+        assert_eq!(outcomes(&bench), vec![("cancel_pending_order".to_owned(), Some("done".to_owned()))], "{failpoint}");
+        // Every MCP turn is on the replay record: decided again without the downstream.
+        let store = bench.store();
+        let contract = root().join("examples/retail/contract.toml").display().to_string();
+        let replay = crate::warrant(&["replay", "--contract", &contract, "--store", &store], "");
+        let said = crate::stdout(&replay);
+        assert!(replay.status.success() && said.contains("0 verdicts changed"), "{said}");
+        assert!(said.contains("2 turns replayed, 2 identical"), "{said}");
+    }
+}
+
+/// `warrant mcp --listen` on a free port, its keys in `keys`; killed when dropped.
+struct HttpGateway {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_gateway(bench: &Bench, keys: &str) -> HttpGateway {
+    use std::io::BufRead;
+    let retail = root().join("examples/retail");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp", "--contract"])
+        .arg(retail.join("contract.toml"))
+        .args(["--store", &bench.store(), "--listen", "127.0.0.1:0", "--keys", keys, "--downstream-stdio"])
+        .arg(python())
+        .arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        .arg(retail.join("data"))
+        .env("RETAIL_DOWNSTREAM_LOG", bench.log())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "the gateway printed `{line}`");
+    HttpGateway { child, url: line.trim().to_owned() }
+}
+
+fn tenant_key(keys: &str, actor: &str) -> String {
+    let output = crate::warrant(&["tenant", "add", actor, "--store", keys], "");
+    assert!(output.status.success(), "{}", crate::stderr(&output));
+    crate::stdout(&output).trim().to_owned()
+}
+
+#[test]
+fn over_streamable_http_the_actor_is_the_keys_tenant_and_nothing_else() {
+    let bench = Bench::new();
+    let keys = format!("sqlite:{}", bench.dir.path().join("keys").display());
+    let fatima = tenant_key(&keys, FATIMA);
+    let sofia = tenant_key(&keys, "sofia_rossi_8776");
+    let gateway = http_gateway(&bench, &keys);
+    let session = |key: &str, calls: Vec<Value>| {
+        json!({"url": gateway.url, "headers": {"Authorization": format!("Bearer {key}")}, "decision": "confirm",
+               "calls": calls})
+    };
+    let forged = format!("wrt_{FATIMA}.{}", "0".repeat(64));
+    let outs = run_client(
+        bench.dir.path(),
+        &[
+            session(&fatima, vec![cancel(PENDING, "no longer needed")]),
+            session(&sofia, vec![cancel(PENDING_TOO, "no longer needed")]),
+            session(&forged, vec![cancel(PENDING_TOO, "no longer needed")]),
+            json!({"url": gateway.url, "decision": "confirm", "calls": [cancel(PENDING_TOO, "no longer needed")]}),
+        ],
+    );
+    assert_eq!(outs[0]["protocol"], "2025-11-25");
+    // Tools only: the downstream's resources, prompts, completions and logging are not offered.
+    assert_eq!(outs[0]["capabilities"], json!(["tools"]), "{}", outs[0]);
+    let (is_error, text) = &texts(&outs[0])[0];
+    assert!(!is_error && text.ends_with(": performed"), "{text}");
+    // Sofia's key decides for Sofia: Fatima's order does not exist for her.
+    let (is_error, text) = &texts(&outs[1])[0];
+    assert!(*is_error && text.contains("unknown_record (field `args.order_id`)"), "{text}");
+    assert!(outs[2].get("error").is_some() && outs[3].get("error").is_some(), "{outs:?}");
+    assert_eq!(bench.performed().len(), 1, "only Fatima's confirmed call was performed");
+    let contract = root().join("examples/retail/contract.toml");
+    let mut engine = Engine::builder().contract_file(contract).open(&bench.store()).unwrap();
+    let turns = engine.turns(0, 100).unwrap();
+    assert!(turns.iter().all(|t| t.conversation.starts_with("mcp-")), "a session is a conversation");
+    let actors: BTreeSet<&str> = turns.iter().filter_map(|t| t.request["actor"].as_str()).collect();
+    assert_eq!(actors, BTreeSet::from([FATIMA, "sofia_rossi_8776"]));
+}
+
+#[test]
+fn a_downstream_at_a_url_is_reached_over_streamable_http() {
+    let mut bench = Bench::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(python())
+        .arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        .arg(root().join("examples/retail/data"))
+        .args(["--http", &port.to_string()])
+        .env("RETAIL_DOWNSTREAM_LOG", bench.log())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    bench.url = Some(format!("http://127.0.0.1:{port}/mcp"));
+    let plan = bench.session(FATIMA, Some("confirm"), json!({}), vec![cancel(PENDING, "no longer needed")]);
+    let outs = if up { run_client(bench.dir.path(), &[plan]) } else { Vec::new() };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(up, "the downstream did not listen on {port}");
+    let (is_error, text) = &texts(&outs[0])[0];
+    assert!(!is_error && text.ends_with(": performed"), "{text}");
+    assert_eq!(bench.performed().len(), 1);
+    assert_eq!(outcomes(&bench), vec![("cancel_pending_order".to_owned(), Some("done".to_owned()))]);
+}

@@ -1,0 +1,81 @@
+"""The MCP client of the gateway tests: the Python `mcp` package's ClientSession, over stdio or
+streamable HTTP, with an elicitation callback that plays the user.
+
+Usage: python client.py PLAN_FILE. The plan (JSON) is a list of sessions, run one after the
+other, each:
+  {"stdio": [CMD, ARG...], "env": {...}} or {"url": URL, "headers": {...}},
+  "decision": the option the user picks in a confirmation form, or null for no elicitation
+              capability at all,
+  "words": {ARG: TEXT} the user types into a text form (others keep the offered default),
+  "calls": [{"name", "arguments"}]
+Prints a JSON list, one object per session: the protocol version, the tool names listed, every
+elicitation's message and fields, and each call's isError and text; or the error that ended it
+(the gateway killed under it).
+"""
+
+import json
+import sys
+
+import anyio
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+plans = json.load(open(sys.argv[1]))
+plan = {}
+seen = []
+
+
+async def on_elicit(context, params):
+    schema = params.requested_schema
+    props = schema.get("properties", {}) if isinstance(schema, dict) else schema.model_dump()["properties"]
+    seen.append({"message": params.message, "fields": sorted(props)})
+    if "decision" in props:
+        return types.ElicitResult(action="accept", content={"decision": plan["decision"]})
+    words = plan.get("words", {})
+    content = {name: words.get(name, field.get("default", "")) for name, field in props.items()}
+    return types.ElicitResult(action="accept", content=content)
+
+
+async def session(read, write):
+    callback = on_elicit if plan.get("decision") is not None else None
+    async with ClientSession(read, write, elicitation_callback=callback) as s:
+        init = await s.initialize()
+        tools = await s.list_tools()
+        results = []
+        for call in plan["calls"]:
+            r = await s.call_tool(call["name"], call.get("arguments", {}))
+            texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
+            results.append({"is_error": bool(r.is_error), "text": "\n".join(texts)})
+        offered = init.capabilities.model_dump(exclude_none=True)
+        return {"protocol": init.protocol_version, "capabilities": sorted(offered),
+                "tools": [t.name for t in tools.tools], "results": results}
+
+
+async def one():
+    if "url" in plan:
+        import httpx2
+        client = httpx2.AsyncClient(headers=plan.get("headers", {}), timeout=60)
+        async with streamable_http_client(plan["url"], http_client=client) as (read, write):
+            return await session(read, write)
+    cmd = plan["stdio"]
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=plan.get("env"))
+    async with stdio_client(params) as (read, write):
+        return await session(read, write)
+
+
+async def main():
+    global plan
+    outs = []
+    for plan in plans:
+        seen.clear()
+        try:
+            out = await one()
+        except BaseException as e:  # the gateway killed under the session
+            out = {"error": repr(e)}
+        out["elicitations"] = list(seen)
+        outs.append(out)
+    print(json.dumps(outs))
+
+
+anyio.run(main)

@@ -1,0 +1,190 @@
+//! One `tools/call` as warrant turns, without the transport: the turn request made from the
+//! call's arguments, the answer turn made from the user's decision, and the tool result the
+//! client sees for a verdict that is not a commit. Pure: the gateway does the IO.
+
+use serde_json::{Map, Value, json};
+use warrant_core::ReasonCode;
+use warrant_core::id::derive_id;
+use warrant_core::operation::{ArgKind, Operation};
+use warrant_core::pointer;
+use warrant_core::turn::{ActOut, Verdict};
+
+/// Who and where a turn is decided for: fixed for a gateway, never from the model.
+#[derive(Debug, Clone)]
+pub struct TurnFrame {
+    /// The conversation (the MCP session).
+    pub conversation: String,
+    /// The actor (from `--actor` over stdio, the API key over HTTP).
+    pub actor: String,
+    /// The turn's locale.
+    pub locale: String,
+    /// The turn's time zone.
+    pub time_zone: String,
+    /// The contract's source kind of the user's words.
+    pub user_kind: String,
+}
+
+/// The turn key of a call: derived from the session and the JSON-RPC request id, so a
+/// repeated request is answered from the record.
+pub fn turn_key(conversation: &str, request_id: &str) -> String {
+    derive_id("mcp", &[conversation, request_id])
+}
+
+/// The turn key of the answer to the interaction a call's turn created.
+pub fn answer_key(turn: &str) -> String {
+    format!("{turn}.answer")
+}
+
+/// The names of `op`'s `text` arguments, which hold the user's words.
+pub fn text_args(op: &Operation) -> Vec<&str> {
+    op.args.iter().filter(|a| matches!(a.kind, ArgKind::Text { .. })).map(|a| a.name.as_str()).collect()
+}
+
+/// The turn request of a call: its arguments as the act. `user_words` holds the value the user
+/// gave (or confirmed) for each text argument: they become the turn's user entry, and the
+/// argument a pointer to their words. A text argument the user did not give stays the
+/// model's plain value, which the engine does not take as the user's words.
+pub fn act_request(
+    frame: &TurnFrame,
+    turn: &str,
+    at: &str,
+    op: &str,
+    args: &Map<String, Value>,
+    user_words: &[(String, String)],
+) -> Value {
+    let mut args = args.clone();
+    let mut message = String::new();
+    let mut words = 0;
+    for (name, text) in user_words {
+        if text.is_empty() {
+            args.insert(name.clone(), Value::String(String::new()));
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(" | ");
+        }
+        message.push_str(text);
+        let from = words + 1;
+        words += pointer::numbered(text).len();
+        args.insert(name.clone(), json!({"ptr": [from, words], "copy": text}));
+    }
+    let mut request = frame_request(frame, turn, at);
+    if !message.is_empty() {
+        request.insert("entries".into(), json!([{"kind": frame.user_kind, "text": message}]));
+    }
+    request.insert("acts".into(), json!([{"op": op, "args": args}]));
+    Value::Object(request)
+}
+
+/// The turn that gives the user's `option` as the answer to `interaction`.
+pub fn answer_request(frame: &TurnFrame, turn: &str, at: &str, interaction: &str, option: &str) -> Value {
+    let mut request = frame_request(frame, turn, at);
+    request.insert("answers".into(), json!([{"interaction": interaction, "option": option}]));
+    Value::Object(request)
+}
+
+fn frame_request(frame: &TurnFrame, turn: &str, at: &str) -> Map<String, Value> {
+    let mut request = Map::new();
+    for (name, value) in [
+        ("conversation", &frame.conversation),
+        ("turn", &turn.to_owned()),
+        ("actor", &frame.actor),
+        ("at", &at.to_owned()),
+        ("time_zone", &frame.time_zone),
+        ("locale", &frame.locale),
+    ] {
+        request.insert(name.into(), Value::String(value.clone()));
+    }
+    request
+}
+
+/// The text of a verdict that is not a commit: the verdict, each reason's code, field and
+/// rules, and the interaction to answer.
+pub fn verdict_text(act: &ActOut) -> String {
+    let verdict = match act.verdict {
+        Verdict::Commit => "commit",
+        Verdict::Hold => "held",
+        Verdict::Ask => "asked",
+        Verdict::Refuse => "refused",
+    };
+    let mut text = format!("warrant: `{}` {verdict}", act.op);
+    for reason in &act.reasons {
+        text.push_str(&format!("; {}", reason.code.as_str()));
+        if let Some(field) = &reason.field {
+            text.push_str(&format!(" (field `{field}`)"));
+        }
+        if !reason.policies.is_empty() {
+            text.push_str(&format!(" [rule {}]", reason.policies.join(", ")));
+        }
+        if let Some(detail) = &reason.detail {
+            text.push_str(&format!(": {detail}"));
+        }
+    }
+    if let Some(interaction) = &act.interaction {
+        text.push_str(&format!(
+            "; interaction `{interaction}` waits for the user's answer (the HTTP API or the review page)"
+        ));
+    }
+    text
+}
+
+/// The text of a refusal the gateway makes itself, before any turn.
+pub fn gateway_refusal(code: ReasonCode, field: &str, detail: &str) -> String {
+    format!("warrant: refused; {} (field `{field}`): {detail}", code.as_str())
+}
+
+/// The confirmation copy of a held act: the operation and its exact arguments, one per line.
+pub fn confirmation_copy(op: &str, args: &Map<String, Value>) -> String {
+    let mut copy = format!("Confirm `{op}` with exactly these arguments?");
+    for (name, value) in args {
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            Value::Object(map) if map.contains_key("copy") => {
+                map.get("copy").and_then(Value::as_str).unwrap_or_default().to_owned()
+            }
+            other => other.to_string(),
+        };
+        copy.push_str(&format!("\n- {name}: {shown}"));
+    }
+    copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> TurnFrame {
+        TurnFrame {
+            conversation: "mcp-s1".into(),
+            actor: "u1".into(),
+            locale: "en-US".into(),
+            time_zone: "UTC".into(),
+            user_kind: "user".into(),
+        }
+    }
+
+    #[test]
+    fn a_call_becomes_an_act_and_the_users_words_its_pointers() {
+        let Value::Object(args) = json!({"order_id": "#W1", "address1": "model says", "address2": "x"}) else {
+            panic!("an object")
+        };
+        let words = vec![("address1".to_owned(), "12 Oak Lane".to_owned()), ("address2".to_owned(), String::new())];
+        let request = act_request(&frame(), "k1", "2026-12-01T00:00:00Z", "modify", &args, &words);
+        assert_eq!(request["entries"], json!([{"kind": "user", "text": "12 Oak Lane"}]));
+        assert_eq!(request["acts"][0]["args"]["address1"], json!({"ptr": [1, 3], "copy": "12 Oak Lane"}));
+        assert_eq!(request["acts"][0]["args"]["address2"], json!(""));
+        assert_eq!(request["acts"][0]["args"]["order_id"], json!("#W1"));
+        assert_eq!(request["actor"], json!("u1"));
+        let plain = act_request(&frame(), "k1", "2026-12-01T00:00:00Z", "modify", &args, &[]);
+        assert!(plain.get("entries").is_none());
+        assert_eq!(plain["acts"][0]["args"]["address1"], json!("model says"));
+    }
+
+    #[test]
+    fn turn_keys_differ_by_session_and_request() {
+        assert_eq!(turn_key("s1", "3"), turn_key("s1", "3"));
+        assert_ne!(turn_key("s1", "3"), turn_key("s2", "3"));
+        assert_ne!(turn_key("s1", "3"), turn_key("s1", "4"));
+        assert_eq!(answer_key("k"), "k.answer");
+    }
+}

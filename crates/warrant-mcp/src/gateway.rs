@@ -1,0 +1,499 @@
+//! The gateway: an MCP server (rmcp) whose `tools/call` is a turn through the engine, in front
+//! of a downstream MCP server that performs what commits.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, Peer, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use warrant_core::ReasonCode;
+use warrant_core::operation::Operation;
+use warrant_core::turn::{TurnResponse, Verdict};
+use warrant_engine::{Engine, TurnResult};
+use warrant_store::AnyStore;
+
+use crate::call::{self, TurnFrame};
+use crate::tools::{self, ToolDef};
+
+/// The `_meta` key under which a forwarded call carries its effect's idempotency key: a
+/// downstream that applies each key once performs a call at most once, even when the gateway
+/// is restarted between the forward and the outcome.
+pub const IDEMPOTENCY_META: &str = "warrant/idempotency_key";
+
+/// What the gateway is started with.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The actor every call is decided for.
+    pub actor: String,
+    /// The conversation (the MCP session).
+    pub conversation: String,
+    /// The turns' locale.
+    pub locale: String,
+    /// The turns' time zone.
+    pub time_zone: String,
+    /// The contract's source kind of the user's words.
+    pub user_kind: String,
+    /// How long an elicitation waits for the user.
+    pub elicitation_timeout: Duration,
+}
+
+/// The tools offered: the contract's operations the downstream also offers, and what differs.
+#[derive(Debug, Clone, Default)]
+pub struct ToolMatch {
+    /// Offered: declared and performed downstream.
+    pub offered: Vec<ToolDef>,
+    /// Declared by the contract, not offered by the downstream.
+    pub missing_downstream: Vec<String>,
+    /// Offered by the downstream, not declared by the contract: never listed, never called.
+    pub undeclared: Vec<String>,
+}
+
+/// The contract's tool definitions matched with the downstream's tool names.
+pub fn match_tools(defs: Vec<ToolDef>, downstream: &[String]) -> ToolMatch {
+    let mut found = ToolMatch::default();
+    for name in downstream {
+        if !defs.iter().any(|d| &d.name == name) {
+            found.undeclared.push(name.clone());
+        }
+    }
+    for def in defs {
+        if downstream.contains(&def.name) {
+            found.offered.push(def);
+        } else {
+            found.missing_downstream.push(def.name);
+        }
+    }
+    found
+}
+
+/// The downstream connection's client side: no capabilities, protocol pinned.
+#[derive(Debug, Clone, Default)]
+pub struct Downstream;
+
+impl ClientHandler for Downstream {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("warrant", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+}
+
+/// The MCP server: cheap to clone, one engine behind a lock.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    engine: Arc<Mutex<Engine<AnyStore>>>,
+    downstream: Peer<RoleClient>,
+    offered: Vec<ToolDef>,
+    operations: BTreeMap<String, Operation>,
+    config: GatewayConfig,
+}
+
+/// Whom a call is decided for, and in which conversation.
+#[derive(Debug, Clone)]
+struct Who {
+    conversation: String,
+    actor: String,
+}
+
+/// What a call ends in, before it is a tool result.
+enum Ending {
+    /// A result for the client as it is (the downstream's, or one the gateway made).
+    Result(CallToolResult),
+}
+
+impl Gateway {
+    /// A gateway over `engine`, forwarding to `downstream`, offering `offered`.
+    pub fn new(
+        engine: Engine<AnyStore>,
+        downstream: Peer<RoleClient>,
+        offered: Vec<ToolDef>,
+        config: GatewayConfig,
+    ) -> Gateway {
+        let operations = engine.contract().operations().iter().map(|op| (op.name.clone(), op.clone())).collect();
+        let inner = Inner { engine: Arc::new(Mutex::new(engine)), downstream, offered, operations, config };
+        Gateway { inner: Arc::new(inner) }
+    }
+
+    fn frame(&self, who: &Who) -> TurnFrame {
+        let config = &self.inner.config;
+        TurnFrame {
+            conversation: who.conversation.clone(),
+            actor: who.actor.clone(),
+            locale: config.locale.clone(),
+            time_zone: config.time_zone.clone(),
+            user_kind: config.user_kind.clone(),
+        }
+    }
+
+    /// Over HTTP, the actor the request's key opened and the conversation of its MCP session;
+    /// over stdio, the gateway's. An HTTP request without either is refused (fail closed).
+    fn who(&self, cx: &RequestContext<RoleServer>) -> Result<Who, String> {
+        let Some(parts) = cx.extensions.get::<axum::http::request::Parts>() else {
+            let config = &self.inner.config;
+            return Ok(Who { conversation: config.conversation.clone(), actor: config.actor.clone() });
+        };
+        let actor = parts.extensions.get::<crate::http::Principal>().map(|p| p.0.clone());
+        let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+        match (actor, session) {
+            (Some(actor), Some(session)) => Ok(Who { conversation: format!("mcp-{session}"), actor }),
+            (None, _) => {
+                Err(call::gateway_refusal(ReasonCode::Unauthorized, "authorization", "no key opened this request"))
+            }
+            (_, None) => Err(call::gateway_refusal(ReasonCode::InvalidInput, "mcp-session-id", "no MCP session")),
+        }
+    }
+
+    /// Runs one turn on a blocking thread.
+    async fn turn(&self, request: Value) -> Result<(TurnResponse, bool), String> {
+        let engine = self.inner.engine.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            engine.turn(&request.to_string()).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        match joined {
+            TurnResult::Decided { response, repeated } => Ok((response, repeated)),
+            TurnResult::Rejected(error) => {
+                Err(format!("warrant: rejected; {} (field `{}`): {}", error.code.as_str(), error.field, error.message))
+            }
+        }
+    }
+
+    /// The clock of turn `turn`: the recorded one if it was decided before (so a repeated
+    /// request is the same request), else now.
+    async fn clock(&self, who: &Who, turn: String) -> Result<String, String> {
+        let engine = self.inner.engine.clone();
+        let conversation = who.conversation.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            let stored = engine.stored_turn(&conversation, &turn).map_err(|e| e.to_string())?;
+            let recorded = stored.and_then(|t| t.request.get("at").and_then(Value::as_str).map(str::to_owned));
+            Ok(recorded.unwrap_or_else(now))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// The recorded outcome of `effect`, committed by `turn`.
+    async fn recorded_outcome(&self, who: &Who, turn: String, effect: String) -> Result<Option<String>, String> {
+        let engine = self.inner.engine.clone();
+        let conversation = who.conversation.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            let views = engine.turn_effects(&conversation, &turn).map_err(|e| e.to_string())?;
+            Ok(views.into_iter().find(|v| v.id == effect).and_then(|v| v.outcome))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    async fn report(&self, effect: String, outcome: &'static str) -> Result<(), String> {
+        let engine = self.inner.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            engine.report_outcome(&effect, outcome, &[]).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// One call: its text arguments from the user, the turn, the confirmation, the forward.
+    async fn call(&self, who: &Who, name: &str, args: Map<String, Value>, cx: &RequestContext<RoleServer>) -> Ending {
+        let id = match &cx.id {
+            rmcp::model::NumberOrString::Number(n) => n.to_string(),
+            rmcp::model::NumberOrString::String(s) => format!("\"{s}\""),
+        };
+        let key = call::turn_key(&who.conversation, &id);
+        let Some(op) =
+            self.inner.offered.iter().any(|d| d.name == name).then(|| self.inner.operations.get(name)).flatten()
+        else {
+            let detail = format!("`{name}` is not an operation the contract offers through this gateway");
+            return refusal(call::gateway_refusal(ReasonCode::UnknownOperation, "name", &detail));
+        };
+        let elicit = cx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        let texts = call::text_args(op);
+        let mut user_words = Vec::new();
+        if !texts.is_empty() && elicit {
+            match self.ask_for_words(op, &texts, &args, cx).await {
+                Ok(Some(words)) => user_words = words,
+                Ok(None) => {
+                    let detail = "the user did not give the words";
+                    let field = texts.first().copied().unwrap_or_default();
+                    return refusal(call::gateway_refusal(ReasonCode::DeclinedByUser, field, detail));
+                }
+                Err(e) => return refusal(e),
+            }
+        }
+        let at = match self.clock(who, key.clone()).await {
+            Ok(at) => at,
+            Err(e) => return refusal(e),
+        };
+        let request = call::act_request(&self.frame(who), &key, &at, name, &args, &user_words);
+        let (response, _) = match self.turn(request).await {
+            Ok(decided) => decided,
+            Err(e) => return refusal(e),
+        };
+        let Some(act) = response.acts.first() else { return refusal("warrant: the turn decided no act".into()) };
+        match act.verdict {
+            Verdict::Commit => self.perform(who, &key, &response).await,
+            Verdict::Hold if elicit => self.confirm(who, &key, &response, cx).await,
+            _ => refusal(call::verdict_text(act)),
+        }
+    }
+
+    /// Asks the user for each text argument, the model's value offered as the default.
+    async fn ask_for_words(
+        &self,
+        op: &Operation,
+        texts: &[&str],
+        args: &Map<String, Value>,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Option<Vec<(String, String)>>, String> {
+        let mut properties = Map::new();
+        for name in texts {
+            let mut field = Map::new();
+            field.insert("type".into(), json!("string"));
+            field.insert("title".into(), json!(name));
+            if let Some(Value::String(model)) = args.get(*name) {
+                field.insert("default".into(), json!(model));
+            }
+            properties.insert((*name).to_owned(), Value::Object(field));
+        }
+        let Value::Object(schema) = json!({"type": "object", "properties": properties, "required": texts}) else {
+            return Err("warrant: the form did not build".into());
+        };
+        let message = format!("`{}` takes these from your own words: type or confirm each.", op.name);
+        let Some(content) = self.elicit(message, schema, cx).await? else { return Ok(None) };
+        let words = texts
+            .iter()
+            .map(|name| {
+                let given = content.get(*name).and_then(Value::as_str).unwrap_or_default();
+                ((*name).to_owned(), given.to_owned())
+            })
+            .collect();
+        Ok(Some(words))
+    }
+
+    /// An elicitation: the accepted content, `None` when declined, cancelled or timed out.
+    async fn elicit(
+        &self,
+        message: String,
+        schema: JsonObject,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Option<Map<String, Value>>, String> {
+        let schema = ElicitationSchema::from_json_schema(schema).map_err(|e| format!("warrant: form: {e}"))?;
+        let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+        let timeout = Some(self.inner.config.elicitation_timeout);
+        match cx.peer.create_elicitation_with_timeout(params, timeout).await {
+            Ok(result) if result.action == ElicitationAction::Accept => match result.content {
+                Some(Value::Object(content)) => Ok(Some(content)),
+                _ => Ok(None),
+            },
+            Ok(_) => Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, "elicitation failed");
+                Ok(None)
+            }
+        }
+    }
+
+    /// A held act: the user's decision through an elicitation, given to the engine as the
+    /// interaction's answer; only a commit is forwarded.
+    async fn confirm(&self, who: &Who, key: &str, held: &TurnResponse, cx: &RequestContext<RoleServer>) -> Ending {
+        let Some(interaction) = held.interactions.first() else {
+            return refusal("warrant: held without an interaction".into());
+        };
+        let copy = call::confirmation_copy(&interaction.op, &interaction.args);
+        let Value::Object(schema) = json!({
+            "type": "object",
+            "properties": {"decision": {"type": "string", "title": "Decision", "enum": interaction.options}},
+            "required": ["decision"],
+        }) else {
+            return refusal("warrant: the form did not build".into());
+        };
+        let decision = match self.elicit(copy, schema, cx).await {
+            Ok(Some(content)) => content.get("decision").and_then(Value::as_str).map(str::to_owned),
+            Ok(None) => None,
+            Err(e) => return refusal(e),
+        };
+        let Some(option) = decision else {
+            // Not answered: the interaction stays open, answerable elsewhere.
+            return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
+        };
+        let answer_key = call::answer_key(key);
+        let at = match self.clock(who, answer_key.clone()).await {
+            Ok(at) => at,
+            Err(e) => return refusal(e),
+        };
+        let request = call::answer_request(&self.frame(who), &answer_key, &at, &interaction.id, &option);
+        let (answered, _) = match self.turn(request).await {
+            Ok(decided) => decided,
+            Err(e) => return refusal(e),
+        };
+        match answered.acts.first() {
+            Some(act) if act.verdict == Verdict::Commit => self.perform(who, &answer_key, &answered).await,
+            Some(act) => refusal(call::verdict_text(act)),
+            None => refusal("warrant: the answer decided no act".into()),
+        }
+    }
+
+    /// A committed act: forwarded to the downstream unless its outcome is recorded, and its
+    /// outcome recorded.
+    async fn perform(&self, who: &Who, turn: &str, response: &TurnResponse) -> Ending {
+        let Some(effect) = response.effects.first() else {
+            return refusal("warrant: committed without an effect".into());
+        };
+        match self.recorded_outcome(who, turn.to_owned(), effect.id.clone()).await {
+            Ok(Some(outcome)) => {
+                let text = format!("warrant: `{}` was performed before (effect `{}`: {outcome})", effect.op, effect.id);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.is_error = Some(outcome != "done");
+                return Ending::Result(result);
+            }
+            Ok(None) => {}
+            Err(e) => return refusal(e),
+        }
+        let args = match &effect.args {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let mut meta = MetaObject::default();
+        meta.0.insert(IDEMPOTENCY_META.into(), json!(effect.idempotency_key));
+        let mut forward = CallToolRequestParams::new(effect.op.clone()).with_arguments(args);
+        forward.meta = Some(RequestMetaObject(meta));
+        #[cfg(feature = "failpoints")]
+        failpoint("before_forward");
+        let (result, outcome) = match self.inner.downstream.call_tool(forward).await {
+            Ok(result) => {
+                let outcome = if result.is_error == Some(true) { "failed" } else { "done" };
+                (result, outcome)
+            }
+            Err(e) => {
+                let text = format!("warrant: the downstream did not answer `{}`: {e}", effect.op);
+                (CallToolResult::error(vec![ContentBlock::text(text)]), "unknown")
+            }
+        };
+        #[cfg(feature = "failpoints")]
+        failpoint("after_forward");
+        if let Err(e) = self.report(effect.id.clone(), outcome).await {
+            tracing::error!(effect = %effect.id, error = %e, "the outcome was not recorded");
+        }
+        Ending::Result(result)
+    }
+}
+
+/// Stops the process at the failpoint `WARRANT_MCP_FAILPOINT` names (test builds only).
+#[cfg(feature = "failpoints")]
+fn failpoint(name: &str) {
+    if std::env::var("WARRANT_MCP_FAILPOINT").is_ok_and(|v| v == name) {
+        eprintln!("warrant mcp: failpoint `{name}`");
+        std::process::exit(86);
+    }
+}
+
+fn refusal(text: String) -> Ending {
+    Ending::Result(CallToolResult::error(vec![ContentBlock::text(text)]))
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("warrant", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Every tool call is a turn through warrant: checked by the contract, held for the user's confirmation where the contract says so, and performed once.",
+            )
+    }
+
+    // Sessions and server-to-client requests (elicitation) end after 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.inner.offered.iter().map(mcp_tool).collect()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.who(&cx) {
+            Ok(who) => {
+                let Ending::Result(result) = self.call(&who, &request.name, args, &cx).await;
+                result
+            }
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+        };
+        Ok(result.into())
+    }
+}
+
+/// A definition as an rmcp tool.
+fn mcp_tool(def: &ToolDef) -> Tool {
+    let annotations = ToolAnnotations::new()
+        .read_only(def.read_only)
+        .destructive(!def.read_only)
+        .idempotent(def.read_only)
+        .open_world(false);
+    Tool::new(def.name.clone(), def.description.clone(), Arc::new(def.input_schema.clone()))
+        .with_annotations(annotations)
+}
+
+/// The contract's definitions, for the start-up report and `tools/list`.
+pub fn contract_tools(engine: &Engine<AnyStore>) -> Vec<ToolDef> {
+    tools::definitions(engine.contract())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: String::new(),
+            input_schema: Map::new(),
+            consequential: false,
+            read_only: true,
+        }
+    }
+
+    #[test]
+    fn only_tools_both_sides_have_are_offered_and_the_rest_is_named() {
+        let downstream = ["pay".to_owned(), "look".to_owned(), "delete_everything".to_owned()];
+        let found = match_tools(vec![def("look"), def("pay"), def("refund")], &downstream);
+        let offered: Vec<_> = found.offered.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(offered, ["look", "pay"], "in the contract's order");
+        assert_eq!(found.missing_downstream, ["refund"]);
+        assert_eq!(found.undeclared, ["delete_everything"]);
+    }
+}

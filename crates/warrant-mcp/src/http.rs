@@ -1,0 +1,89 @@
+//! The gateway over streamable HTTP: one MCP session per `mcp-session-id`, its conversation;
+//! every request authenticated by an API key of the tenant registry `warrant tenant` keeps, whose
+//! tenant name is the actor the calls are decided for. The actor comes from the key alone,
+//! never from what the client or the model sends.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use warrant_server::tenants::{self, StoreLocation};
+use warrant_store::Registry;
+
+use crate::Gateway;
+
+/// The actor an API key opened, put on the request for the gateway to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
+#[derive(Clone)]
+struct Keys {
+    registry: Arc<Mutex<Registry>>,
+}
+
+/// The router: the MCP endpoint at `/mcp`, behind the key check.
+pub fn router(
+    gateway: Gateway,
+    location: &StoreLocation,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<axum::Router, String> {
+    let registry = location.registry().map_err(|e| format!("the key registry: {e}"))?;
+    let keys = Keys { registry: Arc::new(Mutex::new(registry)) };
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
+    let service =
+        StreamableHttpService::new(move || Ok(gateway.clone()), Arc::new(LocalSessionManager::default()), config);
+    Ok(axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(keys, authenticate)))
+}
+
+/// Opens the request with its bearer key, or answers 401 naming why.
+async fn authenticate(State(keys): State<Keys>, mut request: Request, next: Next) -> Response {
+    let key = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().to_owned());
+    let Some(key) = key else { return unauthorized("an `Authorization: Bearer KEY` header is required") };
+    let claimed = tenants::claimed_tenant(&key);
+    let stored = match &claimed {
+        None => None,
+        Some(tenant) => {
+            let registry = keys.registry.clone();
+            let name = tenant.as_str().to_owned();
+            let found = tokio::task::spawn_blocking(move || {
+                let mut registry = registry.lock().map_err(|_| "the registry lock is poisoned".to_owned())?;
+                registry.key_hash(&name).map_err(|e| e.to_string())
+            })
+            .await;
+            match found {
+                Ok(Ok(hash)) => hash,
+                Ok(Err(e)) => return internal(&e),
+                Err(e) => return internal(&e.to_string()),
+            }
+        }
+    };
+    match claimed {
+        Some(tenant) if tenants::key_opens(&key, stored.as_deref()) => {
+            request.extensions_mut().insert(Principal(tenant.as_str().to_owned()));
+            next.run(request).await
+        }
+        _ => unauthorized("the key is not valid"),
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    let body = serde_json::json!({"error": {"code": "unauthorized", "message": message}});
+    (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
+}
+
+fn internal(message: &str) -> Response {
+    let body = serde_json::json!({"error": {"code": "internal", "message": format!("registry: {message}")}});
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+}

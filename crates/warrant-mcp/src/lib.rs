@@ -1,0 +1,199 @@
+//! `warrant mcp`: warrant as an MCP gateway. An MCP client (a desktop assistant, an IDE, an
+//! agent framework) talks to the gateway as to any MCP server; the gateway offers the
+//! contract's operations as tools, makes every `tools/call` a turn through the engine, asks the
+//! user (an MCP elicitation) where the contract needs a confirmation or the user's own words,
+//! and forwards what commits, once, to the downstream MCP server that performs it.
+//!
+//! [`tools`] is the pure generator of tool definitions (also behind `warrant tools`), [`call`]
+//! the turns a call becomes, [`gateway`] the rmcp server and the downstream client, and
+//! [`http`] the streamable HTTP endpoint behind API keys, and [`serve_stdio`] and
+//! [`serve_http`] the whole gateway.
+
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod gateway;
+pub mod http;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess, stdio};
+use warrant_engine::Engine;
+
+pub use gateway::{Downstream, Gateway, GatewayConfig, ToolMatch, match_tools};
+pub use tools::{ToolDef, ToolFormat};
+
+/// What stops the gateway.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The engine could not be made.
+    #[error(transparent)]
+    Build(#[from] warrant_engine::BuildError),
+    /// The downstream server could not be started or listed.
+    #[error("downstream: {0}")]
+    Downstream(String),
+    /// The upstream connection failed.
+    #[error("upstream: {0}")]
+    Upstream(String),
+}
+
+/// What `warrant mcp` is started with.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The contract file.
+    pub contract: PathBuf,
+    /// The store URL.
+    pub store: String,
+    /// The downstream: a command with its arguments, or a URL.
+    pub downstream: DownstreamAt,
+    /// The turns' locale.
+    pub locale: String,
+    /// The turns' time zone.
+    pub time_zone: String,
+    /// The contract's source kind of the user's words.
+    pub user_kind: String,
+    /// How long an elicitation waits for the user.
+    pub elicitation_timeout: Duration,
+}
+
+/// Where the downstream MCP server is.
+#[derive(Debug, Clone)]
+pub enum DownstreamAt {
+    /// A child process over stdio: the command and its arguments.
+    Command(Vec<String>),
+    /// A streamable HTTP endpoint; requests carry `Authorization: Bearer` with the value of
+    /// [`ENV_DOWNSTREAM_TOKEN`] when it is set.
+    Url(String),
+}
+
+/// The bearer token sent to a downstream URL.
+pub const ENV_DOWNSTREAM_TOKEN: &str = "WARRANT_MCP_DOWNSTREAM_TOKEN";
+
+/// Over stdio: one session, for one actor.
+#[derive(Debug, Clone)]
+pub struct StdioSession {
+    /// The actor every call is decided for.
+    pub actor: String,
+    /// The conversation id to resume (a gateway restarted for the same session); a new one
+    /// when `None`.
+    pub session: Option<String>,
+}
+
+/// A new conversation id for one gateway process (one stdio session): 16 random bytes.
+pub fn new_session_id() -> Result<String, McpError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| McpError::Upstream(format!("no randomness: {e}")))?;
+    Ok(format!("mcp-{}", hex::encode(bytes)))
+}
+
+/// The engine, the downstream started and listed, the start-up report on stderr.
+async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
+    let engine = Engine::builder().contract_file(&options.contract).open(&options.store)?;
+    let downstream = connect(&options.downstream).await?;
+    let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
+    let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+    let found = match_tools(gateway::contract_tools(&engine), &names);
+    report(&found);
+    let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
+    Ok((gateway, downstream))
+}
+
+type Running = rmcp::service::RunningService<rmcp::RoleClient, Downstream>;
+
+/// The downstream connection, protocol pinned to 2025-11-25.
+async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
+    let failed = |e: &dyn std::fmt::Display| McpError::Downstream(e.to_string());
+    match at {
+        DownstreamAt::Command(command) => {
+            let (program, rest) = command.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
+            let command = tokio::process::Command::new(program).configure(|c| {
+                c.args(rest);
+            });
+            let (transport, _) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|e| McpError::Downstream(format!("`{program}`: {e}")))?;
+            Downstream.serve(transport).await.map_err(|e| failed(&e))
+        }
+        DownstreamAt::Url(url) => {
+            // reqwest is built without a crypto provider of its own: ring, as the model client.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+            if let Some(token) = std::env::var(ENV_DOWNSTREAM_TOKEN).ok().filter(|t| !t.is_empty()) {
+                config = config.auth_header(token);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            Downstream.serve(transport).await.map_err(|e| McpError::Downstream(format!("`{url}`: {e}")))
+        }
+    }
+}
+
+fn config(options: &Options, actor: String, conversation: String) -> GatewayConfig {
+    GatewayConfig {
+        actor,
+        conversation,
+        locale: options.locale.clone(),
+        time_zone: options.time_zone.clone(),
+        user_kind: options.user_kind.clone(),
+        elicitation_timeout: options.elicitation_timeout,
+    }
+}
+
+/// Runs the gateway over standard input and output until the client closes it.
+pub async fn serve_stdio(options: Options, session: StdioSession) -> Result<(), McpError> {
+    let conversation = match session.session {
+        Some(session) => session,
+        None => new_session_id()?,
+    };
+    eprintln!("warrant mcp: session `{conversation}` for actor `{}`", session.actor);
+    let (gateway, downstream) = start(&options, config(&options, session.actor, conversation)).await?;
+    let running = gateway.serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    running.waiting().await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    drop(downstream);
+    Ok(())
+}
+
+/// Runs the gateway over streamable HTTP on `listen` until SIGINT or SIGTERM; the actor of each
+/// request is the tenant whose key (in the registry at `keys`) it carries. Prints the address.
+pub async fn serve_http(options: Options, listen: &str, keys: &str) -> Result<(), McpError> {
+    let location =
+        warrant_server::tenants::StoreLocation::parse(keys).map_err(|e| McpError::Upstream(e.to_string()))?;
+    let (gateway, downstream) = start(&options, config(&options, String::new(), String::new())).await?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let app = http::router(gateway, &location, shutdown.child_token()).map_err(McpError::Upstream)?;
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.map_err(|e| McpError::Upstream(format!("`{listen}`: {e}")))?;
+    let address = listener.local_addr().map_err(|e| McpError::Upstream(e.to_string()))?;
+    println!("http://{address}/mcp");
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
+        }
+        stop.cancel();
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(|e| McpError::Upstream(e.to_string()))?;
+    drop(downstream);
+    Ok(())
+}
+
+/// The start-up report, on standard error.
+fn report(found: &ToolMatch) {
+    let names = |defs: &[ToolDef]| defs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+    eprintln!("warrant mcp: offering {} tools: {}", found.offered.len(), names(&found.offered));
+    for name in &found.missing_downstream {
+        eprintln!("warrant mcp: operation `{name}` is not offered by the downstream: not listed");
+    }
+    for name in &found.undeclared {
+        eprintln!("warrant mcp: downstream tool `{name}` is not declared by the contract: never listed, never called");
+    }
+}
