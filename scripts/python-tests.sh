@@ -17,7 +17,10 @@ say() { echo "python tests [$(( $(date +%s) - started ))s]: $*"; }
 
 rm -rf "$venv"
 "$python" -m venv "$venv"
+venv="$(cd "$venv" && pwd)"
 say "fresh virtual environment in $venv"
+# maturin, installed below, is run from the environment by the build without isolation.
+export PATH="$venv/bin:$PATH"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements-test.txt
 say "test requirements installed"
 MATURIN_PEP517_ARGS="--profile dev" \
