@@ -68,36 +68,50 @@ impl Eval<'_> {
         self.contract.currency().ok_or_else(|| inapplicable("money needs the contract's `records.currency`".into()))
     }
 
-    fn is_money(&self, table: &str, field: &str) -> bool {
-        self.contract.table(table).is_some_and(|t| t.money.iter().any(|m| m == field))
+    /// Whether the value at `concrete` (keys from the row, list positions left out) of a row
+    /// of `table` is money.
+    fn is_money(&self, table: &str, concrete: &[&str]) -> bool {
+        self.contract.table(table).is_some_and(|t| t.is_money(concrete))
     }
 
     /// Every value `path` reaches, stepping through lists.
     fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
-        let mut starts: Vec<(String, std::sync::Arc<Value>)> = Vec::new();
+        // Each start: its table, the keys from the row down to it, and its value.
+        let mut starts: Vec<(String, Vec<String>, std::sync::Arc<Value>)> = Vec::new();
+        let member_prefix = |m: &MemberRef| {
+            let mut prefix = vec![m.path.clone()];
+            if m.position.is_none() {
+                prefix.push(m.id.clone());
+            }
+            prefix
+        };
         if path.root == "actor" {
             let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
             let record = work.row(&row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
-            starts.push((row.table, record.value));
+            starts.push((row.table, Vec::new(), record.value));
         } else {
             match self.args.get(&path.root) {
                 Some(Checked::Record(row)) => {
                     let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                    starts.push((row.table.clone(), record.value));
+                    starts.push((row.table.clone(), Vec::new(), record.value));
                 }
                 Some(Checked::Records(rows)) => {
                     for row in rows {
                         let record =
                             work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                        starts.push((row.table.clone(), record.value));
+                        starts.push((row.table.clone(), Vec::new(), record.value));
                     }
                 }
                 Some(Checked::Member(m)) => {
-                    starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)))
+                    starts.push((m.row.table.clone(), member_prefix(m), std::sync::Arc::new(member_value(work, m)?)))
                 }
                 Some(Checked::Members(ms)) => {
                     for m in ms {
-                        starts.push((m.row.table.clone(), std::sync::Arc::new(member_value(work, m)?)));
+                        starts.push((
+                            m.row.table.clone(),
+                            member_prefix(m),
+                            std::sync::Arc::new(member_value(work, m)?),
+                        ));
                     }
                 }
                 Some(Checked::Absent) => {}
@@ -105,7 +119,7 @@ impl Eval<'_> {
             }
         }
         let mut leaves = Vec::new();
-        for (table, start) in &starts {
+        for (table, prefix, start) in &starts {
             // Walk by reference; only the leaves are copied.
             let mut current: Vec<&Value> = vec![start.as_ref()];
             for field in &path.fields {
@@ -118,7 +132,8 @@ impl Eval<'_> {
                 }
                 current = next;
             }
-            let money = path.fields.last().is_some_and(|f| self.is_money(table, f));
+            let concrete: Vec<&str> = prefix.iter().chain(&path.fields).map(String::as_str).collect();
+            let money = !path.fields.is_empty() && self.is_money(table, &concrete);
             for value in current {
                 match value {
                     Value::Array(items) => {
@@ -295,11 +310,12 @@ impl Eval<'_> {
             Checked::Record(row) => Some(row.table.clone()),
             _ => None,
         });
+        let amount_at: Vec<&str> = list.fields.iter().chain(std::iter::once(amount)).map(String::as_str).collect();
         let currency = self.currency()?;
         for element in elements.iter().filter(|e| matches(e, when_element)) {
             let Some(member_id) = element.get(key).and_then(Value::as_str) else { continue };
             let units_added = match element.get(amount) {
-                Some(n @ Value::Number(_)) if list_table.as_deref().is_some_and(|t| self.is_money(t, amount)) => {
+                Some(n @ Value::Number(_)) if list_table.as_deref().is_some_and(|t| self.is_money(t, &amount_at)) => {
                     units(n, currency)?
                 }
                 _ => {

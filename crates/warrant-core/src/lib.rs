@@ -29,6 +29,7 @@ pub mod reason;
 pub mod records;
 pub mod report;
 pub mod request;
+pub mod schema;
 pub mod score;
 pub mod source;
 pub mod text;

@@ -12,6 +12,7 @@ use toml::Spanned;
 use crate::check::ModelTask;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::records::Table;
+use crate::schema::{self, Field, Kind};
 use crate::source::{self, KindSet, SourceKinds};
 
 /// A declared operation.
@@ -414,6 +415,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) kinds: &'a SourceKinds,
     pub(crate) tables: &'a [Table],
     pub(crate) has_actor: bool,
+    /// The actor's table, which `actor.…` paths start in.
+    pub(crate) actor: Option<&'a str>,
     /// Whether `[records] currency` is declared: a money argument is read in that currency.
     pub(crate) has_currency: bool,
 }
@@ -469,10 +472,17 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         };
         check_arg_references(scope, &op)
             .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
+        for (arg_name, raw_arg) in &raw_op.args {
+            check_arg_paths(scope, &op, arg_name).map_err(|message| {
+                at(raw_arg.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
+            })?;
+        }
         op.resource = operation_resource(scope, raw_op, &op)?;
         for derive in &raw_op.derive {
-            let expr =
-                parse_expr(derive.expr.get_ref()).and_then(|e| check_expr(&op, &e).map(|()| e)).map_err(|message| {
+            let expr = parse_expr(derive.expr.get_ref())
+                .and_then(|e| check_expr(&op, &e).map(|()| e))
+                .and_then(|e| check_expr_paths(scope, &op, &e).map(|()| e))
+                .map_err(|message| {
                     at(derive.expr.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
                 })?;
             let derive_name = derive.name.get_ref();
@@ -485,9 +495,12 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             op.derive.push((derive_name.clone(), expr));
         }
         for step in &raw_op.effect {
-            let compiled = compile_step(&op, step.get_ref()).map_err(|message| {
-                at(step.span().start, ContractErrorKind::BadOperation { op: name.clone(), message })
-            })?;
+            let compiled = compile_step(&op, step.get_ref())
+                .and_then(|s| check_step_paths(scope, &op, &s).map(|()| s))
+                .map_err(|message| {
+                    let offset = fault_offset(scope.at.text, &step.span(), &message);
+                    at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
+                })?;
             op.effects.push(compiled);
         }
         ops.push(op);
@@ -512,6 +525,27 @@ fn compile_args(scope: &Scope<'_>, raw_op: &RawOperation) -> Result<Vec<Arg>, Co
         args.push(arg);
     }
     Ok(args)
+}
+
+/// Where in an effect step the path or dotted key a message names is written (`path `x.y``,
+/// `key `x``): the first place in the step's text that spells it; else the step.
+fn fault_offset(text: &str, span: &std::ops::Range<usize>, message: &str) -> usize {
+    let named = |lead: &str| {
+        let rest = &message[message.find(lead)? + lead.len()..];
+        rest.split('`').next()
+    };
+    // The step's span may be its `[[operation.effect]]` header only: its text runs to the next
+    // table header.
+    let rest = text.get(span.start..).unwrap_or_default();
+    let body_end = rest.match_indices("\n[").map(|(i, _)| i).find(|i| *i >= span.len()).unwrap_or(rest.len());
+    let step = rest.get(..body_end.max(span.len())).unwrap_or(rest);
+    // A path is written quoted; a dotted key bare, after a space, before its `.`.
+    let found = match (named("path `"), named("key `")) {
+        (Some(path), _) => step.find(&format!("\"{path}\"")),
+        (None, Some(key)) => step.find(&format!(" {key}.")).map(|i| i + 1),
+        (None, None) => None,
+    };
+    span.start + found.unwrap_or(0)
 }
 
 /// The record argument an operation acts on (`resource`); without one, the actor.
@@ -881,7 +915,21 @@ fn compile_set(op: &Operation, raw: &RawStep, set: &str) -> Result<Change, Strin
     Ok(change)
 }
 
+/// A `when`, `when_element` or `when_member` key whose value is a table was written as a TOML
+/// dotted key (`when = { actor.n = 3 }` is `{ actor = { n = 3 } }`): the path must be quoted.
+fn no_dotted_keys(what: &str, conditions: &BTreeMap<String, toml::Value>) -> Result<(), String> {
+    match conditions.iter().find(|(_, v)| v.is_table()) {
+        Some((key, _)) => Err(format!(
+            "`{what}` key `{key}` holds a table, not a value: a TOML dotted key is a nested table; quote the path, as `\"{key}.field\" = value`"
+        )),
+        None => Ok(()),
+    }
+}
+
 fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
+    no_dotted_keys("when", &raw.when)?;
+    no_dotted_keys("when_element", &raw.when_element)?;
+    no_dotted_keys("when_member", &raw.when_member)?;
     let mut when = Vec::new();
     for (path, value) in &raw.when {
         when.push((compile_path(op, path)?, toml_to_json(value)?));
@@ -942,6 +990,239 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
         _ => return Err("an effect step needs exactly one of `set`, `add`, `swap`".into()),
     };
     Ok(Step { change, when })
+}
+
+/// The field a path's root is, where its table declares a schema: the actor's or a record
+/// argument's row, or the element of a member argument's collection. `None`: untyped.
+fn root_field<'a>(scope: &Scope<'a>, op: &Operation, root: &str) -> Result<Option<&'a Field>, String> {
+    let row_of = |table: &str| scope.tables.iter().find(|t| t.name == table).and_then(|t| t.schema.as_ref());
+    if root == "actor" {
+        return Ok(scope.actor.and_then(row_of));
+    }
+    match op.arg(root).map(|a| &a.kind) {
+        Some(ArgKind::Record { table } | ArgKind::Records { table, .. }) => Ok(row_of(table)),
+        Some(ArgKind::Member { of, path, key } | ArgKind::Members { of, path, key }) => {
+            let container = if of == "actor" { scope.actor } else { arg_table(op, of) };
+            match container.and_then(row_of) {
+                Some(row) => schema::member_element(row, path, key.as_deref())
+                    .map(Some)
+                    .map_err(|e| format!("argument `{root}`: {e}")),
+                None => Ok(None),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The table of a record or records argument.
+fn arg_table<'o>(op: &'o Operation, name: &str) -> Option<&'o str> {
+    match op.arg(name).map(|a| &a.kind) {
+        Some(ArgKind::Record { table } | ArgKind::Records { table, .. }) => Some(table),
+        _ => None,
+    }
+}
+
+/// The field `path` reaches, checked against the schema of its root; `None` where untyped.
+fn path_field<'a>(scope: &Scope<'a>, op: &Operation, path: &Path) -> Result<Option<&'a Field>, String> {
+    let Some(root) = root_field(scope, op, &path.root)? else { return Ok(None) };
+    let text = std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>();
+    schema::resolve(root, &path.root, &path.fields).map(Some).map_err(|e| format!("path `{}`: {e}", text.join(".")))
+}
+
+fn expect_kind(field: Option<&Field>, what: &str, ok: fn(&Kind) -> bool, wanted: &str) -> Result<(), String> {
+    match field.map(schema::through_lists) {
+        Some(f) if !ok(&f.kind) => Err(format!("{what} is {}, not {wanted}", f.kind.name())),
+        _ => Ok(()),
+    }
+}
+
+fn is_money(kind: &Kind) -> bool {
+    matches!(kind, Kind::Money)
+}
+
+/// Each path of a derived quantity exists in its root's schema; a value or a sum reaches numbers.
+fn check_expr_paths(scope: &Scope<'_>, op: &Operation, expr: &Expr) -> Result<(), String> {
+    match expr {
+        Expr::Value(p) | Expr::Sum(p) => {
+            let field = path_field(scope, op, p)?;
+            let what =
+                format!("`{}`", std::iter::once(&p.root).chain(&p.fields).cloned().collect::<Vec<_>>().join("."));
+            expect_kind(field, &what, |k| matches!(k, Kind::Money | Kind::Integer), "money or an integer")
+        }
+        Expr::Count(p) | Expr::First(p) => path_field(scope, op, p).map(|_| ()),
+        Expr::Add(a, b) | Expr::Sub(a, b) => {
+            check_expr_paths(scope, op, a)?;
+            check_expr_paths(scope, op, b)
+        }
+        Expr::Neg(a) => check_expr_paths(scope, op, a),
+        Expr::Derived(_) | Expr::Literal(_) => Ok(()),
+    }
+}
+
+/// A field of an object field (an element, a member), where it is typed.
+fn sub_field<'a>(of: Option<&'a Field>, name: &str, what: &str) -> Result<Option<&'a Field>, String> {
+    match of {
+        Some(f) => schema::step(f, name, what).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A literal checked against the field it is written to or compared with (money only as a
+/// number: its digits are read in the contract's currency when the effect runs).
+fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), String> {
+    let Some(field) = field.map(schema::through_lists) else { return Ok(()) };
+    match (&field.kind, value) {
+        (_, Value::Null) if field.optional => Ok(()),
+        (Kind::Money, Value::Number(_)) => Ok(()),
+        (Kind::Money, _) => Err(format!("`{at}` is money, and `{value}` is not a number")),
+        _ => schema::check_value(field, at, value, None).map_err(|m| format!("`{}` {}", m.path, m.message)),
+    }
+}
+
+/// The paths of an effect step, each checked against its root's schema.
+fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<(), String> {
+    for (path, value) in &step.when {
+        let field = path_field(scope, op, path)?;
+        literal_fits(field, &format!("when {}", path_text(path)), value)?;
+    }
+    match &step.change {
+        Change::SetValue { path, value } => {
+            let field = path_field(scope, op, path)?;
+            literal_fits(field, &path_text(path), value)
+        }
+        Change::SetArg { path, arg } => {
+            let field = path_field(scope, op, path)?;
+            arg_fits(op, arg, field, &path_text(path))
+        }
+        Change::SetArgs { path, args } => {
+            let field = path_field(scope, op, path)?;
+            for arg in args {
+                let at = format!("{}.{arg}", path_text(path));
+                arg_fits(op, arg, sub_field(field, arg, &path_text(path))?, &at)?;
+            }
+            Ok(())
+        }
+        Change::SetMoney { path, .. } | Change::Add { path, .. } => {
+            let field = path_field(scope, op, path)?;
+            expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money")
+        }
+        Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
+            let element = path_field(scope, op, list)?.map(schema::through_lists);
+            let list_at = path_text(list);
+            sub_field(element, key, &list_at)?;
+            expect_kind(sub_field(element, amount, &list_at)?, &format!("`{list_at}.{amount}`"), is_money, "money")?;
+            for (name, value) in when_element {
+                literal_fits(sub_field(element, name, &list_at)?, &format!("{list_at}.{name}"), value)?;
+            }
+            let member = match path_field(scope, op, into)?.map(|f| &f.kind) {
+                Some(Kind::Map(of)) => Some(of.as_ref()),
+                Some(other) => return Err(format!("`{}` is {}, not a map", path_text(into), other.name())),
+                None => None,
+            };
+            let into_at = format!("{}.*", path_text(into));
+            expect_kind(sub_field(member, field, &into_at)?, &format!("`{into_at}.{field}`"), is_money, "money")?;
+            for (name, value) in when_member {
+                literal_fits(sub_field(member, name, &into_at)?, &format!("{into_at}.{name}"), value)?;
+            }
+            Ok(())
+        }
+        Change::Append { path, entry } => check_append(scope, op, path, entry),
+        Change::Swap { members, with, fields } => {
+            let old = root_field(scope, op, members)?;
+            let new = root_field(scope, op, with)?;
+            for name in fields {
+                sub_field(old, name, members)?;
+                sub_field(new, name, with)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// An appended entry names fields of the list's elements, and every field they need.
+fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String, EntryValue)]) -> Result<(), String> {
+    let at = path_text(path);
+    let element = match path_field(scope, op, path)?.map(|f| &f.kind) {
+        Some(Kind::List(of)) => of.as_ref(),
+        Some(other) => return Err(format!("`{at}` is {}, not a list to append to", other.name())),
+        None => return Ok(()),
+    };
+    for (name, value) in entry {
+        let field = schema::step(element, name, &at)?;
+        match value {
+            EntryValue::Value(v) => literal_fits(Some(field), &format!("{at}.{name}"), v)?,
+            EntryValue::Arg(arg) => arg_fits(op, arg, Some(field), &format!("{at}.{name}"))?,
+            _ => {}
+        }
+        if matches!(value, EntryValue::Money(_)) && !matches!(field.kind, Kind::Money) {
+            return Err(format!("`{at}.{name}` is {}, not money", field.kind.name()));
+        }
+    }
+    if let Kind::Object(fields) = &element.kind
+        && let Some((missing, _)) = fields.iter().find(|(n, f)| !f.optional && !entry.iter().any(|(e, _)| e == *n))
+    {
+        return Err(format!("the entry appended to `{at}` lacks its field `{missing}`, which is not optional"));
+    }
+    Ok(())
+}
+
+/// Whether an argument's checked value (`args::Checked::to_json`) can be written into `field`:
+/// only a mismatch sure from the declarations is an error here; the rows an effect leaves are
+/// checked against their schemas again before the act is held or committed.
+fn arg_fits(op: &Operation, name: &str, field: Option<&Field>, at: &str) -> Result<(), String> {
+    let (Some(arg), Some(field)) = (op.arg(name), field) else { return Ok(()) };
+    let wrong = |what: &str| Err(format!("`{at}` is {}, and argument `{name}` is {what}", field.kind.name()));
+    if arg.optional && !field.optional {
+        return Err(format!("argument `{name}` is optional, but `{at}` is not: an act without it would break the row"));
+    }
+    let is_string =
+        |kind: &Kind| matches!(kind, Kind::Text | Kind::Enum(_) | Kind::Date | Kind::Instant | Kind::Ref(_));
+    match (&arg.kind, &field.kind) {
+        (ArgKind::Enum { values, .. }, Kind::Enum(allowed)) => match values.iter().find(|v| !allowed.contains(v)) {
+            Some(v) => Err(format!("`{at}` cannot hold `{v}`, a value of argument `{name}`")),
+            None => Ok(()),
+        },
+        (ArgKind::Record { table }, Kind::Ref(target)) if table != target => {
+            wrong(&format!("a row of `{table}`, not of `{target}`"))
+        }
+        (ArgKind::Integer { .. }, Kind::Integer) | (ArgKind::Bool, Kind::Bool) => Ok(()),
+        (ArgKind::Integer { .. }, _) => wrong("an integer"),
+        (ArgKind::Bool, _) => wrong("a boolean"),
+        (ArgKind::Money, _) => wrong("money, written `{units, currency}`; write an amount with `money = …`"),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, Kind::List(of)) if is_string(&of.kind) => Ok(()),
+        (ArgKind::Records { .. } | ArgKind::Members { .. }, _) => wrong("a list of ids"),
+        (_, kind) if is_string(kind) => Ok(()),
+        _ => wrong("a string"),
+    }
+}
+
+fn path_text(path: &Path) -> String {
+    std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>().join(".")
+}
+
+/// A member argument's collection, a records argument's `same` and `require` fields, each
+/// checked against the schema of the table they are in.
+fn check_arg_paths(scope: &Scope<'_>, op: &Operation, name: &str) -> Result<(), String> {
+    let Some(arg) = op.arg(name) else { return Ok(()) };
+    match &arg.kind {
+        ArgKind::Member { .. } | ArgKind::Members { .. } => root_field(scope, op, name).map(|_| ()),
+        ArgKind::Records { table, pairs_with, same, require } => {
+            let row = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref());
+            for (field, value) in require {
+                literal_fits(sub_field(row, field, table)?, &format!("{table}.{field}"), value)
+                    .map_err(|e| format!("argument `{name}`: `require`: {e}"))?;
+            }
+            if let Some(same) = same {
+                sub_field(row, same, table).map_err(|e| format!("argument `{name}`: `same`: {e}"))?;
+                if let Some(pair) = pairs_with {
+                    let pair_field = root_field(scope, op, pair)?;
+                    sub_field(pair_field, same, pair).map_err(|e| format!("argument `{name}`: `same`: {e}"))?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

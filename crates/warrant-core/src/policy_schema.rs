@@ -5,8 +5,10 @@
 //! context field no operation has stops the contract's load instead of loading a rule that never
 //! fires. `docs/policy.md` describes the schema.
 //!
-//! Rows are untyped until tables declare their fields, so entity types are open records: a
-//! row's `key` is a `String`, any other attribute may be there. The context is closed.
+//! A table that declares its fields (a schema) gives a closed record: its `key` and each field
+//! typed from its kind, so a misspelt attribute stops the load. An untyped table's entity type
+//! is an open record: a row's `key` is a `String`, any other attribute may be there. The
+//! context is closed.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::operation::{ArgKind, Expr, Operation};
 use crate::records::Table;
+use crate::schema::{self, Kind};
 
 /// The principal's entity type when the contract declares no `[actor]` table.
 pub const ANONYMOUS_ACTOR: &str = "Actor";
@@ -33,7 +36,7 @@ pub(crate) fn is_entity_type_name(name: &str) -> bool {
 pub(crate) fn generate(tables: &[Table], actor: Option<&str>, operations: &[Operation]) -> Value {
     let mut entity_types = Map::new();
     for table in tables {
-        entity_types.insert(table.entity.clone(), json!({"shape": row_shape()}));
+        entity_types.insert(table.entity.clone(), json!({"shape": row_shape(table)}));
     }
     let principal = match actor.and_then(|a| tables.iter().find(|t| t.name == a)) {
         Some(table) => table.entity.clone(),
@@ -69,9 +72,18 @@ pub(crate) fn generate(tables: &[Table], actor: Option<&str>, operations: &[Oper
 }
 
 /// A row as the turn gives it to Cedar (`records::cedar_attrs`): its `key`, and its fields,
-/// untyped until tables declare them.
-fn row_shape() -> Value {
-    json!({"type": "Record", "attributes": {"key": {"type": "String"}}, "additionalAttributes": true})
+/// typed and closed where the table declares them, open where it does not.
+fn row_shape(table: &Table) -> Value {
+    match table.schema.as_ref().map(|s| &s.kind) {
+        Some(Kind::Object(fields)) => {
+            let mut shape = schema::cedar_record(fields);
+            if let Some(Value::Object(attributes)) = shape.get_mut("attributes") {
+                attributes.insert("key".into(), json!({"type": "String"}));
+            }
+            shape
+        }
+        _ => json!({"type": "Record", "attributes": {"key": {"type": "String"}}, "additionalAttributes": true}),
+    }
 }
 
 /// An element of a collection inside a row (a member), untyped as rows are.

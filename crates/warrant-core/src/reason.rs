@@ -114,6 +114,10 @@ reason_codes! {
     ConfirmationRequired => "confirmation_required",
     /// An effect's record changes cannot be applied to the rows as they are.
     EffectInapplicable => "effect_inapplicable",
+    /// An effect's record changes would leave a row that does not fit its table's schema (a
+    /// field of the wrong kind, an enum value not declared, a field not declared): the act is
+    /// refused and nothing is written; a consequential act is refused so before it is held.
+    EffectBreaksSchema => "effect_breaks_schema",
     /// An answer names no interaction of this conversation issued to this actor: none with
     /// that id, one of another conversation, or one issued to another actor are refused alike.
     UnknownInteraction => "unknown_interaction",

@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use crate::money::{self, Currency, MoneyError};
+use crate::schema::{self, Field, Kind};
 use crate::text;
 
 /// One stored row of a records table, as the store hands it over.
@@ -34,10 +35,27 @@ pub struct Table {
     pub source: TableSource,
     /// The Cedar entity type its rows become in policies.
     pub entity: String,
-    /// Field names whose numbers are money (read exactly into minor units).
+    /// For a table without a schema, the field paths whose numbers are money (read exactly
+    /// into minor units): `payment_history.amount`, lists stepped through, `*` for any one key.
     pub money: Vec<String>,
     /// Which actors may see its rows.
     pub visibility: Visibility,
+    /// The field that holds each row's own key (`key = "order_id"`), if declared.
+    pub key: Option<String>,
+    /// The row's schema (an object of its fields), if the table declares one; `None` leaves
+    /// rows untyped, as before schemas.
+    pub schema: Option<Field>,
+}
+
+impl Table {
+    /// Whether the value at `concrete` (the keys from the row down to it, list positions left
+    /// out) is money: a `money` field of the schema, or a `money` path of an untyped table.
+    pub fn is_money(&self, concrete: &[&str]) -> bool {
+        match &self.schema {
+            Some(row) => schema::is_money_at(row, concrete),
+            None => self.money.iter().any(|m| schema::money_path_matches(m, concrete)),
+        }
+    }
 }
 
 /// Which actors may see the rows of a table, as the contract declares it (`owner`). A row an
@@ -147,6 +165,28 @@ pub enum DataError {
         /// The nested source field that should hold the rows.
         path: String,
     },
+    /// A row does not fit its table's schema.
+    #[error("table `{table}`, row `{key}`: `{path}` {message}")]
+    Schema {
+        /// The table the row was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// The field at fault, written `items[0].price`.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The row's key field holds another value than its key.
+    #[error("table `{table}`, row `{key}`: `{path}` must hold the row's key `{key}`")]
+    KeyMismatch {
+        /// The table the row was meant for.
+        table: String,
+        /// The row's key.
+        key: String,
+        /// The table's key field.
+        path: String,
+    },
     /// A row's key is empty.
     #[error("table `{table}`: a row's key is empty")]
     EmptyKey {
@@ -176,7 +216,9 @@ impl DataError {
             | DataError::TooPrecise { path, .. }
             | DataError::NotMoney { path, .. }
             | DataError::NestedNotObject { path, .. }
-            | DataError::MissingKeyField { path, .. } => Some(path),
+            | DataError::MissingKeyField { path, .. }
+            | DataError::Schema { path, .. }
+            | DataError::KeyMismatch { path, .. } => Some(path),
             DataError::NotKeyed { .. } | DataError::RowNotObject { .. } | DataError::EmptyKey { .. } => None,
         }
     }
@@ -184,8 +226,9 @@ impl DataError {
 
 /// Checks one row of `table` as every row is checked, whether it comes from a data file when
 /// the store is seeded or from the system of record through a write: a key that is not empty, a
-/// JSON object, its numbers (money fields exact in `currency`, no other fraction), and for a
-/// nested table the field holding its parent row's key.
+/// JSON object, its numbers (money fields exact in `currency`, no other fraction), for a
+/// nested table the field holding its parent row's key, the key field holding the row's key,
+/// and, where the table declares a schema, every field against it (a closed row).
 pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Result<(), DataError> {
     if key.is_empty() {
         return Err(DataError::EmptyKey { table: table.name.clone() });
@@ -203,7 +246,20 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
             parent: parent.clone(),
         });
     }
-    check_numbers(table, key, "", value, currency)
+    if let Some(Kind::Object(declared)) = table.schema.as_ref().map(|s| &s.kind) {
+        schema::check_row(declared, value, currency).map_err(|m| DataError::Schema {
+            table: table.name.clone(),
+            key: key.to_owned(),
+            path: m.path,
+            message: m.message,
+        })?;
+    }
+    if let Some(field) = &table.key
+        && fields.get(field).and_then(Value::as_str) != Some(key)
+    {
+        return Err(DataError::KeyMismatch { table: table.name.clone(), key: key.to_owned(), path: field.clone() });
+    }
+    check_numbers(table, key, &mut Vec::new(), "", value, currency)
 }
 
 /// Splits a parsed data file into rows, checking every number.
@@ -256,22 +312,25 @@ pub fn rows_from_parent(
     Ok(rows)
 }
 
-fn check_numbers(
+fn check_numbers<'v>(
     table: &Table,
     key: &str,
+    concrete: &mut Vec<&'v str>,
     path: &str,
-    value: &Value,
+    value: &'v Value,
     currency: Option<Currency>,
 ) -> Result<(), DataError> {
     match value {
         Value::Object(map) => {
             for (field, inner) in map {
                 let path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+                concrete.push(field);
                 // Without a currency there are no money fields (the loader refuses them), and
                 // a number is checked as any other.
                 if let (Value::Number(n), Some(currency)) = (inner, currency)
-                    && table.money.iter().any(|m| m == field)
+                    && table.is_money(concrete)
                 {
+                    concrete.pop();
                     let Err(reason) = money::record_units(inner, currency) else { continue };
                     let (table, key, number) = (table.name.clone(), key.to_owned(), n.to_string());
                     return Err(match reason {
@@ -281,13 +340,14 @@ fn check_numbers(
                         reason => DataError::NotMoney { table, key, path, number, reason: reason.to_string() },
                     });
                 }
-                check_numbers(table, key, &path, inner, currency)?;
+                check_numbers(table, key, concrete, &path, inner, currency)?;
+                concrete.pop();
             }
             Ok(())
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                check_numbers(table, key, &format!("{path}[{i}]"), inner, currency)?;
+                check_numbers(table, key, concrete, &format!("{path}[{i}]"), inner, currency)?;
             }
             Ok(())
         }
@@ -304,7 +364,7 @@ fn check_numbers(
 /// A row as a Cedar entity's attributes: money fields as minor units, `null`s dropped (Cedar
 /// has no null), the row key added as `key` so policies can compare it.
 pub fn cedar_attrs(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Value {
-    let mut attrs = match cedar_value(table, value, currency, None) {
+    let mut attrs = match cedar_value(table, value, currency, &mut Vec::new()) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),
     };
@@ -312,11 +372,23 @@ pub fn cedar_attrs(table: &Table, key: &str, value: &Value, currency: Option<Cur
     Value::Object(attrs)
 }
 
-fn cedar_value(table: &Table, value: &Value, currency: Option<Currency>, field: Option<&str>) -> Option<Value> {
+/// A value found at `prefix` inside a row of `table` (a member's element, `prefix` the keys
+/// from the row down to it) as Cedar reads it: money by its place in the row.
+pub fn cedar_value_at(table: &Table, prefix: &[&str], value: &Value, currency: Option<Currency>) -> Value {
+    let mut concrete = prefix.to_vec();
+    cedar_value(table, value, currency, &mut concrete).unwrap_or(Value::Null)
+}
+
+fn cedar_value<'v>(
+    table: &Table,
+    value: &'v Value,
+    currency: Option<Currency>,
+    concrete: &mut Vec<&'v str>,
+) -> Option<Value> {
     match value {
         Value::Null => None,
         Value::Number(n) => {
-            if field.is_some_and(|f| table.money.iter().any(|m| m == f)) {
+            if !concrete.is_empty() && table.is_money(concrete) {
                 money::record_units(value, currency?).ok().map(Value::from)
             } else {
                 n.as_i64().map(Value::from)
@@ -324,17 +396,19 @@ fn cedar_value(table: &Table, value: &Value, currency: Option<Currency>, field: 
         }
         Value::Object(map) => {
             // A key Cedar's JSON format would read as an escape is renamed, never interpreted.
-            let out: Map<String, Value> = map
-                .iter()
-                .filter_map(|(k, v)| {
-                    let name = if k.starts_with("__") { format!("_{k}") } else { k.clone() };
-                    cedar_value(table, v, currency, Some(k)).map(|v| (name, v))
-                })
-                .collect();
+            let mut out = Map::new();
+            for (k, v) in map {
+                concrete.push(k);
+                let name = if k.starts_with("__") { format!("_{k}") } else { k.clone() };
+                if let Some(v) = cedar_value(table, v, currency, concrete) {
+                    out.insert(name, v);
+                }
+                concrete.pop();
+            }
             Some(Value::Object(out))
         }
         Value::Array(items) => {
-            Some(Value::Array(items.iter().filter_map(|v| cedar_value(table, v, currency, field)).collect()))
+            Some(Value::Array(items.iter().filter_map(|v| cedar_value(table, v, currency, concrete)).collect()))
         }
         Value::String(s) => Some(Value::String(s.clone())),
         Value::Bool(b) => Some(Value::Bool(*b)),
@@ -356,8 +430,10 @@ mod tests {
             name: "order".into(),
             source: TableSource::File("orders.json".into()),
             entity: "Order".into(),
-            money: vec!["price".into()],
+            money: vec!["items.price".into(), "price".into()],
             visibility: Visibility::Everyone,
+            key: None,
+            schema: None,
         };
         let ok = serde_json::json!({"a": {"items": [{"price": 1.25}], "n": 3}});
         assert!(rows_from_file(&table, ok, Some(Currency::USD)).is_ok());
@@ -373,8 +449,10 @@ mod tests {
             name: "product".into(),
             source: TableSource::File("products.json".into()),
             entity: "Product".into(),
-            money: vec!["price".into()],
+            money: vec!["items.price".into(), "price".into()],
             visibility: Visibility::Everyone,
+            key: None,
+            schema: None,
         };
         let data: Value = serde_json::from_str(r#"{"p1": {"items": [{"price": 47.845}]}}"#).unwrap();
         let err = rows_from_file(&table, data, Some(Currency::USD)).unwrap_err();

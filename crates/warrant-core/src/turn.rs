@@ -826,10 +826,12 @@ fn decide_act(
         }
     }
     if op.consequential && proposal.confirmed.is_none() {
+        effects_fit_schemas(contract, work, op, &eval)?;
         return Ok(ActOutcome::Hold { args: located.args.into_owned() });
     }
     let before = work.snapshot();
     eval.apply(work, op)?;
+    rows_fit_schemas(contract, work, &before)?;
     if work.changed_rows(&before).iter().any(|row| input.conflicts.contains(row)) {
         return Err(
             Finding::refuse(ReasonCode::StaleRevision).detail("another commit changed a row this effect writes".into())
@@ -866,6 +868,42 @@ fn named_rows(
         rows.insert(actor.clone());
     }
     rows.into_iter().collect()
+}
+
+/// Before a consequential act is held, its effect is tried on the working copies and undone:
+/// an effect whose rows would break their schemas is refused now rather than after the user
+/// confirms. A step that cannot apply here is left to the confirmation, which decides again.
+fn effects_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    op: &crate::operation::Operation,
+    eval: &Eval<'_>,
+) -> Result<(), Finding> {
+    let (before, touched) = (work.snapshot(), work.touched.clone());
+    let fits = match eval.apply(work, op) {
+        Ok(()) => rows_fit_schemas(contract, work, &before),
+        Err(_) => Ok(()),
+    };
+    work.restore(before);
+    work.touched = touched;
+    fits
+}
+
+/// Every row an effect changed must still fit its table: an effect whose result breaks the
+/// schema fails closed, naming the row and the field.
+fn rows_fit_schemas(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    before: &BTreeMap<RowRef, Option<std::sync::Arc<Value>>>,
+) -> Result<(), Finding> {
+    for row in work.changed_rows(before) {
+        let Some(table) = contract.table(&row.table) else { continue };
+        let Some(record) = work.row(&row)? else { continue };
+        if let Err(e) = crate::records::check_row(table, &row.key, &record.value, contract.currency()) {
+            return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// A confirmed act is decided again only if no row its checks read has moved since the
@@ -929,7 +967,11 @@ fn decide_policy(
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
             let table = contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            Ok(cedar_attrs(table, &m.id, &json!({"m": element}), currency).get("m").cloned().unwrap_or(Value::Null))
+            let mut prefix = vec![m.path.as_str()];
+            if m.position.is_none() {
+                prefix.push(&m.id);
+            }
+            Ok(crate::records::cedar_value_at(table, &prefix, &element, currency))
         };
         match value {
             Checked::Member(m) => {

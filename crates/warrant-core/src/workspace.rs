@@ -156,10 +156,18 @@ impl<'f> Workspace<'f> {
         self.rows.iter().map(|(k, s)| (k.clone(), s.current.clone())).collect()
     }
 
-    pub(crate) fn restore(&mut self, snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
-        for (row, current) in snapshot {
-            if let Some(slot) = self.rows.get_mut(&row) {
-                slot.current = current;
+    /// Every row back as it was at `snapshot`; a row first read since is back as read, so a
+    /// refused act's changes to it are undone too.
+    pub(crate) fn restore(&mut self, mut snapshot: BTreeMap<RowRef, Option<Arc<Value>>>) {
+        for (row, slot) in &mut self.rows {
+            match snapshot.remove(row) {
+                Some(current) => slot.current = current,
+                None => {
+                    let read = slot.read.as_ref().map(|r| &r.value);
+                    if slot.current.as_deref() != read {
+                        slot.current = read.map(|v| Arc::new(v.clone()));
+                    }
+                }
             }
         }
     }

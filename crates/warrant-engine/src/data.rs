@@ -102,7 +102,9 @@ fn row_key(error: &DataError) -> Option<&str> {
         | DataError::TooPrecise { key, .. }
         | DataError::NotMoney { key, .. }
         | DataError::NestedNotObject { key, .. }
-        | DataError::MissingKeyField { key, .. } => Some(key),
+        | DataError::MissingKeyField { key, .. }
+        | DataError::Schema { key, .. }
+        | DataError::KeyMismatch { key, .. } => Some(key),
         DataError::NotKeyed { .. } | DataError::EmptyKey { .. } => None,
     }
 }
@@ -277,7 +279,11 @@ pub fn seed_marks(contract: &Contract, folder: &Path) -> Result<Vec<(String, Str
     let currency = contract.currency().map(|c| format!("{c:?}")).unwrap_or_default();
     let mut marks: Vec<(String, String)> = Vec::new();
     for table in contract.tables() {
-        let money = table.money.join(",");
+        // How its rows are checked: money paths, or the key field and the schema.
+        let money = match &table.schema {
+            None => table.money.join(","),
+            Some(schema) => format!("{:?} {schema:?}", table.key),
+        };
         let mark = match &table.source {
             TableSource::File(file) => {
                 let path = folder.join(file);

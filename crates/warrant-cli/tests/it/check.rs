@@ -113,6 +113,52 @@ fn a_bad_value_in_a_data_file_is_named_with_its_file_line_and_column() {
     assert!(stderr(&out).contains(&format!("{}:2:", file.display())), "{}", stderr(&out));
 }
 
+/// A contract that loads, with a data file row holding a field its table's schema does not
+/// declare: `warrant check` stops at that field's file, line and column, as its first line says.
+#[test]
+fn an_undeclared_field_in_a_data_file_is_named_with_its_file_line_and_column() {
+    let folder = root().join("corpus/contracts/data-undeclared-field");
+    let contract = folder.join("contract.toml");
+    let text = std::fs::read_to_string(&contract).unwrap();
+    let expected = text.lines().next().unwrap().strip_prefix("# expect-error: ").unwrap();
+    let out = warrant(&["check", "--contract", contract.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end(), format!("warrant: {}/{expected}", folder.display()), "{err}");
+}
+
+/// A table declared by a JSON Schema file beside the contract: the file is read with the
+/// contract, a row that breaks it is named at its file, line and column, and the Cedar entity is
+/// the closed record the file declares.
+#[test]
+fn a_json_schema_file_beside_the_contract_types_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = dir.path().join("contract.toml");
+    std::fs::write(
+        &contract,
+        "[sources]\nkinds = [\"tool_call\"]\n\n[records]\ncurrency = \"USD\"\n\n[[records.table]]\nname = \"order\"\n\
+         file = \"orders.json\"\nentity = \"Order\"\nkey = \"order_id\"\nschema = \"order.schema.json\"\n",
+    )
+    .unwrap();
+    let schema = serde_json::json!({"type": "object", "additionalProperties": false, "required": ["order_id", "total"],
+        "properties": {"order_id": {"type": "string"}, "total": {"type": "number", "x-warrant-kind": "money"},
+                       "placed": {"type": "string", "format": "date-time"}}});
+    std::fs::write(dir.path().join("order.schema.json"), schema.to_string()).unwrap();
+    let orders = dir.path().join("orders.json");
+    std::fs::write(&orders, "{\n  \"#1\": {\"order_id\": \"#1\", \"total\": 3.5},\n  \"#2\": {\"order_id\": \"#2\", \"total\": 1, \"placed\": \"yesterday\"}\n}\n").unwrap();
+    let out = warrant(&["check", "--contract", contract.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let want = format!("{}:3:50: table `order`, row `#2`: `placed` holds `yesterday`", orders.display());
+    assert!(stderr(&out).contains(&want), "{} does not say {want}", stderr(&out));
+
+    let out = warrant(&["check", "--contract", contract.to_str().unwrap(), "--cedar-schema"], "");
+    let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let shape = &printed[""]["entityTypes"]["Order"]["shape"];
+    assert_eq!(shape["attributes"]["total"], serde_json::json!({"type": "Long"}), "{shape}");
+    assert_eq!(shape["attributes"]["placed"]["required"], false, "{shape}");
+    assert!(shape.get("additionalAttributes").is_none(), "a typed table's entity is closed: {shape}");
+}
+
 #[test]
 fn check_prints_what_it_loaded() {
     let out = warrant(&["check", "--contract", RETAIL], "");

@@ -1,5 +1,6 @@
 //! `docs/records.md` is true: its console examples run in order against a fresh SQLite store,
-//! each printing exactly what the page shows, and every JSON block of it parses.
+//! each printing exactly what the page shows, every JSON block of it parses, and every TOML
+//! block loads as a contract.
 
 use std::process::Command;
 
@@ -34,7 +35,7 @@ fn the_records_page_s_examples_run_as_shown() {
     let store = format!("sqlite:{}", dir.path().join("records.db").display());
     let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
     let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
-    let (mut commands, mut json) = (0, 0);
+    let (mut commands, mut json, mut toml) = (0, 0, 0);
     for (language, body) in blocks(&text) {
         match language.as_str() {
             "json" => {
@@ -67,8 +68,13 @@ fn the_records_page_s_examples_run_as_shown() {
                     commands += 1;
                 }
             }
-            other => panic!("a block in {other:?}: the page holds only console and json blocks"),
+            "toml" => {
+                // A contract as the page shows it: it loads.
+                warrant_core::Contract::from_toml("docs/records.md", &body).unwrap_or_else(|e| panic!("{e}: {body}"));
+                toml += 1;
+            }
+            other => panic!("a block in {other:?}: the page holds only console, json and toml blocks"),
         }
     }
-    assert_eq!((commands, json), (9, 2), "every example ran");
+    assert_eq!((commands, json, toml), (11, 3, 1), "every example ran");
 }

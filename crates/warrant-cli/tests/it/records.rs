@@ -50,9 +50,14 @@ fn the_records_commands(store: &str) {
     assert_eq!(records(store, &["get", "orders", ORDER], "").status.code(), Some(2));
     assert_eq!(records(store, &["put", "order", "#N"], "[1]").status.code(), Some(2));
 
-    // Create, delete at the revision, and a row that is gone.
-    let (code, created) =
-        answer(&records(store, &["put", "order", "#N", "--if-none-match"], r#"{"status":"pending"}"#));
+    // Create, delete at the revision, and a row that is gone; a new order is a whole row of
+    // the table's schema, its `order_id` its key.
+    let order = |key: &str| {
+        let mut row = row["value"].clone();
+        row["order_id"] = json!(key);
+        row
+    };
+    let (code, created) = answer(&records(store, &["put", "order", "#N", "--if-none-match"], &order("#N").to_string()));
     assert_eq!((code, &created["revision"]), (Some(0), &json!(1)), "{created}");
     let (code, stale) = answer(&records(store, &["delete", "order", "#N", "--if-match", "5"], ""));
     assert_eq!((code, &stale["error"]["code"]), (Some(1), &json!("stale_revision")), "{stale}");
@@ -62,14 +67,14 @@ fn the_records_commands(store: &str) {
     assert_eq!((code, &gone["error"]["code"]), (Some(1), &json!("unknown_record")), "{gone}");
 
     // An import from standard input and from a file; a bad line writes nothing.
-    let lines = format!("{}\n{}\n", json!({"#I1": {"status": "pending"}}), json!({"#I2": {"amount": 0.125}}));
+    let lines = format!("{}\n{}\n", json!({"#I1": order("#I1")}), json!({"#I2": {"amount": 0.125}}));
     let refused = records(store, &["import", "order", "-"], &lines);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("`amount`"), "{}", stderr(&refused));
     assert_eq!(answer(&records(store, &["get", "order", "#I1"], "")).0, Some(1), "nothing was imported");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("orders.jsonl");
-    let good = format!("{}\n{}\n", json!({"#I1": {"status": "pending"}}), json!({"#N": {"status": "pending"}}));
+    let good = format!("{}\n{}\n", json!({"#I1": order("#I1")}), json!({"#N": order("#N")}));
     std::fs::write(&file, &good).unwrap();
     let (code, imported) = answer(&records(store, &["import", "order", file.to_str().unwrap()], ""));
     assert_eq!(code, Some(0), "{imported}");

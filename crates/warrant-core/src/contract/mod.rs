@@ -16,12 +16,13 @@ use crate::operation::{self, Operation, RawOperation};
 use crate::outbound::claim::{self, Outbound, RawOutbound};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
-use crate::records::{Table, TableSource, Visibility};
+use crate::records::Table;
 use crate::score::{self, RawScore, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
 
 pub mod error;
+mod tables;
 
 pub(crate) use error::Locator;
 pub use error::{ContractError, ContractErrorKind};
@@ -93,13 +94,14 @@ impl Contract {
         let score = score::compile(&at, &kinds, &raw.score)?;
         let guards = guard::compile(&at, &raw.guards)?;
         let actor_table = raw.actor.as_ref().map(|a| a.table.get_ref().as_str());
-        let (currency, tables) = compile_records(&at, raw.records.as_ref(), actor_table)?;
+        let (currency, tables, schema_texts) = tables::compile_records(&at, raw.records.as_ref(), actor_table, files)?;
         let actor = compile_actor(&at, raw.actor.as_ref(), &tables)?;
         let scope = operation::Scope {
             at: &at,
             kinds: &kinds,
             tables: &tables,
             has_actor: actor.is_some(),
+            actor: actor.as_deref(),
             has_currency: currency.is_some(),
         };
         let operations = operation::compile(&scope, &raw.operation)?;
@@ -111,7 +113,10 @@ impl Contract {
         let model = compile_model(&at, raw.model.as_ref())?;
         let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
         let limits = limits::compile(&at, raw.limits.as_ref())?;
-        let hash = contract_hash(text, &policy_texts);
+        // The schema files decide what a row is, as the policies decide what an act may do.
+        let companions: Vec<(String, String, usize)> =
+            policy_texts.into_iter().chain(schema_texts.into_iter().map(|(name, text)| (name, text, 0))).collect();
+        let hash = contract_hash(text, &companions);
         Ok(Contract {
             origin: origin.to_owned(),
             kinds,
@@ -179,7 +184,8 @@ impl Contract {
         &self.cedar_schema
     }
 
-    /// A hash of the contract text and its policy files, recorded with every turn.
+    /// A hash of the contract text, its policy files and its schema files, recorded with every
+    /// turn.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -329,116 +335,6 @@ fn contract_hash(text: &str, policies: &[(String, String, usize)]) -> String {
     digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
-fn compile_records(
-    at: &Locator<'_>,
-    raw: Option<&RawRecords>,
-    actor: Option<&str>,
-) -> Result<(Option<money::Currency>, Vec<Table>), ContractError> {
-    let Some(raw) = raw else { return Ok((None, Vec::new())) };
-    let currency = match &raw.currency {
-        None => None,
-        Some(code) => {
-            // The same reading as a money argument's currency: ISO 4217, with minor units.
-            let parsed = money::currency_from_code(code.get_ref()).map_err(|_| {
-                at.error(code.span().start, ContractErrorKind::UnknownCurrency(text::visible(code.get_ref())))
-            })?;
-            Some(parsed)
-        }
-    };
-    let mut tables: Vec<Table> = Vec::new();
-    for raw_table in &raw.table {
-        let name = raw_table.name.get_ref();
-        let bad = |offset: usize, message: String| {
-            at.error(offset, ContractErrorKind::BadTable { table: text::visible(name), message })
-        };
-        let err = |message: String| bad(raw_table.name.span().start, message);
-        if !source::is_identifier(name) {
-            return Err(at.error(raw_table.name.span().start, ContractErrorKind::BadName(text::visible(name))));
-        }
-        if tables.iter().any(|t| t.name == *name) {
-            return Err(err("the table is declared twice".into()));
-        }
-        let source = match (&raw_table.file, &raw_table.from, &raw_table.path, &raw_table.parent_field) {
-            (Some(file), None, None, None) => TableSource::File(file.clone()),
-            (None, Some(from), Some(path), Some(parent_field)) => {
-                if !tables.iter().any(|t| t.name == *from && matches!(t.source, TableSource::File(_))) {
-                    return Err(err(format!("`from` must name a file table declared before it, not `{from}`")));
-                }
-                TableSource::Nested { table: from.clone(), path: path.clone(), parent_field: parent_field.clone() }
-            }
-            _ => return Err(err("give either `file`, or `from`, `path` and `parent_field`".into())),
-        };
-        if !raw_table.money.is_empty() && currency.is_none() {
-            return Err(err("money fields need `records.currency`".into()));
-        }
-        let entity = raw_table.entity.get_ref().clone();
-        if !crate::policy_schema::is_entity_type_name(&entity) {
-            return Err(bad(
-                raw_table.entity.span().start,
-                format!(
-                    "`entity` `{}` is not a Cedar type name (ASCII letters, digits and `_`, not starting with a digit, not `Action` or a Cedar keyword)",
-                    text::visible(&entity)
-                ),
-            ));
-        }
-        let visibility = table_visibility(raw_table, &source, actor, &bad)?;
-        tables.push(Table { name: name.clone(), source, entity, money: raw_table.money.clone(), visibility });
-    }
-    Ok((currency, tables))
-}
-
-/// Which actors may see a table's rows: the actor table's rows only their own actor, a nested
-/// table's as its parent's, a table with `owner` the actor whose key that field holds, any
-/// other table everyone. An `owner` that could never hold an actor's key is refused.
-fn table_visibility(
-    raw: &RawTable,
-    source: &TableSource,
-    actor: Option<&str>,
-    bad: &dyn Fn(usize, String) -> ContractError,
-) -> Result<Visibility, ContractError> {
-    let is_actor = actor == Some(raw.name.get_ref().as_str());
-    let Some(owner) = &raw.owner else {
-        return Ok(match source {
-            _ if is_actor => Visibility::Actor,
-            TableSource::Nested { table, parent_field, .. } => {
-                Visibility::Parent { table: table.clone(), field: parent_field.clone() }
-            }
-            TableSource::File(_) => Visibility::Everyone,
-        });
-    };
-    let at = owner.span().start;
-    let field = owner.get_ref();
-    if is_actor {
-        return if field == "key" {
-            Ok(Visibility::Actor)
-        } else {
-            Err(bad(
-                at,
-                "the actor's table is visible only to each actor's own row: its `owner` can only be `key`".into(),
-            ))
-        };
-    }
-    if let TableSource::Nested { table, .. } = source {
-        return Err(bad(at, format!("a nested table is visible as its parent rows are: declare `owner` on `{table}`")));
-    }
-    if actor.is_none() {
-        return Err(bad(at, "`owner` names the field holding the actor's key, but there is no `[actor]` table".into()));
-    }
-    if field == "key" {
-        return Err(bad(
-            at,
-            "`key` is the row's own key; `owner` names the field of the row that holds the actor's key".into(),
-        ));
-    }
-    if field.is_empty() || field.chars().any(crate::text::is_invisible) {
-        return Err(bad(at, format!("`owner` `{}` is not a field name", text::visible(field))));
-    }
-    if raw.money.iter().any(|m| m == field) {
-        return Err(bad(at, format!("`owner` `{field}` is a money field, which can never hold an actor's key")));
-    }
-    Ok(Visibility::Owner(field.clone()))
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawContract {
@@ -446,7 +342,7 @@ struct RawContract {
     #[serde(default)]
     score: RawScore,
     actor: Option<RawActor>,
-    records: Option<RawRecords>,
+    records: Option<tables::RawRecords>,
     policies: Option<RawPolicies>,
     #[serde(default)]
     operation: Vec<RawOperation>,
@@ -462,29 +358,6 @@ struct RawContract {
 #[serde(deny_unknown_fields)]
 struct RawActor {
     table: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRecords {
-    currency: Option<Spanned<String>>,
-    #[serde(default)]
-    table: Vec<RawTable>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    name: Spanned<String>,
-    file: Option<String>,
-    from: Option<String>,
-    path: Option<String>,
-    parent_field: Option<String>,
-    entity: Spanned<String>,
-    #[serde(default)]
-    money: Vec<String>,
-    /// The field whose value is the key of the actor who may see the row.
-    owner: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

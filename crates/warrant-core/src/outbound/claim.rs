@@ -706,6 +706,22 @@ fn compile_backing(
     Ok(backing)
 }
 
+/// A claim backed by a row's field names a field its table's schema declares, and values that
+/// field can hold.
+fn backing_fits_schema(backing: &Backing, tables: &[Table]) -> Result<(), String> {
+    let Backing::Record { table, field, values, .. } = backing else { return Ok(()) };
+    let Some(row) = tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref()) else {
+        return Ok(());
+    };
+    let declared = crate::schema::resolve(row, table, std::slice::from_ref(field))
+        .map_err(|e| format!("`backed_by.field`: {e}"))?;
+    for value in values {
+        crate::schema::check_value(declared, field, &serde_json::Value::String(value.clone()), None)
+            .map_err(|m| format!("`backed_by.values`: `{}` {}", m.path, m.message))?;
+    }
+    Ok(())
+}
+
 fn compile_claim(
     at: &Locator<'_>,
     raw: &RawClaim,
@@ -725,6 +741,7 @@ fn compile_claim(
     let offset = raw.backed_by.span().start;
     let backing = raw.backed_by.get_ref();
     let backing = compile_backing(at, &what, offset, backing, operations, &args)?;
+    backing_fits_schema(&backing, tables).map_err(|message| bad(at, offset, &what, message))?;
     let mut copy = BTreeMap::new();
     for (locale, written) in &raw.copy {
         let offset = written.span().start;

@@ -15,6 +15,7 @@ mod pending;
 mod policies;
 mod properties;
 mod requests;
+mod schemas;
 mod turns;
 mod visibility;
 

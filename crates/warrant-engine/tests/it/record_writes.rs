@@ -87,29 +87,37 @@ fn writes_are_checked_and_conditional<S: Store>(mut engine: Engine<S>) {
     let unknown = engine.put_record("orders", ORDER, &row.value, Precondition::Any);
     assert!(matches!(unknown, Err(EngineError::UnknownTable(_))), "{unknown:?}");
 
+    // The table's schema: a row is closed, and its `order_id` is its key.
+    let mut extra = row.value.clone();
+    extra["statu"] = json!("cancelled");
+    let undeclared = engine.put_record("order", ORDER, &extra, Precondition::Any);
+    assert!(matches!(&undeclared, Err(EngineError::InvalidRow(e)) if e.field() == Some("statu")), "{undeclared:?}");
+    let elsewhere = engine.put_record("order", "#elsewhere", &row.value, Precondition::Any);
+    assert!(matches!(&elsewhere, Err(EngineError::InvalidRow(e)) if e.field() == Some("order_id")), "{elsewhere:?}");
+    let order = |key: &str| {
+        let mut value = row.value.clone();
+        value["order_id"] = json!(key);
+        value
+    };
+
     // Create, replace, delete, each at the revision the last left.
-    let created = engine.put_record("order", "#new", &json!({"user_id": USER}), Precondition::IfNoneMatch).unwrap();
-    let replaced = engine
-        .put_record(
-            "order",
-            "#new",
-            &json!({"user_id": USER, "status": "pending"}),
-            Precondition::IfMatch(created.revision),
-        )
-        .unwrap();
+    let created = engine.put_record("order", "#new", &order("#new"), Precondition::IfNoneMatch).unwrap();
+    let mut processed = order("#new");
+    processed["status"] = json!("processed");
+    let replaced = engine.put_record("order", "#new", &processed, Precondition::IfMatch(created.revision)).unwrap();
     engine.delete_record("order", "#new", replaced.revision).unwrap();
     assert_eq!(engine.record("order", "#new").unwrap(), None);
 
     // An import is all or nothing: a bad line names its line and writes nothing.
-    let lines = format!("{}\n\n{}\n", json!({"#a": {"user_id": USER}}), json!({"#b": {"price": 1.555}}));
+    let lines = format!("{}\n\n{}\n", json!({"#a": order("#a")}), json!({"#b": {"price": 1.555}}));
     let refused = engine.import_records("order", &lines);
     assert!(matches!(&refused, Err(EngineError::InvalidRow(e)) if e.field() == Some("price")), "{refused:?}");
-    let unreadable = engine.import_records("order", "{\"#a\": {}}\nnot json\n");
+    let unreadable = engine.import_records("order", &format!("{}\nnot json\n", json!({"#a": order("#a")})));
     assert!(matches!(unreadable, Err(EngineError::InvalidImport { line: 2, .. })), "{unreadable:?}");
-    let twice = engine.import_records("order", "{\"#a\": {}}\n{\"#a\": {}}\n");
+    let twice = engine.import_records("order", &format!("{0}\n{0}\n", json!({"#a": order("#a")})));
     assert!(matches!(twice, Err(EngineError::InvalidImport { line: 2, .. })), "{twice:?}");
     assert_eq!(engine.record("order", "#a").unwrap(), None);
-    let lines = format!("{}\n{}\n", json!({"#a": {"user_id": USER}}), json!({"#new": {"user_id": USER}}));
+    let lines = format!("{}\n{}\n", json!({"#a": order("#a")}), json!({"#new": order("#new")}));
     let imported = engine.import_records("order", &lines).unwrap();
     assert_eq!(imported.count, 2);
     let keys: Vec<&str> = imported.revisions.iter().map(|r| r.key.as_str()).collect();

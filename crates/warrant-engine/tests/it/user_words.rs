@@ -85,6 +85,13 @@ fn engine(dir: &Path, answer: Option<&'static str>) -> (Engine<SqliteStore>, Ask
     let contract = std::fs::read_to_string(example.join("contract.toml")).unwrap();
     let held = contract.replacen("name = \"rename\"\n", "name = \"rename\"\nconsequential = true\n", 1);
     assert_ne!(held, contract, "the example declares `rename`");
+    // The fields the added operations write, declared on the example's customer table.
+    let declared = "fields.name = { kind = \"text\" }\n";
+    let fields = "fields.note = { kind = \"text\", optional = true }\n\
+                  fields.closing_reason = { kind = \"text\", optional = true }\n\
+                  fields.pause_reason = { kind = \"text\", optional = true }\n";
+    let held = held.replacen(declared, &format!("{declared}{fields}"), 1);
+    assert!(held.contains("fields.note"), "the example declares its customer's fields");
     std::fs::write(dir.join("contract.toml"), held + OPERATIONS).unwrap();
     let policies = std::fs::read_to_string(example.join("policies.cedar")).unwrap();
     std::fs::write(dir.join("policies.cedar"), policies + POLICIES).unwrap();

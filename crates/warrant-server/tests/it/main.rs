@@ -30,6 +30,14 @@ pub const USER: &str = "yusuf_rossi_9620";
 pub const ORDER: &str = "#W6247578";
 pub const ORDER_PATH: &str = "/v1/records/order/%23W6247578";
 
+/// A whole order row of the retail contract's schema, its `order_id` its key `key`, of `user`.
+pub fn order_row(key: &str, user: &str) -> Value {
+    let address = json!({"address1": "1 Main St", "address2": "", "city": "Austin",
+        "country": "USA", "state": "TX", "zip": "78701"});
+    json!({"order_id": key, "user_id": user, "status": "pending", "address": address,
+        "items": [], "fulfillments": [], "payment_history": []})
+}
+
 pub fn contract() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail/contract.toml")
 }

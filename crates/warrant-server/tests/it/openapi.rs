@@ -76,7 +76,7 @@ fn the_documents_reason_codes_are_the_reason_codes() {
 /// tables and rows, an import all or nothing.
 async fn records_routes(c: &mut Checker, app: &axum::Router, k: &str) {
     let (row_route, uri) = ("/v1/records/{table}/{key}", "/v1/records/order/%23N1");
-    let row = json!({"user_id": USER, "status": "pending"});
+    let row = crate::order_row("#N1", USER);
     c.headers = vec![("if-none-match", "*".into())];
     let (status, created) = c.json(app, ("PUT", row_route, uri), k, Some(row.clone())).await;
     assert_eq!((status, &created["key"]), (200, &json!("#N1")), "{created}");
@@ -85,7 +85,8 @@ async fn records_routes(c: &mut Checker, app: &axum::Router, k: &str) {
     c.headers = vec![("if-match", "\"1\"".into())];
     let (status, replaced) = c.json(app, ("PUT", row_route, uri), k, Some(row.clone())).await;
     assert_eq!((status, &replaced["revision"]), (200, &json!(2)), "{replaced}");
-    let (status, _) = c.json(app, ("PUT", row_route, "/v1/records/order/%23none"), k, Some(row.clone())).await;
+    let none = crate::order_row("#none", USER);
+    let (status, _) = c.json(app, ("PUT", row_route, "/v1/records/order/%23none"), k, Some(none)).await;
     assert_eq!(status, 404);
     c.headers = vec![];
     let (status, _) = c.json(app, ("PUT", row_route, "/v1/records/orders/x"), k, Some(row.clone())).await;
@@ -109,12 +110,12 @@ async fn records_routes(c: &mut Checker, app: &axum::Router, k: &str) {
 
     let import = "/v1/records/{table}/import";
     let lines = |text: &str| Some(("application/x-ndjson", text.to_owned()));
-    let good = format!("{}\n{}\n", json!({"#N1": row}), json!({"#N2": row}));
+    let good = format!("{}\n{}\n", json!({"#N1": row}), json!({"#N2": crate::order_row("#N2", USER)}));
     let (status, imported) =
         c.exchange(app, ("POST", import, "/v1/records/order/import"), Some(k), lines(&good), false).await;
     assert_eq!((status, &imported["count"]), (200, &json!(2)), "{imported}");
     assert_eq!(imported["revisions"][0], json!({"key": "#N1", "revision": 4}), "{imported}");
-    let bad = format!("{}\n{}\n", json!({"#N3": row}), json!({"#N4": {"amount": 0.001}}));
+    let bad = format!("{}\n{}\n", json!({"#N3": crate::order_row("#N3", USER)}), json!({"#N4": {"amount": 0.001}}));
     let (status, _) = c.exchange(app, ("POST", import, "/v1/records/order/import"), Some(k), lines(&bad), false).await;
     assert_eq!(status, 422);
     let (status, _) =

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::{ORDER, ORDER_PATH, Place, call, cancel, request};
+use crate::{ORDER, ORDER_PATH, Place, USER, call, cancel, request};
 
 /// A request with `headers`; the status, the `ETag` and the body.
 async fn send(
@@ -61,7 +61,7 @@ async fn records_over_http(mut place: Place) {
     assert_eq!((status, &stale["error"]["code"]), (StatusCode::CONFLICT, &json!("stale_revision")), "{stale}");
 
     // B creates a row A never sees, then deletes it.
-    let new_row = json!({"user_id": "someone", "status": "pending"});
+    let new_row = crate::order_row("#B1", "someone");
     let path = "/v1/records/order/%23B1";
     let (status, _, created) = send(&app, ("PUT", path), b, &[("if-none-match", "*")], json_body(&new_row)).await;
     assert_eq!((status, &created["revision"]), (StatusCode::OK, &json!(1)), "{created}");
@@ -79,12 +79,13 @@ async fn records_over_http(mut place: Place) {
         let text: String = rows.iter().map(|(k, v)| format!("{}\n", json!({*k: v}))).collect();
         Some(("application/x-ndjson", text))
     };
-    let bad = lines(&[("#I1", new_row.clone()), ("#I2", json!({"amount": 0.125}))]);
+    let mine = |key: &str| crate::order_row(key, "someone");
+    let bad = lines(&[("#I1", mine("#I1")), ("#I2", json!({"amount": 0.125}))]);
     let (status, _, refused) = send(&app, ("POST", "/v1/records/order/import"), a, &[], bad).await;
     assert_eq!((status, &refused["error"]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("amount")));
     let (status, _, _) = send(&app, ("GET", "/v1/records/order/%23I1"), a, &[], None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "nothing of a refused import was written");
-    let good = lines(&[("#I1", new_row.clone()), ("#I2", new_row)]);
+    let good = lines(&[("#I1", mine("#I1")), ("#I2", mine("#I2"))]);
     let (status, _, imported) = send(&app, ("POST", "/v1/records/order/import"), a, &[], good).await;
     assert_eq!(status, StatusCode::OK, "{imported}");
     assert_eq!(
@@ -96,7 +97,7 @@ async fn records_over_http(mut place: Place) {
 
     // A row keyed `import` is a row like any other, though its path is the import route's.
     let path = "/v1/records/order/import";
-    let row = json!({"status": "pending"});
+    let row = crate::order_row("import", USER);
     let (status, _, created) = send(&app, ("PUT", path), a, &[("if-none-match", "*")], json_body(&row)).await;
     assert_eq!((status, &created["key"]), (StatusCode::OK, &json!("import")), "{created}");
     let (status, etag, read) = send(&app, ("GET", path), a, &[], None).await;

@@ -1,0 +1,241 @@
+//! Table schemas in core: a schema written as `fields` and the same one as a JSON Schema file
+//! load to the same kinds and the same Cedar type; rows are checked against them; and an
+//! effect whose result breaks the schema is refused, writing nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use warrant_core::Contract;
+use warrant_core::contract::ContractFiles;
+use warrant_core::records::{self, Record};
+use warrant_core::request;
+use warrant_core::turn::{self, FactError, Facts, Interaction, Verdict};
+
+/// The customer table, its fields given as `FIELDS` (the `fields` form or `schema = …`).
+const CONTRACT: &str = r#"
+[sources]
+kinds = ["user", "agent"]
+acts = "agent"
+
+[actor]
+table = "customer"
+
+[records]
+currency = "USD"
+
+[[records.table]]
+name = "customer"
+file = "customers.json"
+entity = "Customer"
+FIELDS
+
+[policies]
+files = ["policy.cedar"]
+
+[[operation]]
+name = "set_tier"
+args.tier = { kind = "member", of = "actor", path = "cards" }
+
+[[operation.effect]]
+set = "actor.tier"
+arg = "tier"
+
+[[operation]]
+name = "confirm_tier"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+
+[[operation.effect]]
+set = "actor.tier"
+arg = "tier"
+"#;
+
+const FIELDS: &str = r#"
+key = "id"
+fields.id = { kind = "text" }
+fields.credit = { kind = "money" }
+fields.since = { kind = "date", optional = true }
+fields.tier = { kind = "enum", values = ["silver", "gold"] }
+fields.calls = { kind = "list", of = { kind = "object", fields = { at = { kind = "instant" }, minutes = { kind = "integer" } } } }
+fields.cards = { kind = "map", of = { kind = "object", fields = { balance = { kind = "money" } } } }
+"#;
+
+const SCHEMA_FILE: &str = r##"{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "id": {"type": "string"},
+    "credit": {"type": "number", "x-warrant-kind": "money"},
+    "since": {"type": "string", "format": "date"},
+    "tier": {"type": "string", "enum": ["silver", "gold"]},
+    "calls": {"type": "array", "items": {
+      "type": "object",
+      "properties": {"at": {"type": "string", "format": "date-time"}, "minutes": {"type": "integer"}},
+      "required": ["at", "minutes"], "additionalProperties": false}},
+    "cards": {"type": "object", "additionalProperties": {
+      "type": "object", "properties": {"balance": {"type": "number", "x-warrant-kind": "money"}},
+      "required": ["balance"], "additionalProperties": false}}
+  },
+  "required": ["id", "credit", "tier", "calls", "cards"],
+  "additionalProperties": false
+}"##;
+
+struct Files;
+impl ContractFiles for Files {
+    fn read(&self, path: &str) -> Result<String, String> {
+        match path {
+            "policy.cedar" => Ok("permit (principal, action, resource);".into()),
+            "customer.schema.json" => Ok(SCHEMA_FILE.into()),
+            other => Err(format!("no `{other}`")),
+        }
+    }
+}
+
+fn load(fields: &str) -> Result<Contract, warrant_core::ContractError> {
+    Contract::load("schemas.toml", &CONTRACT.replace("FIELDS", fields), &Files)
+}
+
+fn kim() -> Value {
+    json!({"id": "kim", "credit": 20.5, "tier": "silver",
+           "calls": [{"at": "2026-11-30T03:00:00Z", "minutes": 5}], "cards": {"g1": {"balance": 10}, "gold": {"balance": 0}}})
+}
+
+#[test]
+fn fields_and_a_json_schema_file_declare_the_same_row() {
+    let written = load(FIELDS).unwrap();
+    let file = load("key = \"id\"\nschema = \"customer.schema.json\"").unwrap();
+    assert_eq!(written.tables()[0].schema, file.tables()[0].schema);
+    assert!(written.tables()[0].schema.is_some());
+    assert_eq!(written.cedar_schema(), file.cedar_schema());
+    // A typed table's entity is a closed record: money as minor units, lists as sets, optional
+    // fields not required.
+    let shape = &written.cedar_schema()[""]["entityTypes"]["Customer"]["shape"];
+    assert_eq!(shape.get("additionalAttributes"), None, "{shape}");
+    assert_eq!(shape["attributes"]["credit"], json!({"type": "Long"}));
+    assert_eq!(shape["attributes"]["since"], json!({"type": "String", "required": false}));
+    assert_eq!(shape["attributes"]["calls"]["type"], "Set");
+    assert_eq!(shape["attributes"]["key"], json!({"type": "String"}));
+    // The schema file is part of what the contract's hash covers.
+    struct Described;
+    impl ContractFiles for Described {
+        fn read(&self, path: &str) -> Result<String, String> {
+            Files.read(path).map(|text| text.replacen("\"type\"", "\"description\": \"a customer\", \"type\"", 1))
+        }
+    }
+    let text = CONTRACT.replace("FIELDS", "key = \"id\"\nschema = \"customer.schema.json\"");
+    let described = Contract::load("schemas.toml", &text, &Described).unwrap();
+    assert_eq!(described.tables()[0].schema, file.tables()[0].schema);
+    assert_ne!(described.hash(), file.hash());
+}
+
+#[test]
+fn rows_are_checked_against_the_schema_naming_the_field() {
+    let contract = load(FIELDS).unwrap();
+    let table = &contract.tables()[0];
+    let usd = contract.currency();
+    assert_eq!(records::check_row(table, "kim", &kim(), usd), Ok(()));
+    let fault = |mutate: &dyn Fn(&mut Value), key: &str| {
+        let mut row = kim();
+        mutate(&mut row);
+        let error = records::check_row(table, key, &row, usd).unwrap_err();
+        (error.field().map(str::to_owned), error.to_string())
+    };
+    let (field, message) = fault(&|r| r["tierr"] = json!("gold"), "kim");
+    assert_eq!(field.as_deref(), Some("tierr"), "{message}");
+    assert!(message.contains("not a declared field"), "{message}");
+    let (field, _) = fault(&|r| r["calls"][0]["at"] = json!("2026-11-30 03:00"), "kim");
+    assert_eq!(field.as_deref(), Some("calls[0].at"));
+    let (field, _) = fault(&|r| r["cards"]["g1"]["balance"] = json!(1.005), "kim");
+    assert_eq!(field.as_deref(), Some("cards.g1.balance"));
+    let (field, _) = fault(&|r| r["since"] = json!("2026-02-30"), "kim");
+    assert_eq!(field.as_deref(), Some("since"));
+    let (field, message) = fault(&|r| r["tier"] = Value::Null, "kim");
+    assert_eq!(field.as_deref(), Some("tier"), "{message}");
+    // A null in an optional field is as good as its absence.
+    let mut optional_null = kim();
+    optional_null["since"] = Value::Null;
+    assert_eq!(records::check_row(table, "kim", &optional_null, usd), Ok(()));
+    // The key field holds the row's own key.
+    let (field, message) = fault(&|_| {}, "lee");
+    assert_eq!(field.as_deref(), Some("id"), "{message}");
+}
+
+struct Memory(BTreeMap<(String, String), Record>);
+impl Facts for Memory {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.0.get(&(table.to_owned(), key.to_owned())).cloned())
+    }
+    fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+        Ok(None)
+    }
+}
+
+fn set_tier(card: &str) -> turn::Decision {
+    decide_tier("set_tier", card)
+}
+
+fn decide_tier(op: &str, tier: &str) -> turn::Decision {
+    let contract = load(FIELDS).unwrap();
+    let row = Record { table: "customer".into(), key: "kim".into(), revision: 2, value: kim() };
+    let facts = Memory(BTreeMap::from([(("customer".to_owned(), "kim".to_owned()), row)]));
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "kim",
+        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": "Make me gold."}],
+        "acts": [{"op": op, "args": {"tier": tier}}],
+    });
+    let valid = request::parse(&contract, &body.to_string()).unwrap();
+    turn::decide(&contract, &valid, &facts, &BTreeSet::new())
+}
+
+#[test]
+fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
+    let gold = set_tier("gold");
+    assert_eq!(gold.response.acts[0].verdict, Verdict::Commit, "{:?}", gold.response.acts);
+    assert_eq!(gold.writes[0].value["tier"], "gold");
+    // `g1` is a member of the collection but no value of the field: the effect fails closed.
+    let platinum = set_tier("g1");
+    let act = &platinum.response.acts[0];
+    assert_eq!(act.verdict, Verdict::Refuse, "{act:?}");
+    assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema");
+    assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("`tier`")), "{act:?}");
+    assert!(platinum.writes.is_empty() && platinum.response.effects.is_empty(), "{:?}", platinum.writes);
+    // A consequential act is tried before it is held: the user is never asked to confirm an
+    // effect that could not commit.
+    let held = decide_tier("confirm_tier", "gold");
+    assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
+    assert!(held.writes.is_empty());
+    let refused = decide_tier("confirm_tier", "g1");
+    assert_eq!(refused.response.acts[0].verdict, Verdict::Refuse, "{:?}", refused.response.acts);
+    assert_eq!(refused.response.acts[0].reasons[0].code.as_str(), "effect_breaks_schema");
+    assert!(refused.response.interactions.is_empty() && refused.writes.is_empty());
+}
+
+#[test]
+fn a_literal_an_effect_writes_must_fit_its_field_when_the_contract_loads() {
+    let contract = CONTRACT.replace("FIELDS", FIELDS).replace("arg = \"tier\"", "value = \"bronze\"");
+    let error = Contract::load("schemas.toml", &contract, &Files).unwrap_err().to_string();
+    assert!(error.contains("`actor.tier` holds `bronze`, not one of `silver`, `gold`"), "{error}");
+    let appended = CONTRACT
+        .replace("FIELDS", FIELDS)
+        .replace("set = \"actor.tier\"\narg = \"tier\"", "append = \"actor.calls\"\nentry.minutes = { value = 3 }");
+    let error = Contract::load("schemas.toml", &appended, &Files).unwrap_err().to_string();
+    assert!(error.contains("lacks its field `at`"), "{error}");
+    // An enum argument with a value the field cannot hold, an integer into text: both sure
+    // from the declarations, so both stop the load.
+    let enum_arg = CONTRACT.replace("FIELDS", FIELDS).replace(
+        "args.tier = { kind = \"member\", of = \"actor\", path = \"cards\" }",
+        "args.tier = { kind = \"enum\", values = [\"gold\", \"platinum\"] }",
+    );
+    let error = Contract::load("schemas.toml", &enum_arg, &Files).unwrap_err().to_string();
+    assert!(error.contains("`actor.tier` cannot hold `platinum`, a value of argument `tier`"), "{error}");
+    let integer = CONTRACT
+        .replace("FIELDS", FIELDS)
+        .replace(
+            "args.tier = { kind = \"member\", of = \"actor\", path = \"cards\" }",
+            "args.tier = { kind = \"integer\" }",
+        )
+        .replace("set = \"actor.tier\"", "set = \"actor.id\"");
+    let error = Contract::load("schemas.toml", &integer, &Files).unwrap_err().to_string();
+    assert!(error.contains("`actor.id` is text, and argument `tier` is an integer"), "{error}");
+}
