@@ -1,4 +1,4 @@
-//! `warrant_gate._native`: the engine in a Python process. One [`Gate`] holds one engine over
+//! `warrant_gate._native`: the engine in a Python process. One `Gate` holds one engine over
 //! one store behind a mutex; every call converts its dict to JSON with the GIL held, then
 //! releases the GIL while the engine decides, so Python threads sharing a gate run their turns
 //! one at a time in the engine and in parallel everywhere else.
