@@ -27,7 +27,9 @@ port="${REAL_MODEL_PORT:-$(free_port)}"
 started=$(date +%s)
 say() { echo "real-model tier [$(( $(date +%s) - started ))s]: $*"; }
 
-if [ ! -x "$venv/bin/python" ]; then
+# A virtual environment moved from another path keeps that path in its scripts: make it again.
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/pip" --version >/dev/null 2>&1; then
+  rm -rf "$venv"
   python3 -m venv "$venv"
 fi
 # CPU only, no native tuning (the build must run on any CI machine of this kind).
