@@ -30,6 +30,15 @@ pub fn turn_key(conversation: &str, request_id: &str) -> String {
     derive_id("mcp", &[conversation, request_id])
 }
 
+/// Whether `turn` is a key the gateway derived: a call's ([`turn_key`]) or its answer's
+/// ([`answer_key`]). The start-up sweep forwards the effects of these turns alone, not those
+/// of turns other clients of the same store decided.
+pub fn is_gateway_turn(turn: &str) -> bool {
+    let call = turn.strip_suffix(".answer").unwrap_or(turn);
+    let shape = derive_id("mcp", &[]);
+    call.len() == shape.len() && call.strip_prefix("mcp_").is_some_and(|hex| hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
 /// The turn key of the answer to the interaction a call's turn created.
 pub fn answer_key(turn: &str) -> String {
     format!("{turn}.answer")
@@ -186,5 +195,8 @@ mod tests {
         assert_ne!(turn_key("s1", "3"), turn_key("s2", "3"));
         assert_ne!(turn_key("s1", "3"), turn_key("s1", "4"));
         assert_eq!(answer_key("k"), "k.answer");
+        let key = turn_key("s1", "3");
+        assert!(is_gateway_turn(&key) && is_gateway_turn(&answer_key(&key)));
+        assert!(!is_gateway_turn("t1") && !is_gateway_turn("mcp_1") && !is_gateway_turn(&format!("{key}x")));
     }
 }

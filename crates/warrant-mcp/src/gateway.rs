@@ -17,8 +17,8 @@ use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerH
 use serde_json::{Map, Value, json};
 use warrant_core::ReasonCode;
 use warrant_core::operation::Operation;
-use warrant_core::turn::{TurnResponse, Verdict};
-use warrant_engine::{Engine, TurnResult};
+use warrant_core::turn::{EffectOut, TurnResponse, Verdict};
+use warrant_engine::{Engine, OutcomeReply, TurnResult};
 use warrant_store::AnyStore;
 
 use crate::call::{self, TurnFrame};
@@ -193,24 +193,26 @@ impl Gateway {
         .map_err(|e| e.to_string())?
     }
 
-    /// The recorded outcome of `effect`, committed by `turn`.
-    async fn recorded_outcome(&self, who: &Who, turn: String, effect: String) -> Result<Option<String>, String> {
-        let engine = self.inner.engine.clone();
-        let conversation = who.conversation.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
-            let views = engine.turn_effects(&conversation, &turn).map_err(|e| e.to_string())?;
-            Ok(views.into_iter().find(|v| v.id == effect).and_then(|v| v.outcome))
-        })
-        .await
-        .map_err(|e| e.to_string())?
+    async fn report(&self, effect: String, outcome: &'static str) -> Result<(), String> {
+        self.settle(effect, outcome).await.map(|_| ())
     }
 
-    async fn report(&self, effect: String, outcome: &'static str) -> Result<(), String> {
+    /// Records `outcome` for `effect`: `None` when this report recorded it, else the outcome
+    /// recorded before, which stands.
+    async fn settle(&self, effect: String, outcome: &'static str) -> Result<Option<String>, String> {
         let engine = self.inner.engine.clone();
         tokio::task::spawn_blocking(move || {
             let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
-            engine.report_outcome(&effect, outcome, &[]).map(|_| ()).map_err(|e| e.to_string())
+            match engine.report_outcome(&effect, outcome, &[]).map_err(|e| e.to_string())? {
+                OutcomeReply::Accepted(reply) if reply.recorded => Ok(None),
+                OutcomeReply::Accepted(reply) => Ok(Some(reply.outcome)),
+                OutcomeReply::Refused { error } => Err(format!(
+                    "warrant: the outcome of effect `{effect}` was refused; {} (field `{}`): {}",
+                    error.code.as_str(),
+                    error.field,
+                    error.message
+                )),
+            }
         })
         .await
         .map_err(|e| e.to_string())?
@@ -254,7 +256,7 @@ impl Gateway {
         };
         let Some(act) = response.acts.first() else { return refusal("warrant: the turn decided no act".into()) };
         match act.verdict {
-            Verdict::Commit => self.perform(who, &key, &response).await,
+            Verdict::Commit => self.perform(&response).await,
             Verdict::Hold if elicit => self.confirm(who, &key, &response, cx).await,
             _ => refusal(call::verdict_text(act)),
         }
@@ -293,7 +295,8 @@ impl Gateway {
         Ok(Some(words))
     }
 
-    /// An elicitation: the accepted content, `None` when declined, cancelled or timed out.
+    /// An elicitation: the accepted content, `None` when declined, cancelled or timed out, or
+    /// when the client cancels the call meanwhile (`notifications/cancelled`).
     async fn elicit(
         &self,
         message: String,
@@ -303,7 +306,12 @@ impl Gateway {
         let schema = ElicitationSchema::from_json_schema(schema).map_err(|e| format!("warrant: form: {e}"))?;
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
         let timeout = Some(self.inner.config.elicitation_timeout);
-        match cx.peer.create_elicitation_with_timeout(params, timeout).await {
+        let asked = cx.peer.create_elicitation_with_timeout(params, timeout);
+        let answered = tokio::select! {
+            answered = asked => answered,
+            () = cx.ct.cancelled() => return Ok(None),
+        };
+        match answered {
             Ok(result) if result.action == ElicitationAction::Accept => match result.content {
                 Some(Value::Object(content)) => Ok(Some(content)),
                 _ => Ok(None),
@@ -337,6 +345,12 @@ impl Gateway {
         };
         let Some(option) = decision else {
             // Not answered: the interaction stays open, answerable elsewhere.
+            if cx.ct.is_cancelled() {
+                eprintln!(
+                    "warrant mcp: the client cancelled `{}` while the user was asked: nothing committed, interaction `{}` stays open",
+                    interaction.op, interaction.id
+                );
+            }
             return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
         };
         let answer_key = call::answer_key(key);
@@ -350,7 +364,7 @@ impl Gateway {
             Err(e) => return refusal(e),
         };
         match answered.acts.first() {
-            Some(act) if act.verdict == Verdict::Commit => self.perform(who, &answer_key, &answered).await,
+            Some(act) if act.verdict == Verdict::Commit => self.perform(&answered).await,
             Some(act) => refusal(call::verdict_text(act)),
             None => refusal("warrant: the answer decided no act".into()),
         }
@@ -358,19 +372,33 @@ impl Gateway {
 
     /// A committed act: forwarded to the downstream unless its outcome is recorded, and its
     /// outcome recorded.
-    async fn perform(&self, who: &Who, turn: &str, response: &TurnResponse) -> Ending {
-        let Some(effect) = response.effects.first() else {
+    async fn perform(&self, committed: &TurnResponse) -> Ending {
+        let Some(effect) = committed.effects.first() else {
             return refusal("warrant: committed without an effect".into());
         };
-        match self.recorded_outcome(who, turn.to_owned(), effect.id.clone()).await {
-            Ok(Some(outcome)) => {
+        match self.forward_once(effect).await {
+            Ok(Forward::Performed { result, .. }) => Ending::Result(result),
+            Ok(Forward::Before(outcome)) => {
                 let text = format!("warrant: `{}` was performed before (effect `{}`: {outcome})", effect.op, effect.id);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.is_error = Some(outcome != "done");
-                return Ending::Result(result);
+                Ending::Result(result)
             }
-            Ok(None) => {}
-            Err(e) => return refusal(e),
+            Err(e) => refusal(e),
+        }
+    }
+
+    /// Forwards a committed effect to the downstream at most once, ever. The forward is first
+    /// claimed by recording the outcome `unknown` (the store records it once: of two claims,
+    /// one is recorded and the other finds it), then sent with the effect's idempotency key,
+    /// and its result recorded over the claim: `failed` if it has `isError`, else `done`. An
+    /// effect whose outcome is recorded (a claim included) is not forwarded again: a gateway
+    /// that dies between the claim and the result leaves `unknown`, for the operator to settle.
+    async fn forward_once(&self, effect: &EffectOut) -> Result<Forward, String> {
+        #[cfg(feature = "failpoints")]
+        failpoint("before_claim");
+        if let Some(outcome) = self.settle(effect.id.clone(), "unknown").await? {
+            return Ok(Forward::Before(outcome));
         }
         let args = match &effect.args {
             Value::Object(map) => map.clone(),
@@ -394,11 +422,118 @@ impl Gateway {
         };
         #[cfg(feature = "failpoints")]
         failpoint("after_forward");
-        if let Err(e) = self.report(effect.id.clone(), outcome).await {
+        if outcome != "unknown"
+            && let Err(e) = self.report(effect.id.clone(), outcome).await
+        {
             tracing::error!(effect = %effect.id, error = %e, "the outcome was not recorded");
         }
-        Ending::Result(result)
+        Ok(Forward::Performed { result, outcome })
     }
+
+    /// The start-up sweep: every effect a gateway committed (a turn of an MCP session whose key
+    /// the gateway derived) and never claimed is forwarded now, once, and its outcome recorded;
+    /// every effect whose forward was claimed and never settled is named `unknown` and not
+    /// forwarded again. A gateway killed between a commit and its forward loses nothing and
+    /// performs nothing twice.
+    pub async fn sweep(&self) -> Result<Swept, String> {
+        let engine = self.inner.engine.clone();
+        let pending = tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            unsettled(&mut engine).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let mut swept = Swept::default();
+        for (effect, outcome) in pending {
+            if outcome.is_some() {
+                swept.unknown.push(SweptEffect { id: effect.id, op: effect.op, outcome: "unknown".into() });
+                continue;
+            }
+            if !self.inner.offered.iter().any(|d| d.name == effect.op) {
+                swept.not_offered.push(SweptEffect { id: effect.id, op: effect.op, outcome: String::new() });
+                continue;
+            }
+            let outcome = match self.forward_once(&effect).await? {
+                Forward::Performed { outcome, .. } => outcome.to_owned(),
+                Forward::Before(outcome) => outcome,
+            };
+            swept.forwarded.push(SweptEffect { id: effect.id, op: effect.op, outcome });
+        }
+        Ok(swept)
+    }
+}
+
+/// The effects of the gateway's turns whose outcome is not settled, oldest first, each with
+/// `None` (never claimed) or `Some("unknown")` (claimed, never settled).
+fn unsettled(engine: &mut Engine<AnyStore>) -> Result<Vec<(EffectOut, Option<String>)>, warrant_engine::EngineError> {
+    let mut found = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = engine.turns(after, 500)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for turn in page {
+            if !call::is_gateway_turn(&turn.turn) {
+                continue;
+            }
+            let effects: Vec<EffectOut> = serde_json::from_value(
+                turn.response.get("effects").cloned().unwrap_or_else(|| json!([])),
+            )
+            .map_err(|e| warrant_engine::EngineError::Corrupt {
+                what: format!("the effects of turn `{}`", turn.turn),
+                message: e.to_string(),
+            })?;
+            if effects.is_empty() {
+                continue;
+            }
+            let views = engine.turn_effects(&turn.conversation, &turn.turn)?;
+            for effect in effects {
+                let outcome = views.iter().find(|v| v.id == effect.id).and_then(|v| v.outcome.clone());
+                match outcome.as_deref() {
+                    None | Some("unknown") => found.push((effect, outcome)),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What one forward came to.
+enum Forward {
+    /// Forwarded now: the downstream's result and the outcome recorded.
+    Performed {
+        /// The result, for the client.
+        result: CallToolResult,
+        /// `done`, `failed`, or `unknown` if the downstream did not answer.
+        outcome: &'static str,
+    },
+    /// Not forwarded: the outcome recorded before.
+    Before(String),
+}
+
+/// One effect the start-up sweep found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweptEffect {
+    /// The effect.
+    pub id: String,
+    /// Its operation.
+    pub op: String,
+    /// The outcome it has now (empty where none is recorded).
+    pub outcome: String,
+}
+
+/// What the start-up sweep found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Committed and never forwarded: forwarded now, once, with the outcome recorded.
+    pub forwarded: Vec<SweptEffect>,
+    /// Claimed and never settled: the gateway died during the forward, so the downstream may
+    /// or may not have performed it. Left `unknown`, never forwarded again.
+    pub unknown: Vec<SweptEffect>,
+    /// Committed and never forwarded, but the downstream does not offer the operation now:
+    /// left as they are, forwarded by a later start that finds it offered.
+    pub not_offered: Vec<SweptEffect>,
 }
 
 /// Stops the process at the failpoint `WARRANT_MCP_FAILPOINT` names (test builds only).

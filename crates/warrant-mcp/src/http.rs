@@ -1,8 +1,11 @@
 //! The gateway over streamable HTTP: one MCP session per `mcp-session-id`, its conversation;
 //! every request authenticated by an API key of the tenant registry `warrant tenant` keeps, whose
 //! tenant name is the actor the calls are decided for. The actor comes from the key alone,
-//! never from what the client or the model sends.
+//! never from what the client or the model sends. A session is bound to the tenant whose key
+//! opened it: a request of another key in that session (a call, or the answer to an
+//! elicitation) is refused, so no key can act in, or answer for, another tenant's session.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
@@ -20,9 +23,14 @@ use crate::Gateway;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal(pub String);
 
+/// The header that names a streamable HTTP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 #[derive(Clone)]
 struct Keys {
     registry: Arc<Mutex<Registry>>,
+    /// Each session the gateway opened, with the tenant whose key opened it.
+    sessions: Arc<Mutex<HashMap<String, String>>>,
 }
 
 /// The router: the MCP endpoint at `/mcp`, behind the key check.
@@ -32,7 +40,7 @@ pub fn router(
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<axum::Router, String> {
     let registry = location.registry().map_err(|e| format!("the key registry: {e}"))?;
-    let keys = Keys { registry: Arc::new(Mutex::new(registry)) };
+    let keys = Keys { registry: Arc::new(Mutex::new(registry)), sessions: Arc::default() };
     let config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
     let service =
         StreamableHttpService::new(move || Ok(gateway.clone()), Arc::new(LocalSessionManager::default()), config);
@@ -41,7 +49,8 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(keys, authenticate)))
 }
 
-/// Opens the request with its bearer key, or answers 401 naming why.
+/// Opens the request with its bearer key, or answers 401 naming why; a request in a session
+/// another tenant's key opened (or one the gateway never opened) is answered 403.
 async fn authenticate(State(keys): State<Keys>, mut request: Request, next: Next) -> Response {
     let key = request
         .headers()
@@ -69,18 +78,46 @@ async fn authenticate(State(keys): State<Keys>, mut request: Request, next: Next
             }
         }
     };
-    match claimed {
-        Some(tenant) if tenants::key_opens(&key, stored.as_deref()) => {
-            request.extensions_mut().insert(Principal(tenant.as_str().to_owned()));
-            next.run(request).await
+    let tenant = match claimed {
+        Some(tenant) if tenants::key_opens(&key, stored.as_deref()) => tenant.as_str().to_owned(),
+        _ => return unauthorized("the key is not valid"),
+    };
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(session) = &session {
+        let owner = match keys.sessions.lock() {
+            Ok(sessions) => sessions.get(session).cloned(),
+            Err(_) => return internal("the session lock is poisoned"),
+        };
+        if owner.as_deref() != Some(tenant.as_str()) {
+            return forbidden(&format!("the MCP session `{session}` was not opened by this key"));
         }
-        _ => unauthorized("the key is not valid"),
     }
+    let closing = request.method() == axum::http::Method::DELETE;
+    request.extensions_mut().insert(Principal(tenant.clone()));
+    let response = next.run(request).await;
+    let opened = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Ok(mut sessions) = keys.sessions.lock() {
+        match (&session, opened) {
+            (None, Some(opened)) => {
+                sessions.insert(opened, tenant);
+            }
+            (Some(session), _) if closing && response.status().is_success() => {
+                sessions.remove(session);
+            }
+            _ => {}
+        }
+    }
+    response
 }
 
 fn unauthorized(message: &str) -> Response {
     let body = serde_json::json!({"error": {"code": "unauthorized", "message": message}});
     (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
+}
+
+fn forbidden(message: &str) -> Response {
+    let body = serde_json::json!({"error": {"code": "unauthorized", "message": message}});
+    (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
 }
 
 fn internal(message: &str) -> Response {

@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess, stdio};
 use warrant_engine::Engine;
 
-pub use gateway::{Downstream, Gateway, GatewayConfig, ToolMatch, match_tools};
+pub use gateway::{Downstream, Gateway, GatewayConfig, Swept, SweptEffect, ToolMatch, match_tools};
 pub use tools::{ToolDef, ToolFormat};
 
 /// What stops the gateway.
@@ -99,6 +99,8 @@ async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Ru
     let found = match_tools(gateway::contract_tools(&engine), &names);
     report(&found);
     let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
+    let swept = gateway.sweep().await.map_err(McpError::Downstream)?;
+    report_swept(&swept);
     Ok((gateway, downstream))
 }
 
@@ -184,6 +186,28 @@ pub async fn serve_http(options: Options, listen: &str, keys: &str) -> Result<()
         .map_err(|e| McpError::Upstream(e.to_string()))?;
     drop(downstream);
     Ok(())
+}
+
+/// What the start-up sweep did, on standard error.
+fn report_swept(swept: &Swept) {
+    for effect in &swept.forwarded {
+        eprintln!(
+            "warrant mcp: effect `{}` (`{}`) was committed and not forwarded: forwarded now, {}",
+            effect.id, effect.op, effect.outcome
+        );
+    }
+    for effect in &swept.unknown {
+        eprintln!(
+            "warrant mcp: effect `{}` (`{}`) was being forwarded when the gateway stopped: unknown, not forwarded again",
+            effect.id, effect.op
+        );
+    }
+    for effect in &swept.not_offered {
+        eprintln!(
+            "warrant mcp: effect `{}` (`{}`) is not forwarded: the downstream does not offer `{}`",
+            effect.id, effect.op, effect.op
+        );
+    }
 }
 
 /// The start-up report, on standard error.

@@ -7,7 +7,10 @@ other, each:
   "decision": the option the user picks in a confirmation form, or null for no elicitation
               capability at all,
   "words": {ARG: TEXT} the user types into a text form (others keep the offered default),
-  "calls": [{"name", "arguments"}]
+  "calls": [{"name", "arguments"}],
+  "cancel_after": seconds (optional): the user never answers a confirmation, and the client
+              cancels each call after this long (a `notifications/cancelled` to the server),
+  "server_log": a file the stdio server's standard error is written to (optional)
 Prints a JSON list, one object per session: the protocol version, the tool names listed, every
 elicitation's message and fields, and each call's isError and text; or the error that ended it
 (the gateway killed under it).
@@ -30,6 +33,8 @@ async def on_elicit(context, params):
     schema = params.requested_schema
     props = schema.get("properties", {}) if isinstance(schema, dict) else schema.model_dump()["properties"]
     seen.append({"message": params.message, "fields": sorted(props)})
+    if "decision" in props and plan.get("cancel_after") is not None:
+        await anyio.sleep(3600)  # the user walks away; the call is cancelled meanwhile
     if "decision" in props:
         return types.ElicitResult(action="accept", content={"decision": plan["decision"]})
     words = plan.get("words", {})
@@ -44,7 +49,15 @@ async def session(read, write):
         tools = await s.list_tools()
         results = []
         for call in plan["calls"]:
-            r = await s.call_tool(call["name"], call.get("arguments", {}))
+            if plan.get("cancel_after") is not None:
+                r = None
+                with anyio.move_on_after(plan["cancel_after"]):
+                    r = await s.call_tool(call["name"], call.get("arguments", {}))
+                if r is None:
+                    results.append({"is_error": True, "text": "", "cancelled": True})
+                    continue
+            else:
+                r = await s.call_tool(call["name"], call.get("arguments", {}))
             texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
             results.append({"is_error": bool(r.is_error), "text": "\n".join(texts)})
         offered = init.capabilities.model_dump(exclude_none=True)
@@ -60,7 +73,8 @@ async def one():
             return await session(read, write)
     cmd = plan["stdio"]
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=plan.get("env"))
-    async with stdio_client(params) as (read, write):
+    errlog = open(plan["server_log"], "w") if plan.get("server_log") else sys.stderr
+    async with stdio_client(params, errlog=errlog) as (read, write):
         return await session(read, write)
 
 
