@@ -8,6 +8,7 @@ mod docs;
 mod guards;
 mod input;
 mod mcp;
+mod mcp_conformance;
 mod outbound;
 mod outcomes;
 mod prompts;
