@@ -42,7 +42,15 @@ say "pytest passed"
 # The oldest Python the package claims (requires-python in python/pyproject.toml, the abi3
 # floor of python/Cargo.toml): the same wheel, the tests that need no agent framework (both
 # frameworks need a newer Python), with python/requirements-oldest.txt.
-oldest="${PYTHON_OLDEST:-$(command -v python3.9 || ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9*/bin/python3.9 2>/dev/null | tail -n 1 || true)}"
+# A pyenv shim named python3.9 may be on the path without running: each candidate must run.
+oldest="${PYTHON_OLDEST:-}"
+if [ -z "$oldest" ]; then
+  for candidate in python3.9 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9*/bin/python3.9; do
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 9))' 2>/dev/null; then
+      oldest="$candidate"
+    fi
+  done
+fi
 if [ -z "$oldest" ]; then
   say "no Python 3.9 on this machine (set PYTHON_OLDEST): the oldest claimed Python is not checked"
   exit 0
