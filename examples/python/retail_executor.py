@@ -23,17 +23,16 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
-from warrant_gate import Gate
+from warrant_gate import Gate, tools
 
 RETAIL = pathlib.Path(__file__).resolve().parents[1] / "retail"
 
 
 def writes_of_the_contract() -> set[str]:
-    """The write actions: the contract's consequential operations (Python 3.11's tomllib)."""
-    import tomllib
-
-    contract = tomllib.loads((RETAIL / "contract.toml").read_text())
-    return {op["name"] for op in contract["operation"] if op.get("consequential")}
+    """The write actions: the contract's tools that change records, from the definitions
+    `warrant tools --format mcp` prints (an MCP tool that is not read-only)."""
+    listed = tools(RETAIL / "contract.toml", "mcp")["tools"]
+    return {tool["name"] for tool in listed if not tool["annotations"]["readOnlyHint"]}
 
 
 WRITES = writes_of_the_contract()

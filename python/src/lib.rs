@@ -7,6 +7,10 @@
 //! refuses is raised as one of the exception classes of `warrant_gate._errors` (defined in
 //! Python, so the HTTP client raises the very same ones), carrying the stable reason code and
 //! the field at fault.
+//!
+//! Tool definitions (`Gate.tools`, `tools`) come from the MCP gateway's generator
+//! (`warrant_mcp::tools`), the one `warrant tools` prints, so a model is offered exactly what
+//! the contract checks.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -14,11 +18,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::{Value, json};
 
+use warrant_core::Contract;
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
 use warrant_engine::{
     BuildError, Engine, EngineError, OutboundResult, OutcomeReply, OutcomeRow, Submitted, TurnResult,
 };
+use warrant_mcp::ToolFormat;
 use warrant_store::{AnyStore, Precondition, RecordConflict};
 
 /// An error on its way to Python: the reason code, the field at fault and the message.
@@ -171,6 +177,19 @@ fn outcome(engine: &mut Engine<AnyStore>, effect: &str, outcome: &str, rows: &[O
     }
 }
 
+/// The tool definitions of `contract` in `format` (`openai`, `anthropic` or `mcp`), the JSON
+/// `warrant tools --format FORMAT` prints.
+fn tool_list(contract: &Contract, format: &str) -> Result<Value, Refusal> {
+    let parsed = ToolFormat::parse(format).ok_or_else(|| {
+        Refusal::new(
+            ReasonCode::InvalidInput,
+            Some("format"),
+            format!("`format` is `{format}`: give openai, anthropic or mcp"),
+        )
+    })?;
+    Ok(warrant_mcp::tools::render(&warrant_mcp::tools::definitions(contract), parsed))
+}
+
 /// The rows of an outcome report, read as strictly as the route reads them.
 fn rows(rows: Option<&Bound<'_, PyList>>) -> Result<Vec<OutcomeRow>, Refusal> {
     let Some(rows) = rows else { return Ok(Vec::new()) };
@@ -245,6 +264,14 @@ impl Gate {
         to_py(py, &value)
     }
 
+    /// The contract's operations as tool definitions in `format` (`openai`, `anthropic` or
+    /// `mcp`), as `warrant tools --format FORMAT` prints them for the same contract.
+    #[pyo3(signature = (format = "mcp"))]
+    fn tools<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+        let format = format.to_owned();
+        self.call(py, move |engine| tool_list(engine.contract(), &format))
+    }
+
     /// The row `key` of `table` with its revision, or `None`.
     fn record<'py>(&self, py: Python<'py>, table: String, key: String) -> PyResult<Bound<'py, PyAny>> {
         self.call(py, move |engine| {
@@ -285,10 +312,27 @@ impl Gate {
     }
 }
 
+/// The tool definitions of the contract file `contract` in `format`, without opening a store:
+/// for an agent that calls `warrant serve` through `Client` with the contract the service runs.
+#[pyfunction]
+#[pyo3(signature = (contract, format = "mcp"))]
+fn tools<'py>(py: Python<'py>, contract: std::path::PathBuf, format: &str) -> PyResult<Bound<'py, PyAny>> {
+    let listed = py.detach(|| {
+        let (loaded, _) =
+            warrant_engine::load_contract(&contract).map_err(|error| build_error(BuildError::Engine(error)))?;
+        tool_list(&loaded, format)
+    });
+    match listed {
+        Ok(value) => to_py(py, &value),
+        Err(refusal) => Err(refusal.into_py(py)),
+    }
+}
+
 /// The module `warrant_gate._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Gate>()?;
+    module.add_function(wrap_pyfunction!(tools, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,9 +1,19 @@
 """Type stubs of the native module: the gate embedded in this process."""
 
 from os import PathLike
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union, overload
 
 __version__: str
+
+@overload
+def tools(contract: Union[str, PathLike[str]], format: Literal["mcp"] = "mcp") -> dict[str, Any]:
+    """The contract file's tool definitions, as ``warrant tools --format mcp`` prints them:
+    ``{"tools": [{name, description, inputSchema, annotations}, ...]}``. No store is opened."""
+
+@overload
+def tools(contract: Union[str, PathLike[str]], format: Literal["openai", "anthropic"]) -> list[dict[str, Any]]:
+    """The contract file's tool definitions for OpenAI (``[{type, function}]``) or Anthropic
+    (``[{name, description, input_schema}]``), as ``warrant tools --format FORMAT`` prints them."""
 
 class Gate:
     """A contract over a store (``sqlite:PATH`` or ``postgres://…[?schema=NAME]``).
@@ -19,6 +29,14 @@ class Gate:
     ) -> dict[str, Any]: ...
     def replay(self) -> dict[str, Any]: ...
     def render(self, text: str) -> dict[str, Any]: ...
+    @overload
+    def tools(self, format: Literal["mcp"] = "mcp") -> dict[str, Any]:
+        """The contract's tool definitions as an MCP ``tools/list`` result, as
+        ``warrant tools --format mcp`` prints them."""
+    @overload
+    def tools(self, format: Literal["openai", "anthropic"]) -> list[dict[str, Any]]:
+        """The contract's tool definitions for OpenAI or Anthropic function calling, as
+        ``warrant tools --format FORMAT`` prints them."""
     def record(self, table: str, key: str) -> Optional[dict[str, Any]]: ...
     def put_record(
         self,
