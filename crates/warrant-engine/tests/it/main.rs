@@ -13,6 +13,7 @@ mod outbound;
 mod outcomes;
 mod record_writes;
 mod records;
+mod related_rows;
 mod retail;
 mod reverts;
 mod turn_checks;
