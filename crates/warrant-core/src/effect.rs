@@ -726,16 +726,28 @@ impl<'a> Eval<'a> {
                 };
                 self.add(work, path, delta, true)
             }
+            Change::AddEach { .. } => self.add_each(work, &step.change),
+            Change::Append { path, entry } => {
+                let object = self.entry_object(work, entry)?;
+                self.push(work, path, |_| Ok(object.clone()))
+            }
+            Change::AddComputed { .. }
+            | Change::AppendValue { .. }
+            | Change::Create { .. }
+            | Change::Delete { .. }
+            | Change::Remove { .. } => self.apply_new(work, &step.change),
+            Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
+        }
+    }
+
+    /// The steps that add with CEL, append one value, create, delete or remove.
+    fn apply_new(&self, work: &mut Workspace<'_>, change: &Change) -> Result<(), Finding> {
+        match change {
             Change::AddComputed { path, value } => {
                 let Derived::Int(delta) = self.cel_quantity(work, value)? else {
                     return Err(inapplicable("an added amount must be a quantity".into()));
                 };
                 self.add(work, path, delta, value.ty == Some(ValueType::Money))
-            }
-            Change::AddEach { .. } => self.add_each(work, &step.change),
-            Change::Append { path, entry } => {
-                let object = self.entry_object(work, entry)?;
-                self.push(work, path, |_| Ok(object.clone()))
             }
             Change::AppendValue { path, value } => {
                 let value = match value {
@@ -776,7 +788,7 @@ impl<'a> Eval<'a> {
             }
             Change::Delete { row } => work.delete(&self.named_row(row)?),
             Change::Remove { path } => self.remove(work, path),
-            Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
+            _ => Ok(()),
         }
     }
 

@@ -1568,63 +1568,8 @@ fn compile_new_step(
         }
     };
     let change = match kind {
-        "create" => {
-            let table = raw.create.clone().unwrap_or_default();
-            let declared = scope.tables.iter().find(|t| t.name == table);
-            match declared.map(|t| &t.source) {
-                None => return Err(fail(format!("effect `create`: table `{table}` is not declared in `[records]`"))),
-                Some(crate::records::TableSource::Nested { table: parent, .. }) => {
-                    return Err(fail(format!(
-                        "effect `create`: the rows of `{table}` are entries of `{parent}` rows; set an entry there"
-                    )));
-                }
-                Some(_) => {}
-            }
-            let key = raw.key.as_deref().ok_or_else(|| fail("effect `create` needs `key`".into()))?;
-            let key = match key_ref(op, names, key).map_err(|e| fail(format!("effect `create`: `key`: {e}")))? {
-                KeyRef::Item(_) => return Err(fail("effect `create`: `key` is a minted key or an argument".into())),
-                key => key,
-            };
-            if let Some(name) = &raw.name {
-                let taken = op.arg(name).is_some()
-                    || op.keys.iter().any(|k| k.name == *name)
-                    || op.derive.iter().any(|(n, _)| n == name)
-                    || names.created.iter().any(|(n, _)| n == name)
-                    || expressions::TURN_NAMES.contains(&name.as_str());
-                if !source::is_identifier(name) || name == ITEM || taken {
-                    return Err(fail(format!(
-                        "effect `create`: `as = \"{}\"` needs a name nothing else has",
-                        crate::text::visible(name)
-                    )));
-                }
-            }
-            let value = match (cel(None)?, raw.entry.is_empty()) {
-                (Some(value), true) => NewRow::Cel(value),
-                (None, false) => NewRow::Entry(compile_entry(op, raw).map_err(fail)?),
-                _ => return Err(fail("effect `create` needs exactly one of `cel`, `entry`".into())),
-            };
-            Change::Create { table, key, name: raw.name.clone(), value }
-        }
-        "delete" => {
-            let row = raw.delete.clone().unwrap_or_default();
-            let record = matches!(op.arg(&row).map(|a| &a.kind), Some(ArgKind::Record { .. }));
-            if !record && !names.created.iter().any(|(n, _)| *n == row) {
-                return Err(fail(format!(
-                    "effect `delete` names `{row}`, which is no record argument nor a row an earlier step created"
-                )));
-            }
-            Change::Delete { row }
-        }
-        "remove" => {
-            let path = compile_path(op, names, raw.remove.as_deref().unwrap_or_default()).map_err(fail)?;
-            if !path.fields.len().checked_sub(1).is_some_and(|last| path.keys.contains_key(&last)) {
-                return Err(fail(format!(
-                    "effect `remove`: path `{}` must end in a keyed segment, the map entry removed (`…[key]`)",
-                    path_text(&path)
-                )));
-            }
-            Change::Remove { path }
-        }
+        "create" => compile_create(scope, op, names, raw, cel(None)?).map_err(fail)?,
+        "delete" | "remove" => compile_taken_away(op, names, raw).map_err(fail)?,
         "append" => {
             let path = compile_path(op, names, raw.append.as_deref().unwrap_or_default()).map_err(fail)?;
             let value = match (&raw.value, &raw.arg, cel(None)?) {
@@ -1654,6 +1599,79 @@ fn compile_new_step(
         }
     };
     Ok(Step::new(change, when))
+}
+
+/// `delete = "ROW"` (a record argument, or a row an earlier step created) or `remove = "PATH"`
+/// (a map entry, the path ending in a keyed segment).
+fn compile_taken_away(op: &Operation, names: &StepNames, raw: &RawStep) -> Result<Change, String> {
+    match &raw.delete {
+        Some(_) => {
+            let row = raw.delete.clone().unwrap_or_default();
+            let record = matches!(op.arg(&row).map(|a| &a.kind), Some(ArgKind::Record { .. }));
+            if !record && !names.created.iter().any(|(n, _)| *n == row) {
+                return Err(format!(
+                    "effect `delete` names `{row}`, which is no record argument nor a row an earlier step created"
+                ));
+            }
+            Ok(Change::Delete { row })
+        }
+        None => {
+            let path = compile_path(op, names, raw.remove.as_deref().unwrap_or_default())?;
+            if !path.fields.len().checked_sub(1).is_some_and(|last| path.keys.contains_key(&last)) {
+                return Err(format!(
+                    "effect `remove`: path `{}` must end in a keyed segment, the map entry removed (`…[key]`)",
+                    path_text(&path)
+                ));
+            }
+            Ok(Change::Remove { path })
+        }
+    }
+}
+
+/// `create = "TABLE"`: the table (not a nested one's), the key (minted or an argument), the name
+/// later steps use (`as`), and the row's value (`cel`, already compiled, or `entry`).
+fn compile_create(
+    scope: &Scope<'_>,
+    op: &Operation,
+    names: &StepNames,
+    raw: &RawStep,
+    cel: Option<Box<CelValue>>,
+) -> Result<Change, String> {
+    let table = raw.create.clone().unwrap_or_default();
+    let declared = scope.tables.iter().find(|t| t.name == table);
+    match declared.map(|t| &t.source) {
+        None => return Err(format!("effect `create`: table `{table}` is not declared in `[records]`")),
+        Some(crate::records::TableSource::Nested { table: parent, .. }) => {
+            return Err(format!(
+                "effect `create`: the rows of `{table}` are entries of `{parent}` rows; set an entry there"
+            ));
+        }
+        Some(_) => {}
+    }
+    let key = raw.key.as_deref().ok_or("effect `create` needs `key`")?;
+    let key = match key_ref(op, names, key).map_err(|e| format!("effect `create`: `key`: {e}"))? {
+        KeyRef::Item(_) => return Err("effect `create`: `key` is a minted key or an argument".into()),
+        key => key,
+    };
+    if let Some(name) = &raw.name {
+        let taken = op.arg(name).is_some()
+            || op.keys.iter().any(|k| k.name == *name)
+            || op.derive.iter().any(|(n, _)| n == name)
+            || names.created.iter().any(|(n, _)| n == name)
+            || expressions::TURN_NAMES.contains(&name.as_str());
+        if !source::is_identifier(name) || name == ITEM || taken {
+            return Err(format!(
+                "effect `create`: `as = \"{}\"` needs a name nothing else has",
+                crate::text::visible(name)
+            ));
+        }
+    }
+    let value = match (cel, raw.entry.is_empty()) {
+        (Some(value), true) => NewRow::Cel(value),
+        (None, false) => NewRow::Entry(compile_entry(op, raw)?),
+        _ => return Err("effect `create` needs exactly one of `cel`, `entry`".into()),
+    };
+    Ok(Change::Create { table, key, name: raw.name.clone(), value })
 }
 
 /// The field a path's root is, where its table declares a schema: the actor's or a record
@@ -1878,6 +1896,26 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, names: &StepNames, step: 
             }
         }
         Change::Append { path, entry } => check_append(scope, op, names, path, entry),
+        Change::Create { .. }
+        | Change::Delete { .. }
+        | Change::Remove { .. }
+        | Change::AppendValue { .. }
+        | Change::AddComputed { .. } => check_new_step_paths(scope, op, names, &step.change),
+        Change::Swap { members, with, fields } => {
+            let old = root_field(scope, op, members)?;
+            let new = root_field(scope, op, with)?;
+            for name in fields {
+                sub_field(old, name, members)?;
+                sub_field(new, name, with)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The paths of the steps that create, delete, remove, append one value or add with CEL.
+fn check_new_step_paths(scope: &Scope<'_>, op: &Operation, names: &StepNames, change: &Change) -> Result<(), String> {
+    match change {
         Change::Create { table, value, .. } => {
             let row = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref());
             match (row, value) {
@@ -1908,15 +1946,7 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, names: &StepNames, step: 
                 _ => expect_kind(field, &what, is_money, "money"),
             }
         }
-        Change::Swap { members, with, fields } => {
-            let old = root_field(scope, op, members)?;
-            let new = root_field(scope, op, with)?;
-            for name in fields {
-                sub_field(old, name, members)?;
-                sub_field(new, name, with)?;
-            }
-            Ok(())
-        }
+        _ => Ok(()),
     }
 }
 
