@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod checks;
+mod created_rows;
 mod dispatch;
 mod endpoint;
 mod every_answer;
