@@ -3,6 +3,7 @@
 
 mod checks;
 mod contracts;
+mod effect_steps;
 mod expressions;
 mod fuzz_findings;
 // Guards and the outbound gate run the corpus runners, behind the `corpus` feature: a workspace
@@ -10,6 +11,7 @@ mod fuzz_findings;
 #[cfg(feature = "corpus")]
 mod guards;
 mod module_graph;
+mod objects;
 #[cfg(feature = "corpus")]
 mod outbound;
 mod pending;
