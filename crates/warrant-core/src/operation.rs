@@ -729,6 +729,7 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
         tables: scope.tables,
         named: scope.named,
         has_actor: scope.has_actor,
+        actor: scope.actor,
     }
 }
 
@@ -1874,6 +1875,10 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, names: &StepNames, step: 
             let field = path_field(scope, op, names, path)?;
             match value.ty {
                 Some(ValueType::Money) => expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money"),
+                Some(ValueType::Instant) => {
+                    let instant_or_text = |k: &Kind| matches!(k, Kind::Instant | Kind::Text);
+                    expect_kind(field, &format!("`{}`", path_text(path)), instant_or_text, "an instant or text")
+                }
                 _ => Ok(()),
             }
         }
