@@ -51,6 +51,10 @@ impl Derived {
     }
 }
 
+/// What `walk` calls for each value a path reaches: its table, the keys from its row down to
+/// it, and the value.
+type Visit<'v> = dyn FnMut(Option<&str>, &[&str], &Value) + 'v;
+
 /// Evaluation state for one act: its checked arguments and the quantities derived so far.
 pub(crate) struct Eval<'a> {
     pub(crate) contract: &'a Contract,
@@ -286,12 +290,7 @@ impl<'a> Eval<'a> {
 
     /// Calls `visit` with every value `path` reaches, stepping through lists, each with its
     /// table and the keys from its row down to it (none for a value that is no place in a row).
-    fn walk(
-        &self,
-        work: &mut Workspace<'_>,
-        path: &Path,
-        visit: &mut dyn FnMut(Option<&str>, &[&str], &Value),
-    ) -> Result<(), Finding> {
+    fn walk(&self, work: &mut Workspace<'_>, path: &Path, visit: &mut Visit<'_>) -> Result<(), Finding> {
         let path = self.concrete(path)?;
         let (places, skip) = self.places(work, &path)?;
         let fields = path.fields.get(skip..).unwrap_or_default();

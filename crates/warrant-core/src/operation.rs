@@ -930,6 +930,13 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ));
         }
     };
+    options_fit_kind(name, raw)?;
+    let checks = arg_checks(op, name, raw, &kind)?;
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks, plain: raw.plain })
+}
+
+/// Refuses options written on an argument whose kind does not take them.
+fn options_fit_kind(name: &str, raw: &RawArg) -> Result<(), String> {
     if raw.evidence && raw.kind != "enum" {
         return Err(format!("argument `{name}`: `evidence` applies to `enum` arguments only"));
     }
@@ -944,8 +951,7 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             "argument `{name}`: `fields`, `min_items` and `max_items` apply to `objects` arguments only"
         ));
     }
-    let checks = arg_checks(op, name, raw, &kind)?;
-    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks, plain: raw.plain })
+    Ok(())
 }
 
 /// The kinds an `objects` argument's field may not have: a field holds one value.
@@ -1976,7 +1982,7 @@ fn check_append(
 /// and gives every field that is not optional.
 fn check_entry(op: &Operation, element: &Field, at: &str, entry: &[(String, EntryValue)]) -> Result<(), String> {
     for (name, value) in entry {
-        let field = schema::step(element, name, &at)?;
+        let field = schema::step(element, name, at)?;
         match value {
             EntryValue::Value(v) => literal_fits(Some(field), &format!("{at}.{name}"), v)?,
             EntryValue::Arg(arg) => arg_fits(op, arg, Some(field), &format!("{at}.{name}"))?,
