@@ -439,11 +439,18 @@ impl<'a> Eval<'a> {
     }
 
     /// A member as an expression sees it: the element, money in minor units.
+    /// The element is taken from its row as [`Self::row_json`] converts it, so its money fields
+    /// are recognised at their place in the row.
     fn member_json(&self, work: &mut Workspace<'_>, m: &MemberRef) -> Result<Value, Finding> {
-        let element = member_value(work, m)?;
-        let table = self.contract.table(&m.row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-        let wrapped = serde_json::json!({ "m": element });
-        Ok(cedar_attrs(table, &m.id, &wrapped, self.contract.currency()).get("m").cloned().unwrap_or(Value::Null))
+        member_value(work, m)?;
+        let row = self.row_json(work, &m.row)?;
+        let collection = m.path.split('.').try_fold(&row, |v, field| v.get(field));
+        let element = match (collection, m.position) {
+            (Some(list), Some(i)) => list.get(i),
+            (Some(object), None) => object.get(&m.id),
+            (None, _) => None,
+        };
+        element.cloned().ok_or_else(|| inapplicable(format!("member `{}` vanished from its row", m.id)))
     }
 
     /// One checked value as CEL reads it: a record as its row, a member as its element, money

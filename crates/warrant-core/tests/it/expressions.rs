@@ -250,3 +250,63 @@ fn names_an_expression_cannot_use_are_refused_at_load() {
     let order: Vec<&str> = contract.expressions().iter().map(|n| n.name.as_str()).collect();
     assert_eq!(order, ["y", "z"]);
 }
+
+#[test]
+fn a_member_s_money_is_in_minor_units_in_cel() {
+    const WALLET: &str = r#"
+[sources]
+kinds = ["user", "agent"]
+acts = "agent"
+
+[actor]
+table = "customer"
+
+[records]
+currency = "USD"
+
+[[records.table]]
+name = "customer"
+file = "customers.json"
+entity = "Customer"
+money = ["wallet.*.balance"]
+
+[policies]
+files = ["policy.cedar"]
+
+[[operation]]
+name = "pay"
+args.card = { kind = "member", of = "actor", path = "wallet" }
+derive = [{ name = "balance", cel = "card.balance", type = "money" }]
+"#;
+    const POLICY: &str = r#"
+permit (principal, action, resource);
+@id("card_holds_at_least_12_50")
+forbid (principal, action == Action::"pay", resource) when { context.derived.balance < 1250 };
+"#;
+    struct WalletFiles;
+    impl ContractFiles for WalletFiles {
+        fn read(&self, path: &str) -> Result<String, String> {
+            if path == "policy.cedar" { Ok(POLICY.into()) } else { Err(format!("no `{path}`")) }
+        }
+    }
+    let contract = Contract::load("wallet.toml", WALLET, &WalletFiles).unwrap();
+    let pay = |balance: f64| {
+        let kim = json!({"wallet": {"gc": {"balance": balance}}});
+        let rows = BTreeMap::from([(
+            "customer/kim".to_owned(),
+            Record { table: "customer".into(), key: "kim".into(), revision: 1, value: kim },
+        )]);
+        let body = json!({
+            "conversation": "c", "turn": "t", "actor": "kim", "at": "2026-11-30T03:00:00Z",
+            "time_zone": "UTC", "locale": "en-US",
+            "entries": [{"kind": "user", "text": "Pay with the card."}],
+            "acts": [{"op": "pay", "args": {"card": "gc"}}],
+        });
+        let valid = request::parse(&contract, &body.to_string()).unwrap();
+        let decision = turn::decide(&contract, &valid, &Rows(rows), &BTreeSet::new());
+        outcome(&decision)
+    };
+    // $12.50 is 1250 minor units, not dropped as a fraction, and $12.49 is below the rule.
+    assert_eq!(pay(12.50), (Verdict::Commit, String::new(), vec![]));
+    assert_eq!(pay(12.49).2, ["card_holds_at_least_12_50"]);
+}
