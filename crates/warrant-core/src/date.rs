@@ -178,6 +178,25 @@ pub fn parse_instant(text: &str) -> Result<Timestamp, DateError> {
     text.parse::<Timestamp>().map_err(|_| invalid())
 }
 
+/// An instant as Cedar's `datetime` reads it: UTC, to the millisecond (a finer fraction is
+/// cut off), `2026-11-30T03:00:00.000Z`. `None` outside the years 0000 to 9999, which Cedar's
+/// form cannot write.
+pub fn cedar_datetime(at: Timestamp) -> Option<String> {
+    let utc = TimeZone::UTC.to_datetime(at);
+    (0..=9999).contains(&utc.year()).then(|| {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            utc.year(),
+            utc.month(),
+            utc.day(),
+            utc.hour(),
+            utc.minute(),
+            utc.second(),
+            utc.millisecond()
+        )
+    })
+}
+
 /// Whether `b` has the shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)`, with the
 /// lowercase `t` and `z` RFC 3339 also allows, and an offset within RFC 3339's ranges. The
 /// ranges of the date and time (month 13, hour 25) are left to jiff.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::args::{Checked, MemberRef, member_value};
 use crate::contract::Contract;
 use crate::date::TurnClock;
-use crate::expr::{self, MAX_INPUT_VALUES};
+use crate::expr::{self, MAX_INPUT_VALUES, RowLookup};
 use crate::expressions::{CelValue, ValueType};
 use crate::facts::RowRef;
 use crate::money::{self, Currency};
@@ -18,7 +18,14 @@ use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
 use crate::reason::ReasonCode;
 use crate::records::cedar_attrs;
 use crate::verdict::Finding;
+use crate::visibility::RowValue;
 use crate::workspace::Workspace;
+
+/// The most rounds of fetching rows one expression's evaluation may take: how deep `row(…)`
+/// may be nested (a key read from a row another `row` reached).
+pub const MAX_FOLLOW_ROUNDS: usize = 3;
+/// The most rows `row(…)` may reach in one expression's evaluation.
+pub const MAX_FOLLOWED_ROWS: usize = 64;
 
 /// A derived quantity.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +80,10 @@ fn typed(value: &cel::Value, ty: ValueType, source: &str) -> Result<Derived, Fin
         (ValueType::Integer | ValueType::Money, cel::Value::UInt(n)) => i64::try_from(*n).ok().map(Derived::Int),
         (ValueType::Bool, cel::Value::Bool(b)) => Some(Derived::Json(Value::Bool(*b))),
         (ValueType::Text, cel::Value::String(text)) => Some(Derived::Json(Value::String(text.as_ref().clone()))),
+        (ValueType::Instant, cel::Value::Timestamp(_)) => expr::to_json(value).ok().map(Derived::Json),
+        (ValueType::Instant, cel::Value::String(text)) => {
+            crate::date::parse_instant(text).ok().map(|_| Derived::Json(Value::String(text.as_ref().clone())))
+        }
         _ => None,
     };
     derived.ok_or_else(|| {
@@ -270,6 +281,7 @@ impl Eval<'_> {
                 (None, "actor", Some(row)) => self.row_json(work, &row.clone())?,
                 (None, "today", _) => Value::String(self.clock.today().to_string()),
                 (None, "time_zone", _) => Value::String(self.clock.time_zone.iana_name().unwrap_or("UTC").to_owned()),
+                (None, "ledger", _) => self.ledger_json(work)?,
                 _ => return Ok(None),
             },
         };
@@ -302,14 +314,106 @@ impl Eval<'_> {
             };
             bindings.insert(root.to_owned(), bound);
         }
+        let follows = value.expression.follows()
+            || value.named.iter().any(|n| named.get(n).is_some_and(|n| n.expression.follows()));
+        if !follows {
+            return self.evaluate_round(value, bindings, &RowLookup::default());
+        }
+        // Rows are fetched between rounds: each round evaluates with the rows known so far and
+        // names the ones it missed; a round that missed none is the answer.
+        let rows = RowLookup::default();
+        let lookup = failed;
+        for round in 0..=MAX_FOLLOW_ROUNDS {
+            rows.begin_round().map_err(lookup)?;
+            let result = self.evaluate_round(value, bindings.clone(), &rows);
+            let misses = rows.take_misses().map_err(lookup)?;
+            if misses.is_empty() {
+                if let Some((table, key)) = rows.absent().map_err(lookup)? {
+                    let message = format!("table `{table}` has no row `{}`", crate::text::visible(&key));
+                    return Err(expression_failed(source, ReasonCode::RelatedRowMissing, &message));
+                }
+                return result;
+            }
+            if round == MAX_FOLLOW_ROUNDS {
+                let message = format!("`{}` follows references deeper than {MAX_FOLLOW_ROUNDS}", expr::ROW);
+                return Err(expression_failed(source, ReasonCode::RelatedRowsLimit, &message));
+            }
+            for (table, key) in misses {
+                if rows.known_rows().map_err(lookup)? >= MAX_FOLLOWED_ROWS {
+                    let message = format!("`{}` reaches more than {MAX_FOLLOWED_ROWS} rows", expr::ROW);
+                    return Err(expression_failed(source, ReasonCode::RelatedRowsLimit, &message));
+                }
+                let found = match self.followed_row(work, &table, &key)? {
+                    Some(json) => Some(expr::from_json(&json, &mut budget).map_err(failed)?),
+                    None => None,
+                };
+                rows.insert(&table, &key, found).map_err(lookup)?;
+            }
+        }
+        Err(expression_failed(source, ReasonCode::RelatedRowsLimit, "the references could not be followed"))
+    }
+
+    /// One evaluation of a CEL expression and the named expressions it needs, over `bindings`
+    /// and the rows `rows` knows.
+    fn evaluate_round(
+        &self,
+        value: &CelValue,
+        mut bindings: BTreeMap<String, cel::Value>,
+        rows: &RowLookup,
+    ) -> Result<cel::Value, Finding> {
+        let named = self.contract.expressions();
         for name in &value.named {
             let Some(n) = named.get(name) else { continue };
-            let computed = n.expression.evaluate(&bindings).map_err(|e| {
+            let computed = n.expression.evaluate_with(&bindings, rows).map_err(|e| {
                 expression_failed(n.expression.source(), ReasonCode::ExpressionFailed, &format!("`{name}`: {}", e.0))
             })?;
             bindings.insert(name.clone(), computed);
         }
-        value.expression.evaluate(&bindings).map_err(failed)
+        let source = value.expression.source();
+        value
+            .expression
+            .evaluate_with(&bindings, rows)
+            .map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))
+    }
+
+    /// A row `row(table, key)` reaches, as CEL reads it (its fields, money in minor units,
+    /// `key`): `None` when there is none, or the actor may not see it (to them it does not
+    /// exist). The row read is a fact of the decision.
+    fn followed_row(&self, work: &mut Workspace<'_>, table: &str, key: &str) -> Result<Option<Value>, Finding> {
+        let row = RowRef { table: table.to_owned(), key: key.to_owned() };
+        if self.contract.table(table).is_none() {
+            return Ok(None);
+        }
+        let Some(view) = work.row(&row)? else { return Ok(None) };
+        let actor = self.actor.as_ref().map_or("", |a| a.key.as_str());
+        let mut parent = |table: &str, key: &str| {
+            work.row(&RowRef { table: table.to_owned(), key: key.to_owned() }).map(|r| r.map(|r| (*r.value).clone()))
+        };
+        let seen = RowValue { table, key, value: &view.value };
+        if !crate::visibility::visible(self.contract, actor, seen, &mut parent)? {
+            return Ok(None);
+        }
+        self.row_json(work, &row).map(Some)
+    }
+
+    /// The conversation's ledger as CEL reads it: each committed effect (event) as
+    /// `{"operation", "args", "actor"}`, by operation in the contract's order and each
+    /// operation's in commit order, then this turn's earlier committed acts. The events read
+    /// are facts of the decision.
+    fn ledger_json(&self, work: &mut Workspace<'_>) -> Result<Value, Finding> {
+        let entry = |e: &crate::facts::EventRecord| {
+            serde_json::json!({
+                "operation": e.kind,
+                "args": e.payload.get("args").cloned().unwrap_or(Value::Null),
+                "actor": e.payload.get("actor").cloned().unwrap_or(Value::Null),
+            })
+        };
+        let mut entries = Vec::new();
+        for op in self.contract.operations() {
+            entries.extend(work.events(&op.name)?.iter().map(entry));
+        }
+        entries.extend(work.turn_events.iter().map(entry));
+        Ok(Value::Array(entries))
     }
 
     /// Derives every declared quantity of `op`, in order.

@@ -40,7 +40,18 @@ pub const MAX_INPUT_VALUES: usize = 100_000;
 const PARSER_STACK: usize = 64 << 20;
 
 /// The functions warrant adds to CEL's standard library.
-pub const FUNCTIONS: [&str; 6] = ["min", "max", "sum", "last", "keys", "as_list"];
+pub const FUNCTIONS: [&str; 7] = ["min", "max", "sum", "last", "keys", "as_list", "row"];
+
+/// The function that follows a reference: `row('TABLE', key)`, the row `key` of `TABLE`.
+pub const ROW: &str = "row";
+
+/// The field that steps into a list's element, in the paths [`Shapes::shape`] is asked about
+/// for a comprehension's element variable: `items.all(i, i.all(…))` asks about `items.[]`.
+pub const ELEMENT: &str = "[]";
+
+/// How a path below `row('TABLE', …)` names its root in [`ReadPath::root`]: this prefix and
+/// the table, which no CEL name can be.
+pub const ROW_ROOT: &str = "row:";
 
 /// The environment every expression compiles and runs in: the standard library and macros,
 /// without the optional syntax (`a.?b`).
@@ -52,6 +63,42 @@ pub trait Shapes {
     /// The shape of the value `root` holds, at `fields` below it (a list on the way is stepped
     /// through, element by element, as in the contract's paths).
     fn shape(&self, root: &str, fields: &[String]) -> Shape;
+
+    /// Where the declared fields show that `fields` below `root` cannot be there: the index of
+    /// the first field at fault and why. `None` where nothing is known or all is well.
+    fn field_error(&self, root: &str, fields: &[String]) -> Option<(usize, String)> {
+        let _ = (root, fields);
+        None
+    }
+
+    /// Why `row(table, key)` cannot be followed: `table` is no table, or `key`, a path, reads
+    /// a reference to another table. `None` when it can.
+    fn row_error(&self, table: &str, key: Option<&ReadPath>) -> Option<String> {
+        let _ = (table, key);
+        None
+    }
+}
+
+/// A path an expression reads, with the byte offset in its source of each field's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedPath {
+    /// The path.
+    pub path: ReadPath,
+    /// The offset of each of `path.fields`, in order.
+    pub offsets: Vec<usize>,
+}
+
+/// A `row(…)` call of an expression, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowCall {
+    /// The offset of the call.
+    pub offset: usize,
+    /// The table it names, where its first argument is a string literal.
+    pub table: Option<String>,
+    /// The path its key argument reads, where it is one.
+    pub key: Option<ReadPath>,
+    /// How many arguments it has.
+    pub arity: usize,
 }
 
 /// What is known of a value before evaluation.
@@ -94,6 +141,8 @@ pub struct Expression {
     program: Arc<Program>,
     names: Vec<NameUse>,
     paths: BTreeSet<ReadPath>,
+    located: Vec<LocatedPath>,
+    rows: Vec<RowCall>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -149,8 +198,8 @@ impl Expression {
         let program = parsed;
         let mut walk = Walk::new(&program);
         walk.expr(program.expression());
-        let (names, paths) = (walk.names, walk.paths);
-        Ok(Expression { source: source.into(), program: Arc::new(program), names, paths })
+        let Walk { names, paths, located, rows, .. } = walk;
+        Ok(Expression { source: source.into(), program: Arc::new(program), names, paths, located, rows })
     }
 
     /// The source text.
@@ -169,21 +218,60 @@ impl Expression {
         &self.paths
     }
 
-    /// Checks every free name against `shapes` and every comprehension's range to be a list.
+    /// The `row(…)` calls it makes, in order of the source.
+    pub fn row_calls(&self) -> &[RowCall] {
+        &self.rows
+    }
+
+    /// Whether it follows references (`row(…)`).
+    pub fn follows(&self) -> bool {
+        !self.rows.is_empty()
+    }
+
+    /// Checks every free name against `shapes`, every `row(…)` call, every field path against
+    /// what `shapes` declares, and every comprehension's range to be a list.
     pub fn check(&self, shapes: &dyn Shapes) -> Result<(), CompileError> {
         for name in &self.names {
             if shapes.shape(&name.name, &[]) == Shape::Unbound {
                 return Err(CompileError::at(name.offset, format!("`{}` is not a name here", name.name)));
             }
         }
+        for call in &self.rows {
+            let message = match (&call.table, call.arity) {
+                (Some(table), 2) => shapes.row_error(table, call.key.as_ref()),
+                _ => Some(format!(
+                    "`{ROW}` takes a table's name, as a string literal, and a key: `{ROW}('flight', f.flight_number)`"
+                )),
+            };
+            if let Some(message) = message {
+                return Err(CompileError::at(call.offset, message));
+            }
+        }
+        let mut located: Vec<&LocatedPath> = self.located.iter().collect();
+        located.sort_by_key(|l| l.offsets.first().copied().unwrap_or(0));
+        for LocatedPath { path, offsets } in located {
+            if let Some((index, message)) = shapes.field_error(&path.root, &path.fields) {
+                let offset = offsets.get(index).copied().unwrap_or_default();
+                return Err(CompileError::at(offset, message));
+            }
+        }
         let mut ranges = Ranges { program: &self.program, shapes, scope: Vec::new() };
         ranges.expr(self.program.expression())
     }
 
-    /// Evaluates the expression with `bindings` as its names.
+    /// Evaluates the expression with `bindings` as its names; it follows no reference (a
+    /// `row(…)` is a miss).
     pub fn evaluate(&self, bindings: &BTreeMap<String, Value>) -> Result<Value, EvalError> {
+        self.evaluate_with(bindings, &RowLookup::default())
+    }
+
+    /// Evaluates the expression with `bindings` as its names and `rows` as the rows `row(…)`
+    /// reaches. A row `rows` does not know yet is a miss: `row(…)` gives `null` in its place
+    /// and `rows` records it, so that the caller fetches every miss and evaluates again; the
+    /// result of an evaluation with misses is no answer.
+    pub fn evaluate_with(&self, bindings: &BTreeMap<String, Value>, rows: &RowLookup) -> Result<Value, EvalError> {
         let mut context = Context::with_env(Arc::clone(&ENV));
-        register(&mut context).map_err(|e| EvalError(format!("the functions could not be declared: {e}")))?;
+        register(&mut context, rows).map_err(|e| EvalError(format!("the functions could not be declared: {e}")))?;
         for (name, value) in bindings {
             context.add_variable_from_value(name.clone(), value.clone());
         }
@@ -341,11 +429,20 @@ fn measure(root: &IdedExpr) -> (usize, usize, usize) {
     (depth, count, nesting)
 }
 
-/// A name bound inside a comprehension: the element path of its range, if known.
+/// A name bound inside a comprehension: the element path of its range (with the offsets of
+/// its fields), if known.
 #[derive(Clone)]
 struct Local {
     name: String,
-    path: Option<ReadPath>,
+    path: Option<(ReadPath, Vec<usize>)>,
+}
+
+/// The table a `row('TABLE', key)` call names, where it is written so.
+fn row_table(c: &cel::common::ast::CallExpr) -> Option<String> {
+    match c.args.first().map(|a| &a.expr) {
+        Some(Expr::Literal(LiteralValue::String(table))) if c.args.len() == 2 => Some(table.inner().to_owned()),
+        _ => None,
+    }
 }
 
 /// Where a subtree's text starts: the least offset of its nodes (a selection's own offset is
@@ -368,19 +465,48 @@ struct Walk<'p> {
     scope: Vec<Local>,
     names: Vec<NameUse>,
     paths: BTreeSet<ReadPath>,
+    located: Vec<LocatedPath>,
+    rows: Vec<RowCall>,
 }
 
 impl<'p> Walk<'p> {
     fn new(program: &'p Program) -> Walk<'p> {
-        Walk { program, scope: Vec::new(), names: Vec::new(), paths: BTreeSet::new() }
+        Walk {
+            program,
+            scope: Vec::new(),
+            names: Vec::new(),
+            paths: BTreeSet::new(),
+            located: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Records a path read, once.
+    fn read(&mut self, (path, offsets): (ReadPath, Vec<usize>)) {
+        if self.paths.insert(path.clone()) {
+            self.located.push(LocatedPath { path, offsets });
+        }
+    }
+
+    /// A `row(…)` call: its key walked as any expression, the call recorded.
+    fn row_call(&mut self, e: &IdedExpr, c: &cel::common::ast::CallExpr) -> Option<(ReadPath, Vec<usize>)> {
+        let table = row_table(c);
+        let key = c.args.get(1).and_then(|k| self.path(k));
+        for arg in &c.args {
+            self.expr(arg);
+        }
+        let offset = start_offset(self.program, e);
+        self.rows.push(RowCall { offset, table: table.clone(), key: key.map(|(p, _)| p), arity: c.args.len() });
+        table.map(|t| (ReadPath { root: format!("{ROW_ROOT}{t}"), fields: Vec::new() }, Vec::new()))
     }
 
     fn offset(&self, e: &IdedExpr) -> usize {
         self.program.source_info().offset_for(e.id).map_or(0, |(start, _)| start as usize)
     }
 
-    /// The path `e` reads, if it is a name followed by fields.
-    fn path(&mut self, e: &IdedExpr) -> Option<ReadPath> {
+    /// The path `e` reads, if it is a name (or a `row(…)`) followed by fields, with the offset
+    /// of each field's name.
+    fn path(&mut self, e: &IdedExpr) -> Option<(ReadPath, Vec<usize>)> {
         match &e.expr {
             Expr::Ident(name) => match self.scope.iter().rev().find(|l| l.name == *name) {
                 Some(local) => local.path.clone(),
@@ -389,23 +515,27 @@ impl<'p> Walk<'p> {
                         let offset = self.offset(e);
                         self.names.push(NameUse { name: name.clone(), offset });
                     }
-                    Some(ReadPath { root: name.clone(), fields: Vec::new() })
+                    Some((ReadPath { root: name.clone(), fields: Vec::new() }, Vec::new()))
                 }
             },
             Expr::Select(s) => {
-                let mut path = self.path(&s.operand)?;
+                let (mut path, mut offsets) = self.path(&s.operand)?;
                 path.fields.push(s.field.clone());
-                Some(path)
+                // A selection's offset is its `.`; the field's name follows it.
+                offsets.push(self.offset(e) + 1);
+                Some((path, offsets))
             }
             Expr::Call(c) if c.func_name == operators::INDEX && c.target.is_none() => {
                 let [operand, index] = c.args.as_slice() else { return None };
                 self.expr(index);
-                let mut path = self.path(operand)?;
+                let (mut path, mut offsets) = self.path(operand)?;
                 if let Expr::Literal(LiteralValue::String(field)) = &index.expr {
                     path.fields.push(field.inner().to_owned());
+                    offsets.push(self.offset(index));
                 }
-                Some(path)
+                Some((path, offsets))
             }
+            Expr::Call(c) if c.func_name == ROW && c.target.is_none() => self.row_call(e, c),
             _ => None,
         }
     }
@@ -414,18 +544,23 @@ impl<'p> Walk<'p> {
         match &e.expr {
             Expr::Ident(_) | Expr::Select(_) => {
                 if let Some(path) = self.path(e) {
-                    self.paths.insert(path);
+                    self.read(path);
                 } else if let Expr::Select(s) = &e.expr {
                     self.expr(&s.operand);
                 }
             }
             Expr::Call(c) if c.func_name == operators::INDEX && c.target.is_none() => {
                 if let Some(path) = self.path(e) {
-                    self.paths.insert(path);
+                    self.read(path);
                 } else {
                     for child in &c.args {
                         self.expr(child);
                     }
+                }
+            }
+            Expr::Call(c) if c.func_name == ROW && c.target.is_none() => {
+                if let Some(path) = self.row_call(e, c) {
+                    self.read(path);
                 }
             }
             Expr::Comprehension(c) => {
@@ -433,7 +568,7 @@ impl<'p> Walk<'p> {
                 if element.is_none() {
                     self.expr(&c.iter_range);
                 } else if let Some(path) = &element {
-                    self.paths.insert(path.clone());
+                    self.read(path.clone());
                 }
                 self.expr(&c.accu_init);
                 let mut locals = vec![Local { name: c.accu_var.clone(), path: None }];
@@ -488,6 +623,9 @@ impl Ranges<'_> {
                 }
                 Some(path)
             }
+            Expr::Call(c) if c.func_name == ROW && c.target.is_none() => {
+                row_table(c).map(|t| ReadPath { root: format!("{ROW_ROOT}{t}"), fields: Vec::new() })
+            }
             _ => None,
         }
     }
@@ -525,7 +663,10 @@ impl Ranges<'_> {
             }
             self.expr(&c.iter_range)?;
             self.expr(&c.accu_init)?;
-            let element = self.path(&c.iter_range);
+            let element = self.path(&c.iter_range).map(|mut p| {
+                p.fields.push(ELEMENT.to_owned());
+                p
+            });
             let depth = self.scope.len();
             self.scope.push((c.accu_var.clone(), None));
             match &c.iter_var2 {
@@ -634,8 +775,86 @@ fn keys(This(value): This<Value>) -> Result<Value, ExecutionError> {
     Ok(Value::List(Arc::new(list)))
 }
 
-/// Declares warrant's functions ([`FUNCTIONS`]) on a fresh context.
-fn register(context: &mut Context<'_, '_>) -> Result<(), cel::DeclarationError> {
+/// A row `row(…)` names: its table and key.
+pub type RowName = (String, String);
+
+/// What `row(…)` knows while an expression is evaluated: the rows fetched so far (`None` for a
+/// row that does not exist, or that the actor may not see), the rows it was asked for and did
+/// not know (in the order asked), and the first known-missing row it was asked for.
+#[derive(Debug, Default)]
+struct Lookup {
+    known: BTreeMap<RowName, Option<Value>>,
+    misses: Vec<RowName>,
+    absent: Option<RowName>,
+}
+
+/// The rows `row(…)` reaches in one expression's evaluations, shared with the function.
+#[derive(Debug, Clone, Default)]
+pub struct RowLookup(Arc<std::sync::Mutex<Lookup>>);
+
+impl RowLookup {
+    fn with<T>(&self, f: impl FnOnce(&mut Lookup) -> T) -> Result<T, EvalError> {
+        let mut lookup = self.0.lock().map_err(|_| EvalError("the rows followed could not be read".into()))?;
+        Ok(f(&mut lookup))
+    }
+
+    /// Records a fetched row (`None`: there is none the actor may see).
+    pub fn insert(&self, table: &str, key: &str, row: Option<Value>) -> Result<(), EvalError> {
+        self.with(|l| {
+            l.known.insert((table.to_owned(), key.to_owned()), row);
+        })
+    }
+
+    /// Starts an evaluation: no row asked for yet.
+    pub fn begin_round(&self) -> Result<(), EvalError> {
+        self.with(|l| {
+            l.misses.clear();
+            l.absent = None;
+        })
+    }
+
+    /// The rows asked for and not known since the last call, in the order asked.
+    pub fn take_misses(&self) -> Result<Vec<RowName>, EvalError> {
+        self.with(|l| std::mem::take(&mut l.misses))
+    }
+
+    /// The first row asked for that is known not to exist, if any.
+    pub fn absent(&self) -> Result<Option<RowName>, EvalError> {
+        self.with(|l| l.absent.clone())
+    }
+
+    /// How many rows are known (fetched, or known not to be there).
+    pub fn known_rows(&self) -> Result<usize, EvalError> {
+        self.with(|l| l.known.len())
+    }
+
+    /// `row(table, key)` as CEL calls it.
+    fn get(&self, table: &str, key: &str) -> Result<Value, ExecutionError> {
+        let name = (table.to_owned(), key.to_owned());
+        let found = self.with(|l| match l.known.get(&name) {
+            Some(Some(row)) => Ok(row.clone()),
+            Some(None) => {
+                l.absent.get_or_insert_with(|| name.clone());
+                Err(function_error(ROW, &format!("table `{table}` has no row `{key}`")))
+            }
+            None => {
+                if !l.misses.contains(&name) {
+                    l.misses.push(name.clone());
+                }
+                Ok(Value::Null)
+            }
+        });
+        found.map_err(|e| function_error(ROW, &e.0))?
+    }
+}
+
+/// Declares warrant's functions ([`FUNCTIONS`]) on a fresh context, `row` reading `rows`.
+fn register(context: &mut Context<'_, '_>, rows: &RowLookup) -> Result<(), cel::DeclarationError> {
+    let lookup = rows.clone();
+    context.add_function(ROW, move |Arguments(args): Arguments| match args.as_slice() {
+        [Value::String(table), Value::String(key)] => lookup.get(table, key),
+        _ => Err(function_error(ROW, "takes a table's name and a key, both strings")),
+    })?;
     context.add_function("min", extreme_of::<false>)?;
     context.add_function("max", extreme_of::<true>)?;
     context.add_function("sum", sum)?;

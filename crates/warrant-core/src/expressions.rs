@@ -9,12 +9,17 @@ use std::ops::Range;
 use toml::Spanned;
 
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
-use crate::expr::{CompileError, Expression, Shape, Shapes};
+use crate::expr::{CompileError, ELEMENT, Expression, ROW, ROW_ROOT, ReadPath, Shape, Shapes};
 use crate::records::Table;
+use crate::schema::{Field, Kind};
 
 /// Names every CEL expression may read besides an operation's own: the turn's instant (a
-/// timestamp), its local date (`YYYY-MM-DD`) and its IANA time zone, and the actor's row.
-pub const TURN_NAMES: [&str; 4] = ["now", "today", "time_zone", "actor"];
+/// timestamp), its local date (`YYYY-MM-DD`) and its IANA time zone, the actor's row, and the
+/// conversation's ledger (its committed effects).
+pub const TURN_NAMES: [&str; 5] = ["now", "today", "time_zone", "actor", "ledger"];
+
+/// The `key` every row is given as CEL and Cedar see it.
+static KEY: Field = Field { kind: Kind::Text, optional: false };
 
 /// The type a CEL value is declared to have (`type`), checked when it is evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +32,9 @@ pub enum ValueType {
     Bool,
     /// A `string`.
     Text,
+    /// A `timestamp` (or a string holding an RFC 3339 instant): written as RFC 3339, a Cedar
+    /// `datetime` in the policy's context.
+    Instant,
 }
 
 impl ValueType {
@@ -36,6 +44,7 @@ impl ValueType {
             "money" => ValueType::Money,
             "bool" => ValueType::Bool,
             "text" => ValueType::Text,
+            "instant" => ValueType::Instant,
             _ => return None,
         })
     }
@@ -47,6 +56,7 @@ impl ValueType {
             ValueType::Money => "money",
             ValueType::Bool => "bool",
             ValueType::Text => "text",
+            ValueType::Instant => "instant",
         }
     }
 }
@@ -202,7 +212,7 @@ pub(crate) fn check_named(
             if !(TURN_NAMES.contains(&name) || named.get(name).is_some() || args.contains(name)) {
                 let message = format!(
                     "`{name}` is not a name: no operation has that argument, and it is no named expression nor one \
-                     of `now`, `today`, `time_zone`, `actor`"
+                     of `now`, `today`, `time_zone`, `actor`, `ledger`"
                 );
                 return Err(bad_named(at, n.place.offset(used.offset), &n.name, &message));
             }
@@ -244,40 +254,153 @@ pub(crate) struct OpShapes<'a> {
     pub(crate) tables: &'a [Table],
     pub(crate) named: &'a NamedExpressions,
     pub(crate) has_actor: bool,
+    /// The actor's table, which `actor` is a row of.
+    pub(crate) actor: Option<&'a str>,
 }
 
-/// The shape of a field below a row of `table`: the hook typed table schemas plug into. Until
-/// tables declare their fields' types, nothing is known below a row.
-fn row_field_shape(_table: Option<&Table>, _fields: &[String]) -> Shape {
-    Shape::Unknown
+/// The field `fields` reach below a row of `table` (as CEL sees it: its declared fields and
+/// `key`; a list stepped through by a field's name, and entered by [`ELEMENT`]; any key of a
+/// map). `Ok(None)`: nothing is known (an untyped table). `Err`: the index of the first field
+/// that cannot be there, and why, naming the fields there are.
+fn row_field<'t>(table: &'t Table, root: &str, fields: &[String]) -> Result<Option<&'t Field>, (usize, String)> {
+    let Some(mut current) = table.schema.as_ref() else { return Ok(None) };
+    let mut path = root.to_owned();
+    for (i, name) in fields.iter().enumerate() {
+        if name == ELEMENT {
+            match &current.kind {
+                Kind::List(of) => current = of,
+                _ => return Ok(None),
+            }
+            continue;
+        }
+        let here = crate::schema::through_lists(current);
+        current = match &here.kind {
+            Kind::Object(declared) => match declared.get(name) {
+                Some(field) => field,
+                None if i == 0 && name == "key" => &KEY,
+                None => {
+                    let mut known: Vec<&str> = declared.keys().map(String::as_str).collect();
+                    if i == 0 {
+                        known.push("key");
+                        known.sort_unstable();
+                    }
+                    let shown = crate::text::visible(name);
+                    return Err((i, format!("`{path}` has no field `{shown}` (its fields: {})", known.join(", "))));
+                }
+            },
+            Kind::Map(of) => of,
+            other => {
+                let shown = crate::text::visible(name);
+                return Err((i, format!("`{path}` is {} and has no field `{shown}`", other.name())));
+            }
+        };
+        path = format!("{path}.{name}");
+    }
+    Ok(Some(current))
+}
+
+/// What is known of a value of `field`.
+fn field_shape(field: &Field) -> Shape {
+    match field.kind {
+        Kind::List(_) => Shape::List,
+        Kind::Object(_) | Kind::Map(_) => Shape::Map,
+        _ => Shape::Scalar,
+    }
+}
+
+impl OpShapes<'_> {
+    fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// The table whose rows `root` holds (one or a list), and how it is written in messages.
+    fn rows_of(&self, root: &str) -> Option<(&Table, String)> {
+        if let Some(table) = root.strip_prefix(ROW_ROOT) {
+            return self.table(table).map(|t| (t, format!("{ROW}('{table}', …)")));
+        }
+        let table = match self.args.get(root).or_else(|| self.derived.get(root)) {
+            Some(Root::Row(t) | Root::Rows(t)) => t.as_str(),
+            Some(_) => return None,
+            None if root == "actor" => self.actor?,
+            None => return None,
+        };
+        self.table(table).map(|t| (t, root.to_owned()))
+    }
+
+    /// The declared field `fields` reach below `root`, if it holds rows of a typed table.
+    fn declared(&self, root: &str, fields: &[String]) -> Result<Option<&Field>, (usize, String)> {
+        match self.rows_of(root) {
+            Some((table, shown)) => row_field(table, &shown, fields),
+            None => Ok(None),
+        }
+    }
 }
 
 impl Shapes for OpShapes<'_> {
     fn shape(&self, root: &str, fields: &[String]) -> Shape {
-        let table = |name: &str| self.tables.iter().find(|t| t.name == name);
+        let typed = |fields: &[String]| match self.declared(root, fields) {
+            Ok(Some(field)) => field_shape(field),
+            _ => Shape::Unknown,
+        };
+        if root.starts_with(ROW_ROOT) {
+            return match (self.table(root.trim_start_matches(ROW_ROOT)), fields.is_empty()) {
+                (None, _) => Shape::Unbound,
+                (Some(_), true) => Shape::Map,
+                (Some(_), false) => typed(fields),
+            };
+        }
         if let Some(bound) = self.args.get(root).or_else(|| self.derived.get(root)) {
-            return match (bound, fields.is_empty()) {
-                (Root::Row(_) | Root::Element, true) => Shape::Map,
-                (Root::Rows(_) | Root::Elements, true) => Shape::List,
-                (Root::Row(t) | Root::Rows(t), false) => row_field_shape(table(t), fields),
-                (Root::Scalar, true) => Shape::Scalar,
+            return match (bound, fields) {
+                (Root::Row(_) | Root::Element, []) => Shape::Map,
+                (Root::Rows(_) | Root::Elements, []) => Shape::List,
+                // An element of a list of rows is a row.
+                (Root::Rows(_), [first]) if first == ELEMENT => Shape::Map,
+                (Root::Rows(_), [first, rest @ ..]) if first == ELEMENT => typed(rest),
+                (Root::Row(_) | Root::Rows(_), _) => typed(fields),
+                (Root::Scalar, []) => Shape::Scalar,
                 _ => Shape::Unknown,
             };
         }
         match root {
             "actor" if self.has_actor && fields.is_empty() => Shape::Map,
-            "actor" if self.has_actor => row_field_shape(None, fields),
+            "actor" if self.has_actor => typed(fields),
             "now" | "today" | "time_zone" => Shape::Scalar,
+            "ledger" if fields.is_empty() => Shape::List,
+            "ledger" => Shape::Unknown,
             _ if self.named.get(root).is_some() => Shape::Unknown,
             _ => Shape::Unbound,
+        }
+    }
+
+    fn field_error(&self, root: &str, fields: &[String]) -> Option<(usize, String)> {
+        self.declared(root, fields).err()
+    }
+
+    fn row_error(&self, table: &str, key: Option<&ReadPath>) -> Option<String> {
+        if self.table(table).is_none() {
+            let known: Vec<&str> = self.tables.iter().map(|t| t.name.as_str()).collect();
+            let shown = crate::text::visible(table);
+            return Some(format!("`{ROW}('{shown}', …)`: no table is named `{shown}` (tables: {})", known.join(", ")));
+        }
+        let key = key?;
+        let field = self.declared(&key.root, &key.fields).ok().flatten()?;
+        let shown = std::iter::once(key.root.as_str()).chain(key.fields.iter().map(String::as_str)).collect::<Vec<_>>();
+        let shown = shown.join(".");
+        match &crate::schema::through_lists(field).kind {
+            Kind::Ref(other) if other != table => {
+                Some(format!("`{ROW}('{table}', {shown})`: `{shown}` refers to a row of `{other}`, not of `{table}`"))
+            }
+            Kind::Ref(_) | Kind::Text | Kind::Enum(_) => None,
+            other => Some(format!("`{ROW}('{table}', {shown})`: `{shown}` is {}, not a row's key", other.name())),
         }
     }
 }
 
 /// A CEL value's `type`, as written.
 pub(crate) fn value_type(text: &str) -> Result<ValueType, String> {
-    ValueType::parse(text)
-        .ok_or_else(|| format!("`type = \"{}\"` is not one of integer, money, bool, text", crate::text::visible(text)))
+    ValueType::parse(text).ok_or_else(|| {
+        format!("`type = \"{}\"` is not one of integer, money, bool, text, instant", crate::text::visible(text))
+    })
 }
 
 /// Compiles a CEL expression of operation `shapes.op` written at `span` of the contract.
@@ -316,6 +439,7 @@ pub(crate) fn compile_value(
         tables: shapes.tables,
         named: shapes.named,
         has_actor: shapes.has_actor,
+        actor: shapes.actor,
     };
     let mut named = Vec::new();
     for n in shapes.named.iter().filter(|n| needed.contains(n.name.as_str())) {

@@ -577,6 +577,7 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
         tables: scope.tables,
         named: scope.named,
         has_actor: scope.has_actor,
+        actor: scope.actor,
     }
 }
 
@@ -1240,6 +1241,10 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
             let field = path_field(scope, op, path)?;
             match value.ty {
                 Some(ValueType::Money) => expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money"),
+                Some(ValueType::Instant) => {
+                    let instant_or_text = |k: &Kind| matches!(k, Kind::Instant | Kind::Text);
+                    expect_kind(field, &format!("`{}`", path_text(path)), instant_or_text, "an instant or text")
+                }
                 _ => Ok(()),
             }
         }

@@ -20,6 +20,19 @@ use serde_json::Value;
 #[cfg(test)]
 use serde_json::json;
 
+/// The one member of the JSON object that stands for a Cedar `datetime` in the values handed
+/// to [`Policies::decide`] (its value the datetime's text, `2026-11-30T03:00:00.000Z`). No row
+/// can hold it: every key of a row that starts with `__` reaches Cedar renamed `___…`.
+pub const DATETIME_MARK: &str = "__datetime";
+
+/// A Cedar `datetime` as [`Policies::decide`] reads it: `text` in Cedar's form (`YYYY-MM-DD`,
+/// or with `Thh:mm:ss`, optional `.SSS`, and `Z` or `+hhmm`).
+pub fn datetime(text: String) -> Value {
+    let mut mark = serde_json::Map::new();
+    mark.insert(DATETIME_MARK.to_owned(), Value::String(text));
+    Value::Object(mark)
+}
+
 /// The contract's Cedar policies, merged from its policy files.
 #[derive(Debug, Clone, Default)]
 pub struct Policies {
@@ -341,11 +354,15 @@ fn entity(uid: EntityUid, attrs: &Value) -> Result<Entity, String> {
     Entity::new(uid, attrs, std::collections::HashSet::new()).map_err(|e| e.to_string())
 }
 
-/// A JSON value as a Cedar value: strings, booleans, integers, sets and records. `null` and
-/// numbers that are not integers have no Cedar form and are left out, so a policy that reads
-/// them errs, and an erring policy refuses.
+/// A JSON value as a Cedar value: strings, booleans, integers, sets, records and datetimes
+/// ([`datetime`]). `null` and numbers that are not integers have no Cedar form and are left
+/// out, so a policy that reads them errs, and an erring policy refuses; so does a datetime
+/// whose text Cedar does not read.
 fn restricted(value: &Value) -> Option<RestrictedExpression> {
     match value {
+        Value::Object(map) if map.len() == 1 && map.contains_key(DATETIME_MARK) => {
+            map.get(DATETIME_MARK).and_then(Value::as_str).map(RestrictedExpression::new_datetime)
+        }
         Value::Null => None,
         Value::Bool(b) => Some(RestrictedExpression::new_bool(*b)),
         Value::Number(n) => n.as_i64().map(RestrictedExpression::new_long),

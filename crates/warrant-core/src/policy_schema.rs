@@ -1,7 +1,7 @@
 //! The Cedar schema warrant generates from the contract, so that every policy is checked against
 //! what the turn will actually hand Cedar: the actor's and each table's entity type, one action
 //! per operation, and each operation's context (`args`, `derived`, `members`) typed exactly as
-//! the turn builds it (`turn::decide_act`). A misspelt action, an unknown entity type or a
+//! the turn builds it (`turn::decide_act`), with the turn's clock (`now`, `today`, `time_zone`). A misspelt action, an unknown entity type or a
 //! context field no operation has stops the contract's load instead of loading a rule that never
 //! fires. `docs/policy.md` describes the schema.
 //!
@@ -92,6 +92,11 @@ fn element_type() -> Value {
     json!({"type": "Record", "attributes": {}, "additionalAttributes": true})
 }
 
+/// Cedar's `datetime` extension type.
+fn datetime_type() -> Value {
+    json!({"type": "Extension", "name": "datetime"})
+}
+
 fn record(attributes: Map<String, Value>) -> Value {
     json!({"type": "Record", "attributes": attributes})
 }
@@ -129,7 +134,7 @@ fn arg_type(kind: &ArgKind) -> Value {
 /// A derived quantity's type: arithmetic gives a `Long` (minor units or a count); `first(…)`
 /// gives a value of a row, typed `String` (the ids it is for) until rows have types; a CEL
 /// quantity is typed by its `type` (integer and money a `Long`, bool a `Boolean`, text a
-/// `String`).
+/// `String`, instant a `datetime`).
 fn derived_type(expr: &Expr, earlier: &BTreeMap<&str, Value>) -> Value {
     match expr {
         Expr::First(_) => json!({"type": "String"}),
@@ -137,6 +142,7 @@ fn derived_type(expr: &Expr, earlier: &BTreeMap<&str, Value>) -> Value {
         Expr::Cel(value) => match value.ty {
             Some(ValueType::Bool) => json!({"type": "Boolean"}),
             Some(ValueType::Text) => json!({"type": "String"}),
+            Some(ValueType::Instant) => datetime_type(),
             Some(ValueType::Integer | ValueType::Money) | None => json!({"type": "Long"}),
         },
         Expr::Value(_)
@@ -151,8 +157,10 @@ fn derived_type(expr: &Expr, earlier: &BTreeMap<&str, Value>) -> Value {
     }
 }
 
-/// `{"args", "derived", "members"}` of one operation. An optional argument left out is absent
-/// from `args` (and `members`), so it is an optional attribute there.
+/// `{"args", "derived", "members", "now", "today", "time_zone"}` of one operation: the turn's
+/// instant and local date (as its `00:00:00Z`) are `datetime`s, its time zone a `String`. An
+/// optional argument left out is absent from `args` (and `members`), so it is an optional
+/// attribute there.
 fn context_type(op: &Operation) -> Value {
     let mut args = Map::new();
     let mut members = Map::new();
@@ -179,6 +187,9 @@ fn context_type(op: &Operation) -> Value {
     context.insert("args".into(), record(args));
     context.insert("derived".into(), record(derived));
     context.insert("members".into(), record(members));
+    context.insert("now".into(), datetime_type());
+    context.insert("today".into(), datetime_type());
+    context.insert("time_zone".into(), json!({"type": "String"}));
     record(context)
 }
 

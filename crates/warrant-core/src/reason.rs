@@ -126,6 +126,14 @@ reason_codes! {
     /// A CEL expression evaluated to a value of another type than the contract declares for
     /// it (`type`), so it is not used. The act is refused.
     ExpressionWrongType => "expression_wrong_type",
+    /// A CEL expression follows a reference (`row('TABLE', key)`) to a row that does not exist,
+    /// or that the actor may not see (to them it does not exist either). The detail names the
+    /// table and the key; the act is refused.
+    RelatedRowMissing => "related_row_missing",
+    /// A CEL expression follows references beyond the bounds every evaluation keeps: `row(…)`
+    /// nested deeper than 3 (a key read from a row reached by another `row`), or more than 64
+    /// rows reached. The act is refused.
+    RelatedRowsLimit => "related_rows_limit",
     /// An answer names no interaction of this conversation issued to this actor: none with
     /// that id, one of another conversation, or one issued to another actor are refused alike.
     UnknownInteraction => "unknown_interaction",

@@ -372,6 +372,47 @@ pub fn cedar_attrs(table: &Table, key: &str, value: &Value, currency: Option<Cur
     Value::Object(attrs)
 }
 
+/// A typed row's attributes (as [`cedar_attrs`] gives them) with every `instant` field's value
+/// a Cedar `datetime` ([`crate::policy::datetime`], UTC to the millisecond) and every `date`
+/// field's that day's `00:00:00Z`, as the Cedar schema types them. A value that is no instant
+/// is left as it is (a row checked against its table holds none), so a policy reading it errs.
+/// An untyped table's attributes are left as they are: strings.
+pub fn cedar_datetimes(table: &Table, attrs: &mut Value) {
+    if let (Some(Kind::Object(fields)), Value::Object(map)) = (table.schema.as_ref().map(|s| &s.kind), attrs) {
+        datetimes_in(fields, map);
+    }
+}
+
+fn datetimes_in(fields: &schema::Fields, map: &mut Map<String, Value>) {
+    for (name, value) in map.iter_mut() {
+        // A field whose name starts with `__` reaches Cedar renamed `___…`.
+        let declared = name.strip_prefix('_').filter(|n| n.starts_with("__")).unwrap_or(name);
+        if let Some(field) = fields.get(declared) {
+            datetimes_at(field, value);
+        }
+    }
+}
+
+fn datetimes_at(field: &Field, value: &mut Value) {
+    match (&field.kind, value) {
+        (Kind::Instant, value @ Value::String(_)) => {
+            let cedar =
+                value.as_str().and_then(|t| crate::date::parse_instant(t).ok()).and_then(crate::date::cedar_datetime);
+            if let Some(text) = cedar {
+                *value = crate::policy::datetime(text);
+            }
+        }
+        (Kind::Date, value @ Value::String(_)) => {
+            let text = value.as_str().unwrap_or_default().to_owned();
+            *value = crate::policy::datetime(text);
+        }
+        (Kind::List(of), Value::Array(items)) => items.iter_mut().for_each(|item| datetimes_at(of, item)),
+        (Kind::Object(fields), Value::Object(map)) => datetimes_in(fields, map),
+        (Kind::Map(of), Value::Object(map)) => map.values_mut().for_each(|item| datetimes_at(of, item)),
+        _ => {}
+    }
+}
+
 /// A value found at `prefix` inside a row of `table` (a member's element, `prefix` the keys
 /// from the row down to it) as Cedar reads it: money by its place in the row.
 pub fn cedar_value_at(table: &Table, prefix: &[&str], value: &Value, currency: Option<Currency>) -> Value {

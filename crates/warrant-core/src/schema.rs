@@ -300,11 +300,13 @@ pub fn money_path_matches(money_path: &str, concrete: &[&str]) -> bool {
 }
 
 /// The Cedar type of a field, as `records::cedar_attrs` hands its value over: money as a
-/// `Long` of minor units, every string kind a `String`, lists as sets, objects as closed
-/// records; a map (keyed by ids no schema names) as an open record.
+/// `Long` of minor units, an instant and a date as a `datetime` (`records::cedar_datetimes`; a
+/// date as its day's `00:00:00Z`), every other string kind a `String`, lists as sets, objects
+/// as closed records; a map (keyed by ids no schema names) as an open record.
 pub fn cedar_type(field: &Field) -> Value {
     let mut ty = match &field.kind {
-        Kind::Text | Kind::Enum(_) | Kind::Instant | Kind::Date | Kind::Ref(_) => serde_json::json!({"type": "String"}),
+        Kind::Instant | Kind::Date => serde_json::json!({"type": "Extension", "name": "datetime"}),
+        Kind::Text | Kind::Enum(_) | Kind::Ref(_) => serde_json::json!({"type": "String"}),
         Kind::Integer | Kind::Money => serde_json::json!({"type": "Long"}),
         Kind::Bool => serde_json::json!({"type": "Boolean"}),
         Kind::List(of) => {

@@ -350,8 +350,10 @@ struct TurnState<'f> {
 impl<'f> TurnState<'f> {
     fn new(input: &TurnInput<'f>) -> Self {
         let request = input.request;
+        let mut work = Workspace::new(input.facts);
+        work.conversation.clone_from(&request.conversation);
         TurnState {
-            work: Workspace::new(input.facts),
+            work,
             response: TurnResponse {
                 conversation: request.conversation.clone(),
                 turn: request.turn.clone(),
@@ -400,6 +402,11 @@ impl<'f> TurnState<'f> {
                     value: Value::Null,
                 }),
             }
+        }
+        // The events expressions read (the outbound gate's, read from the same ledger, are
+        // already there).
+        for (kind, read) in &work.events {
+            facts_read.events.entry(kind.clone()).or_insert_with(|| read.clone());
         }
         // Only the rows found held: a row not on the record is free to a replay, as it was.
         for (row, effect) in &work.pending {
@@ -695,12 +702,15 @@ fn commit(
     // one effect can be no other effect's.
     let idempotency_key = derive_id("key", &[&request.conversation, &request.turn, "effect", &n]);
     let effect = EffectOut { id: id.clone(), idempotency_key, op: proposal.op.clone(), args: checked.clone() };
-    state.events.push(EventRecord {
+    let event = EventRecord {
         id: derive_id("evt", &[&request.conversation, &request.turn, "event", &n]),
         kind: proposal.op.clone(),
         payload: json!({"actor": request.actor, "args": checked}),
         effect: Some(id.clone()),
-    });
+    };
+    // Later acts of the turn read it in the ledger.
+    state.work.turn_events.push(event.clone());
+    state.events.push(event);
     state.response.effects.push(effect.clone());
     state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes, holds: changed.holds });
     id
@@ -928,8 +938,8 @@ struct ActorRecord<'a> {
     record: Option<&'a RowView>,
 }
 
-/// Policy: the principal, the resource and the context (arguments, derived quantities, members)
-/// given to Cedar; anything but a permit takes the act away.
+/// Policy: the principal, the resource and the context (arguments, derived quantities, members,
+/// the turn's clock) given to Cedar; anything but a permit takes the act away.
 fn decide_policy(
     contract: &Contract,
     work: &mut Workspace<'_>,
@@ -939,11 +949,17 @@ fn decide_policy(
 ) -> Result<(), Finding> {
     let currency = contract.currency();
     let checked = eval.args;
+    // A row as Cedar reads it: its typed instants and dates as datetimes.
+    let policy_attrs = |table: &crate::records::Table, key: &str, value: &Value| {
+        let mut attrs = cedar_attrs(table, key, value, currency);
+        crate::records::cedar_datetimes(table, &mut attrs);
+        attrs
+    };
     let principal = match (actor.record, contract.actor_table().and_then(|t| contract.table(t)), actor.row) {
         (Some(record), Some(table), Some(row)) => PolicyEntity {
             entity_type: table.entity.clone(),
             id: row.key.clone(),
-            attrs: cedar_attrs(table, &row.key, &record.value, currency),
+            attrs: policy_attrs(table, &row.key, &record.value),
         },
         _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
     };
@@ -954,7 +970,7 @@ fn decide_policy(
             PolicyEntity {
                 entity_type: table.entity.clone(),
                 id: row.key.clone(),
-                attrs: cedar_attrs(table, &row.key, &record.value, currency),
+                attrs: policy_attrs(table, &row.key, &record.value),
             }
         }
         _ => principal.clone(),
@@ -985,8 +1001,12 @@ fn decide_policy(
             _ => {}
         }
     }
-    let derived: Map<String, Value> = eval.derived.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
-    let context = json!({"args": context_args, "derived": derived, "members": members});
+    let clock = eval.clock;
+    let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
+    let today = crate::policy::datetime(clock.today().to_string());
+    let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
+    let context = json!({"args": context_args, "derived": policy_derived(op, eval), "members": members,
+                         "now": now, "today": today, "time_zone": time_zone});
     match contract.policies().decide(&principal, &op.name, &resource, context) {
         PolicyDecision::Permit => Ok(()),
         PolicyDecision::Forbid(policies) => {
@@ -997,6 +1017,28 @@ fn decide_policy(
         PolicyDecision::NoPermit => Err(Finding::refuse(ReasonCode::NoPolicyPermits)),
         PolicyDecision::Error(message) => Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
     }
+}
+
+/// The derived quantities as Cedar reads them: a CEL quantity of type `instant` a `datetime`,
+/// every other one as its JSON.
+fn policy_derived(op: &crate::operation::Operation, eval: &Eval<'_>) -> Map<String, Value> {
+    use crate::expressions::ValueType;
+    let instant = |name: &str| {
+        op.derive
+            .iter()
+            .any(|(n, e)| n == name && matches!(e, crate::operation::Expr::Cel(v) if v.ty == Some(ValueType::Instant)))
+    };
+    eval.derived
+        .iter()
+        .map(|(name, value)| {
+            let json = value.to_json();
+            let cedar = match json.as_str().filter(|_| instant(name)).map(crate::date::parse_instant) {
+                Some(Ok(at)) => crate::date::cedar_datetime(at).map_or(Value::Null, crate::policy::datetime),
+                _ => json,
+            };
+            (name.clone(), cedar)
+        })
+        .collect()
 }
 
 /// An act's arguments with each located pointer in place of its plain value (borrowed when

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::change::{self, RowChange};
-use crate::facts::{Facts, Interaction, RowRef};
+use crate::facts::{EventRecord, Facts, Interaction, RowRef};
 use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::verdict::Finding;
@@ -39,6 +39,12 @@ pub struct Workspace<'f> {
     pub(crate) pending: BTreeMap<RowRef, Option<String>>,
     /// The rows this turn's own effects without steps hold, by effect.
     pub(crate) held: BTreeMap<RowRef, String>,
+    /// The conversation the turn belongs to, whose committed events expressions read.
+    pub(crate) conversation: String,
+    /// The conversation's committed events read so far, by kind (an operation's name).
+    pub(crate) events: BTreeMap<String, Vec<EventRecord>>,
+    /// The events of this turn's acts committed so far, in order.
+    pub(crate) turn_events: Vec<EventRecord>,
 }
 
 impl std::fmt::Debug for Workspace<'_> {
@@ -56,7 +62,23 @@ impl<'f> Workspace<'f> {
             touched: BTreeSet::new(),
             pending: BTreeMap::new(),
             held: BTreeMap::new(),
+            conversation: String::new(),
+            events: BTreeMap::new(),
+            turn_events: Vec::new(),
         }
+    }
+
+    /// The conversation's committed events of `kind`, in commit order, read once per turn. A
+    /// ledger that cannot be read refuses the act.
+    pub(crate) fn events(&mut self, kind: &str) -> Result<&[EventRecord], Finding> {
+        if !self.events.contains_key(kind) {
+            let found = self
+                .facts
+                .events(&self.conversation, kind)
+                .map_err(|e| Finding::refuse(ReasonCode::FactUnavailable).detail(format!("events of `{kind}`: {e}")))?;
+            self.events.insert(kind.to_owned(), found);
+        }
+        Ok(self.events.get(kind).map_or(&[], Vec::as_slice))
     }
 
     /// The row as the turn sees it now (read revision, current value).

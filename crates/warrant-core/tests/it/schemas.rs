@@ -112,7 +112,8 @@ fn fields_and_a_json_schema_file_declare_the_same_row() {
     let shape = &written.cedar_schema()[""]["entityTypes"]["Customer"]["shape"];
     assert_eq!(shape.get("additionalAttributes"), None, "{shape}");
     assert_eq!(shape["attributes"]["credit"], json!({"type": "Long"}));
-    assert_eq!(shape["attributes"]["since"], json!({"type": "String", "required": false}));
+    // A date is a Cedar datetime (that day's 00:00:00Z), so policies compare it.
+    assert_eq!(shape["attributes"]["since"], json!({"type": "Extension", "name": "datetime", "required": false}));
     assert_eq!(shape["attributes"]["calls"]["type"], "Set");
     assert_eq!(shape["attributes"]["key"], json!({"type": "String"}));
     // The schema file is part of what the contract's hash covers.
