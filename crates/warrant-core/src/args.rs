@@ -47,6 +47,9 @@ pub enum Checked {
     Integer(i64),
     /// A boolean.
     Bool(bool),
+    /// The elements of an `objects` argument, each its fields as checked (a field left out is
+    /// absent from its map).
+    Objects(Vec<BTreeMap<String, Checked>>),
     /// An optional argument left out.
     Absent,
 }
@@ -76,9 +79,33 @@ impl Checked {
             Checked::Money { units, currency } => serde_json::json!({"units": units, "currency": currency}),
             Checked::Integer(n) => Value::from(*n),
             Checked::Bool(b) => Value::Bool(*b),
+            Checked::Objects(elements) => objects_json(elements, &Checked::to_json),
             Checked::Absent => Value::Null,
         }
     }
+
+    /// The value as an effect writes it into a row: as [`Checked::to_json`], but money (also an
+    /// element's) as the exact number a row holds, in minor units of `currency`.
+    pub fn to_row_json(&self, currency: Option<Currency>) -> Value {
+        match (self, currency) {
+            (Checked::Money { units, .. }, Some(currency)) => {
+                crate::money::record_number(*units, currency).unwrap_or(Value::Null)
+            }
+            (Checked::Objects(elements), _) => objects_json(elements, &|v: &Checked| v.to_row_json(currency)),
+            (other, _) => other.to_json(),
+        }
+    }
+}
+
+/// The elements of an `objects` argument as JSON objects, each field as `field` writes it (a
+/// field left out absent).
+fn objects_json(elements: &[BTreeMap<String, Checked>], field: &dyn Fn(&Checked) -> Value) -> Value {
+    let object = |fields: &BTreeMap<String, Checked>| {
+        Value::Object(
+            fields.iter().filter(|(_, v)| !matches!(v, Checked::Absent)).map(|(k, v)| (k.clone(), field(v))).collect(),
+        )
+    };
+    Value::Array(elements.iter().map(object).collect())
 }
 
 /// What checking needs from the turn.
@@ -147,7 +174,9 @@ impl UserWords {
     pub(crate) fn named_by(&self, op: &Operation, args: &Map<String, Value>) -> BTreeMap<u32, String> {
         op.args
             .iter()
-            .filter_map(|arg| pointer_of(&arg.kind, args.get(&arg.name)?)?.entry)
+            .filter_map(|arg| Some(pointers_in(arg, args.get(&arg.name)?)))
+            .flatten()
+            .filter_map(|p| p.entry)
             .filter_map(|i| match self.entries.get(&i) {
                 Some((kind, text)) if kind == USER_KIND => Some((i, text.clone())),
                 _ => None,
@@ -181,8 +210,7 @@ pub(crate) fn check_args(
             }
             return Err(Finding::ask(ReasonCode::MissingArgument).field(field));
         };
-        let result =
-            check_one(ctx, work, &checked, (&field, &arg.kind), value).map_err(|f| f.field_if_absent(field))?;
+        let result = check_one(ctx, work, &checked, (&field, arg), value).map_err(|f| f.field_if_absent(field))?;
         checked.insert(arg.name.clone(), result);
     }
     check_pairs(work, op, &checked)?;
@@ -329,6 +357,18 @@ pub(crate) fn pointer_of(kind: &ArgKind, value: &Value) -> Option<TextPointer> {
     }
 }
 
+/// Every pointer an argument's value is or carries: its own, or those of an `objects`
+/// argument's fields, element by element.
+pub(crate) fn pointers_in(arg: &Arg, value: &Value) -> Vec<TextPointer> {
+    match (&arg.kind, value) {
+        (ArgKind::Objects { fields, .. }, Value::Array(items)) => items
+            .iter()
+            .flat_map(|item| fields.iter().filter_map(|f| pointer_of(&f.kind, item.get(&f.name)?)))
+            .collect(),
+        (kind, value) => pointer_of(kind, value).into_iter().collect(),
+    }
+}
+
 /// A `string` argument: a JSON string, checked by its schema alone (length, pattern, values).
 /// A pointer is no string here: text the model composes is never the user's words.
 fn check_string(
@@ -376,14 +416,100 @@ fn check_money(ctx: &ArgContext<'_>, value: &Value) -> Result<Checked, Finding> 
     Ok(Checked::Money { units, currency: money.currency().code().to_owned() })
 }
 
+/// An `objects` argument: a list of objects, its length within bounds, each closed, each field
+/// checked as an argument of its kind is, a refusal naming the element and field
+/// (`args.flights[1].date`).
+fn check_objects(
+    ctx: &ArgContext<'_>,
+    work: &mut Workspace<'_>,
+    earlier: &BTreeMap<String, Checked>,
+    (field, fields, bounds): (&str, &[Arg], (u32, Option<u32>)),
+    value: &Value,
+) -> Result<Checked, Finding> {
+    let Value::Array(items) = value else { return Err(wrong_type("a list of objects")) };
+    let count = u32::try_from(items.len()).unwrap_or(u32::MAX);
+    let (least, most) = bounds;
+    if count < least {
+        return Err(Finding::refuse(ReasonCode::TooFewItems).detail(format!("{count} elements, at least {least}")));
+    }
+    if let Some(most) = most
+        && count > most
+    {
+        return Err(Finding::refuse(ReasonCode::TooManyItems).detail(format!("{count} elements, at most {most}")));
+    }
+    let mut elements = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        let Value::Object(given) = item else {
+            return Err(wrong_type("an object").field(at));
+        };
+        if let Some(unknown) = given.keys().find(|k| !fields.iter().any(|f| f.name == **k)) {
+            let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            return Err(Finding::refuse(ReasonCode::UnknownArgument)
+                .field(format!("{at}.{}", crate::text::visible(unknown)))
+                .detail(format!(
+                    "an element has no field `{}` (its fields: {})",
+                    crate::text::visible(unknown),
+                    known.join(", ")
+                )));
+        }
+        let mut element = BTreeMap::new();
+        for arg in fields {
+            let inner = format!("{at}.{}", arg.name);
+            let Some(value) = given.get(&arg.name).filter(|v| !v.is_null()) else {
+                if arg.optional {
+                    element.insert(arg.name.clone(), Checked::Absent);
+                    continue;
+                }
+                return Err(Finding::ask(ReasonCode::MissingArgument).field(inner));
+            };
+            let checked =
+                check_one(ctx, work, earlier, (&inner, arg), value).map_err(|f| f.field_if_absent(inner.clone()))?;
+            element.insert(arg.name.clone(), checked);
+        }
+        elements.push(element);
+    }
+    Ok(Checked::Objects(elements))
+}
+
+/// A `date` argument: a DateExpr evaluated with the turn's clock, or with `plain` a bare
+/// `YYYY-MM-DD` string naming a day that exists.
+fn check_date(ctx: &ArgContext<'_>, plain: bool, value: &Value) -> Result<Checked, Finding> {
+    if let (true, Value::String(text)) = (plain, value) {
+        let shaped = text.len() == 10 && text.as_bytes().get(4) == Some(&b'-') && text.as_bytes().get(7) == Some(&b'-');
+        return match text.parse::<jiff::civil::Date>() {
+            Ok(day) if shaped => Ok(Checked::Date(day.to_string())),
+            _ => Err(Finding::ask(ReasonCode::DateInvalid)
+                .detail(format!("`{}` is not a day written YYYY-MM-DD", crate::text::visible(text)))),
+        };
+    }
+    let expr: DateExpr = serde_json::from_value(value.clone())
+        .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;
+    let day = date::evaluate(&expr, ctx.clock)
+        .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("{}: {e}", e.code())))?;
+    Ok(Checked::Date(day.to_string()))
+}
+
+/// A `money` argument with `plain`: a bare JSON number is read exactly in the contract's
+/// currency, as a row's amounts are; any other value as a money argument is.
+fn check_plain_money(ctx: &ArgContext<'_>, value: &Value) -> Result<Checked, Finding> {
+    let Value::Number(_) = value else { return check_money(ctx, value) };
+    let currency = ctx.currency.ok_or_else(|| {
+        Finding::refuse(ReasonCode::CurrencyNotAccepted).detail("the contract declares no currency".into())
+    })?;
+    let units = crate::money::record_units(value, currency)
+        .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
+    Ok(Checked::Money { units, currency: currency.code().to_owned() })
+}
+
 fn check_one(
     ctx: &ArgContext<'_>,
     work: &mut Workspace<'_>,
     earlier: &BTreeMap<String, Checked>,
-    (field, kind): (&str, &ArgKind),
+    (field, arg): (&str, &Arg),
     value: &Value,
 ) -> Result<Checked, Finding> {
-    match kind {
+    match &arg.kind {
         ArgKind::Enum { values, evidence } => check_enum(ctx, field, (values, *evidence), value),
         ArgKind::Record { table } => check_record(ctx, work, table, value),
         ArgKind::Records { table, require, .. } => check_records(ctx, work, table, require, value),
@@ -403,13 +529,8 @@ fn check_one(
         }
         ArgKind::Text { allow_empty } => check_text(ctx, field, *allow_empty, value),
         ArgKind::String { max_length, pattern, values } => check_string(*max_length, pattern.as_ref(), values, value),
-        ArgKind::Date => {
-            let expr: DateExpr = serde_json::from_value(value.clone())
-                .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("not a DateExpr: {e}")))?;
-            let day = date::evaluate(&expr, ctx.clock)
-                .map_err(|e| Finding::ask(ReasonCode::DateInvalid).detail(format!("{}: {e}", e.code())))?;
-            Ok(Checked::Date(day.to_string()))
-        }
+        ArgKind::Date => check_date(ctx, arg.plain, value),
+        ArgKind::Money if arg.plain => check_plain_money(ctx, value),
         ArgKind::Money => check_money(ctx, value),
         ArgKind::Integer { min, max } => {
             let n = value.as_i64().ok_or_else(|| wrong_type("an integer"))?;
@@ -419,6 +540,9 @@ fn check_one(
             Ok(Checked::Integer(n))
         }
         ArgKind::Bool => value.as_bool().map(Checked::Bool).ok_or_else(|| wrong_type("a boolean")),
+        ArgKind::Objects { fields, min_items, max_items } => {
+            check_objects(ctx, work, earlier, (field, fields, (*min_items, *max_items)), value)
+        }
     }
 }
 

@@ -3,7 +3,10 @@
 //! changes a committed effect makes, applied to the turn's working copies so that later acts of
 //! the same turn, and later turns, see them.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -14,7 +17,9 @@ use crate::expr::{self, MAX_INPUT_VALUES, RowLookup};
 use crate::expressions::{CelValue, ValueType};
 use crate::facts::RowRef;
 use crate::money::{self, Currency};
-use crate::operation::{Change, EntryValue, Expr, Operation, Path, Step};
+use crate::operation::{
+    Appended, Change, Each, EntryValue, Expr, ITEM, KeyRef, MintedKey, NewRow, Operation, Path, Step,
+};
 use crate::reason::ReasonCode;
 use crate::records::cedar_attrs;
 use crate::verdict::Finding;
@@ -54,12 +59,75 @@ pub(crate) struct Eval<'a> {
     pub(crate) derived: BTreeMap<String, Derived>,
     /// The turn's clock: CEL's `now`, `today` and `time_zone`.
     pub(crate) clock: &'a TurnClock,
+    /// What the act's minted keys are derived from: the turn and the act's place in it.
+    pub(crate) mint_seed: String,
+    /// What the effect's steps have bound so far.
+    steps: RefCell<StepState>,
+}
+
+/// The element a step with `each` runs for.
+#[derive(Debug, Clone)]
+enum Item {
+    /// An element of an `objects` argument: its fields as checked.
+    Fields(BTreeMap<String, Checked>),
+    /// A row of a records argument, or a member of a members argument.
+    Checked(Checked),
+    /// An element of a list in a row, as CEL reads it (money in minor units).
+    Json(Value),
+}
+
+/// The names an effect's steps bind as they run: the element of the step running (with
+/// `each`), the keys the operation mints, and the rows earlier steps created (`as`).
+#[derive(Debug, Default)]
+struct StepState {
+    item: Option<Item>,
+    minted: BTreeMap<String, String>,
+    created: BTreeMap<String, RowRef>,
+}
+
+/// Where a path starts.
+enum Place {
+    /// A row.
+    Row(RowRef),
+    /// A member of a collection inside a row.
+    Member(MemberRef),
+    /// A value that is no place in a row (a scalar field of an element, a list element read):
+    /// it can be read, never written.
+    Value(Value),
+}
+
+/// A place a step writes: the row, the pointer inside it (list positions included), and the
+/// keys from the row down to it (list positions left out), which say where money is.
+struct Target {
+    row: RowRef,
+    pointer: Vec<String>,
+    concrete: Vec<String>,
 }
 
 /// A value a path reached, with whether its last field is money in its table.
 struct Leaf {
     value: Value,
     money: bool,
+}
+
+/// A minted key: `prefix`, then `length` characters of `alphabet` drawn from hashes of the
+/// seed, the operation and the key's name.
+fn mint(seed: &str, op: &str, key: &MintedKey) -> String {
+    let mut minted = key.prefix.clone();
+    let size = key.alphabet.len().max(1);
+    let mut round = 0u32;
+    while minted.chars().count() < key.prefix.chars().count() + key.length {
+        let hex = crate::id::derive_id("mint", &[seed, op, &key.name, &round.to_string()]);
+        let digits = hex.rsplit('_').next().unwrap_or_default();
+        for pair in digits.as_bytes().chunks(2) {
+            let byte = std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok()).unwrap_or(0);
+            if minted.chars().count() < key.prefix.chars().count() + key.length {
+                minted.extend(key.alphabet.get(usize::from(byte) % size));
+            }
+        }
+        round += 1;
+    }
+    minted
 }
 
 fn inapplicable(message: String) -> Finding {
@@ -102,7 +170,19 @@ fn number(units: i64, currency: Currency) -> Result<Value, Finding> {
     money::record_number(units, currency).map_err(|e| inapplicable(format!("{units} minor units: {e}")))
 }
 
-impl Eval<'_> {
+impl<'a> Eval<'a> {
+    /// The evaluation of an act of `contract` by `actor` with its checked arguments; its keys
+    /// are minted from `mint_seed`.
+    pub(crate) fn new(
+        contract: &'a Contract,
+        actor: Option<RowRef>,
+        args: &'a BTreeMap<String, Checked>,
+        clock: &'a TurnClock,
+        mint_seed: String,
+    ) -> Eval<'a> {
+        Eval { contract, actor, args, derived: BTreeMap::new(), clock, mint_seed, steps: RefCell::default() }
+    }
+
     /// The contract's currency, which every money step computes in.
     fn currency(&self) -> Result<Currency, Finding> {
         self.contract.currency().ok_or_else(|| inapplicable("money needs the contract's `records.currency`".into()))
@@ -114,55 +194,127 @@ impl Eval<'_> {
         self.contract.table(table).is_some_and(|t| t.is_money(concrete))
     }
 
-    /// Every value `path` reaches, stepping through lists.
-    fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
-        // Each start: its table, the keys from the row down to it, and its value.
-        let mut starts: Vec<(String, Vec<String>, std::sync::Arc<Value>)> = Vec::new();
-        let member_prefix = |m: &MemberRef| {
-            let mut prefix = vec![m.path.clone()];
-            if m.position.is_none() {
-                prefix.push(m.id.clone());
-            }
-            prefix
+    /// The text a key names: an argument's value (a record's key, a member's id), the
+    /// element's (or one of its fields'), a minted key.
+    fn key_text(&self, key: &KeyRef) -> Result<String, Finding> {
+        let of_checked = |value: &Checked| match value {
+            Checked::Enum(s) | Checked::Text(s) | Checked::String(s) | Checked::Date(s) => Some(s.clone()),
+            Checked::Record(row) => Some(row.key.clone()),
+            Checked::Member(m) => Some(m.id.clone()),
+            Checked::Integer(n) => Some(n.to_string()),
+            _ => None,
         };
-        if path.root == "actor" {
-            let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
-            let record = work.row(&row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
-            starts.push((row.table, Vec::new(), record.value));
-        } else {
-            match self.args.get(&path.root) {
-                Some(Checked::Record(row)) => {
-                    let record = work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                    starts.push((row.table.clone(), Vec::new(), record.value));
-                }
-                Some(Checked::Records(rows)) => {
-                    for row in rows {
-                        let record =
-                            work.row(row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
-                        starts.push((row.table.clone(), Vec::new(), record.value));
-                    }
-                }
-                Some(Checked::Member(m)) => {
-                    starts.push((m.row.table.clone(), member_prefix(m), std::sync::Arc::new(member_value(work, m)?)))
-                }
-                Some(Checked::Members(ms)) => {
-                    for m in ms {
-                        starts.push((
-                            m.row.table.clone(),
-                            member_prefix(m),
-                            std::sync::Arc::new(member_value(work, m)?),
-                        ));
-                    }
-                }
-                Some(Checked::Absent) => {}
-                _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
+        let steps = self.steps.borrow();
+        let text = match (key, &steps.item) {
+            (KeyRef::Arg(name), _) => self.args.get(name).and_then(of_checked),
+            (KeyRef::Minted(name), _) => steps.minted.get(name).cloned(),
+            (KeyRef::Item(None), Some(Item::Checked(value))) => of_checked(value),
+            (KeyRef::Item(None), Some(Item::Json(Value::String(s)))) => Some(s.clone()),
+            (KeyRef::Item(Some(field)), Some(Item::Fields(fields))) => fields.get(field).and_then(of_checked),
+            (KeyRef::Item(Some(field)), Some(Item::Json(value))) => {
+                value.get(field).and_then(Value::as_str).map(str::to_owned)
+            }
+            _ => None,
+        };
+        text.ok_or_else(|| {
+            let named = match key {
+                KeyRef::Arg(name) | KeyRef::Minted(name) => name.clone(),
+                KeyRef::Item(None) => ITEM.to_owned(),
+                KeyRef::Item(Some(field)) => format!("{ITEM}.{field}"),
+            };
+            inapplicable(format!("`[{named}]` names no key here"))
+        })
+    }
+
+    /// `path` with each keyed segment replaced by the key it names.
+    fn concrete<'p>(&self, path: &'p Path) -> Result<Cow<'p, Path>, Finding> {
+        if path.keys.is_empty() {
+            return Ok(Cow::Borrowed(path));
+        }
+        let mut out = path.clone();
+        for (i, key) in &path.keys {
+            if let Some(field) = out.fields.get_mut(*i) {
+                *field = self.key_text(key)?;
             }
         }
-        let mut leaves = Vec::new();
-        for (table, prefix, start) in &starts {
+        out.keys.clear();
+        Ok(Cow::Owned(out))
+    }
+
+    /// Where a path starts, and how many of its fields that took (`item.FIELD` of an
+    /// `objects` element takes one).
+    fn places(&self, work: &mut Workspace<'_>, path: &Path) -> Result<(Vec<Place>, usize), Finding> {
+        let created = self.steps.borrow().created.get(&path.root).cloned();
+        if let Some(row) = created {
+            return Ok((vec![Place::Row(row)], 0));
+        }
+        if path.root == "actor" {
+            let row = self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?;
+            return Ok((vec![Place::Row(row)], 0));
+        }
+        if path.root == ITEM {
+            let item = self.steps.borrow().item.clone();
+            return match item {
+                Some(Item::Fields(fields)) => {
+                    let first = path.fields.first().and_then(|f| fields.get(f));
+                    Ok((
+                        match first {
+                            Some(Checked::Record(row)) => vec![Place::Row(row.clone())],
+                            Some(Checked::Member(m)) => vec![Place::Member(m.clone())],
+                            Some(Checked::Absent) | None => Vec::new(),
+                            Some(other) => vec![Place::Value(self.checked_json(work, other)?)],
+                        },
+                        1,
+                    ))
+                }
+                Some(Item::Checked(Checked::Record(row))) => Ok((vec![Place::Row(row)], 0)),
+                Some(Item::Checked(Checked::Member(m))) => Ok((vec![Place::Member(m)], 0)),
+                Some(Item::Json(value)) => Ok((vec![Place::Value(value)], 0)),
+                _ => Err(inapplicable("`item` is bound only in a step with `each`".into())),
+            };
+        }
+        let places = match self.args.get(&path.root) {
+            Some(Checked::Record(row)) => vec![Place::Row(row.clone())],
+            Some(Checked::Records(rows)) => rows.iter().cloned().map(Place::Row).collect(),
+            Some(Checked::Member(m)) => vec![Place::Member(m.clone())],
+            Some(Checked::Members(ms)) => ms.iter().cloned().map(Place::Member).collect(),
+            Some(Checked::Absent) => Vec::new(),
+            _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
+        };
+        Ok((places, 0))
+    }
+
+    /// Calls `visit` with every value `path` reaches, stepping through lists, each with its
+    /// table and the keys from its row down to it (none for a value that is no place in a row).
+    fn walk(
+        &self,
+        work: &mut Workspace<'_>,
+        path: &Path,
+        visit: &mut dyn FnMut(Option<&str>, &[&str], &Value),
+    ) -> Result<(), Finding> {
+        let path = self.concrete(path)?;
+        let (places, skip) = self.places(work, &path)?;
+        let fields = path.fields.get(skip..).unwrap_or_default();
+        for place in places {
+            // Each start: its table, the keys from the row down to it, and its value.
+            let (table, prefix, start): (Option<String>, Vec<String>, Arc<Value>) = match place {
+                Place::Row(row) => {
+                    let record = work.row(&row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
+                    (Some(row.table), Vec::new(), record.value)
+                }
+                Place::Member(m) => {
+                    let mut prefix = vec![m.path.clone()];
+                    if m.position.is_none() {
+                        prefix.push(m.id.clone());
+                    }
+                    let value = Arc::new(member_value(work, &m)?);
+                    (Some(m.row.table), prefix, value)
+                }
+                Place::Value(value) => (None, Vec::new(), Arc::new(value)),
+            };
             // Walk by reference; only the leaves are copied.
             let mut current: Vec<&Value> = vec![start.as_ref()];
-            for field in &path.fields {
+            for field in fields {
                 let mut next = Vec::new();
                 for value in current {
                     match value {
@@ -172,18 +324,52 @@ impl Eval<'_> {
                 }
                 current = next;
             }
-            let concrete: Vec<&str> = prefix.iter().chain(&path.fields).map(String::as_str).collect();
-            let money = !path.fields.is_empty() && self.is_money(table, &concrete);
+            let concrete: Vec<&str> = prefix.iter().chain(fields).map(String::as_str).collect();
             for value in current {
                 match value {
-                    Value::Array(items) => {
-                        leaves.extend(items.iter().map(|value| Leaf { value: value.clone(), money }))
-                    }
-                    value => leaves.push(Leaf { value: value.clone(), money }),
+                    Value::Array(items) => items.iter().for_each(|item| visit(table.as_deref(), &concrete, item)),
+                    value => visit(table.as_deref(), &concrete, value),
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Every value `path` reaches, stepping through lists.
+    fn leaves(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Leaf>, Finding> {
+        let mut leaves = Vec::new();
+        let has_fields = !path.fields.is_empty();
+        self.walk(work, path, &mut |table, concrete, value| {
+            let money = has_fields && table.is_some_and(|t| self.is_money(t, concrete));
+            leaves.push(Leaf { value: value.clone(), money });
+        })?;
         Ok(leaves)
+    }
+
+    /// The elements a step with `each` runs for, in order.
+    fn items(&self, work: &mut Workspace<'_>, each: &Each) -> Result<Vec<Item>, Finding> {
+        match each {
+            Each::Arg(name) => Ok(match self.args.get(name) {
+                Some(Checked::Objects(elements)) => elements.iter().cloned().map(Item::Fields).collect(),
+                Some(Checked::Records(rows)) => {
+                    rows.iter().cloned().map(|r| Item::Checked(Checked::Record(r))).collect()
+                }
+                Some(Checked::Members(ms)) => ms.iter().cloned().map(|m| Item::Checked(Checked::Member(m))).collect(),
+                _ => Vec::new(),
+            }),
+            Each::List(path) => {
+                let currency = self.contract.currency();
+                let mut items = Vec::new();
+                self.walk(work, path, &mut |table, concrete, value| {
+                    let element = match table.and_then(|t| self.contract.table(t)) {
+                        Some(table) => crate::records::cedar_value_at(table, concrete, value, currency),
+                        None => value.clone(),
+                    };
+                    items.push(Item::Json(element));
+                })?;
+                Ok(items)
+            }
+        }
     }
 
     fn number(&self, leaf: &Leaf) -> Result<i64, Finding> {
@@ -261,6 +447,26 @@ impl Eval<'_> {
         Ok(cedar_attrs(table, &m.id, &wrapped, self.contract.currency()).get("m").cloned().unwrap_or(Value::Null))
     }
 
+    /// One checked value as CEL reads it: a record as its row, a member as its element, money
+    /// in minor units, an `objects` element as a map of its fields (an absent one left out).
+    fn checked_json(&self, work: &mut Workspace<'_>, value: &Checked) -> Result<Value, Finding> {
+        Ok(match value {
+            Checked::Record(row) => self.row_json(work, row)?,
+            Checked::Member(m) => self.member_json(work, m)?,
+            Checked::Money { units, .. } => Value::from(*units),
+            other => other.to_json(),
+        })
+    }
+
+    /// An element of an `objects` argument as CEL reads it.
+    fn element_json(&self, work: &mut Workspace<'_>, fields: &BTreeMap<String, Checked>) -> Result<Value, Finding> {
+        let mut map = serde_json::Map::new();
+        for (name, value) in fields.iter().filter(|(_, v)| !matches!(v, Checked::Absent)) {
+            map.insert(name.clone(), self.checked_json(work, value)?);
+        }
+        Ok(Value::Object(map))
+    }
+
     /// The JSON a name holds for CEL: an argument as checked (a row for a record, a list of
     /// rows or elements for a list, money in minor units), a derived quantity, the actor's row
     /// or the turn's `today`/`time_zone`.
@@ -275,7 +481,29 @@ impl Eval<'_> {
                 Value::Array(ms.iter().map(|m| self.member_json(work, m)).collect::<Result<_, _>>()?)
             }
             Some(Checked::Money { units, .. }) => Value::from(*units),
+            Some(Checked::Objects(elements)) => {
+                Value::Array(elements.iter().map(|fields| self.element_json(work, fields)).collect::<Result<_, _>>()?)
+            }
             Some(other) => other.to_json(),
+            None if self.steps.borrow().item.is_some() && name == ITEM => {
+                let item = self.steps.borrow().item.clone();
+                match item {
+                    Some(Item::Fields(fields)) => self.element_json(work, &fields)?,
+                    Some(Item::Checked(value)) => self.checked_json(work, &value)?,
+                    Some(Item::Json(value)) => value,
+                    None => Value::Null,
+                }
+            }
+            None if self.steps.borrow().minted.contains_key(name) => {
+                Value::String(self.steps.borrow().minted.get(name).cloned().unwrap_or_default())
+            }
+            None if self.steps.borrow().created.contains_key(name) => {
+                let row = self.steps.borrow().created.get(name).cloned();
+                match row {
+                    Some(row) => self.row_json(work, &row)?,
+                    None => Value::Null,
+                }
+            }
             None => match (self.derived.get(name), name, &self.actor) {
                 (Some(quantity), _, _) => quantity.to_json(),
                 (None, "actor", Some(row)) => self.row_json(work, &row.clone())?,
@@ -425,61 +653,162 @@ impl Eval<'_> {
         Ok(())
     }
 
-    /// Applies `op`'s effect steps to the working copies.
+    /// Applies `op`'s effect steps to the working copies, its keys minted first.
     pub(crate) fn apply(&self, work: &mut Workspace<'_>, op: &Operation) -> Result<(), Finding> {
+        {
+            let mut steps = self.steps.borrow_mut();
+            *steps = StepState::default();
+            for key in &op.keys {
+                steps.minted.insert(key.name.clone(), mint(&self.mint_seed, &op.name, key));
+            }
+        }
         for step in &op.effects {
             self.apply_step(work, step)?;
         }
         Ok(())
     }
 
+    /// A step, once, or once per element of its `each` (read before it runs).
+    fn apply_step(&self, work: &mut Workspace<'_>, step: &Step) -> Result<(), Finding> {
+        let Some(each) = &step.each else { return self.apply_once(work, step) };
+        let items = self.items(work, each)?;
+        let mut result = Ok(());
+        for item in items {
+            self.steps.borrow_mut().item = Some(item);
+            result = self.apply_once(work, step);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.steps.borrow_mut().item = None;
+        result
+    }
+
+    /// Whether every condition of the step holds: `when`, `when_present`, `when_absent`, `if`.
+    /// A keyed segment that names no key here reaches nothing.
     fn holds(&self, work: &mut Workspace<'_>, step: &Step) -> Result<bool, Finding> {
+        let mut reached = |path: &Path| -> Result<Option<Vec<Leaf>>, Finding> {
+            match self.concrete(path) {
+                Ok(path) => self.leaves(work, &path).map(Some),
+                Err(_) => Ok(None),
+            }
+        };
         for (path, expected) in &step.when {
-            let leaves = self.leaves(work, path)?;
+            let leaves = reached(path)?.unwrap_or_default();
             if leaves.is_empty() || leaves.iter().any(|l| &l.value != expected) {
                 return Ok(false);
             }
         }
+        for path in &step.present {
+            if !reached(path)?.unwrap_or_default().iter().any(|l| !l.value.is_null()) {
+                return Ok(false);
+            }
+        }
+        for path in &step.absent {
+            if reached(path)?.unwrap_or_default().iter().any(|l| !l.value.is_null()) {
+                return Ok(false);
+            }
+        }
+        if let Some(condition) = &step.condition {
+            let source = condition.expression.source();
+            return match self.cel(work, condition)? {
+                cel::Value::Bool(b) => Ok(b),
+                other => {
+                    let message = format!("`if` is a CEL {}, not a bool", expr::type_name(&other));
+                    Err(expression_failed(source, ReasonCode::ExpressionWrongType, &message))
+                }
+            };
+        }
         Ok(true)
     }
 
-    /// The places a path's root names: rows, with the JSON pointer of the member inside them.
-    fn targets(&self, path: &Path) -> Result<Vec<(RowRef, Vec<String>)>, Finding> {
-        let member_prefix = |m: &MemberRef| {
-            let mut prefix = vec![m.path.clone()];
-            prefix.push(m.position.map_or_else(|| m.id.clone(), |p| p.to_string()));
-            (m.row.clone(), prefix)
-        };
-        let mut out = Vec::new();
-        if path.root == "actor" {
-            out.push((self.actor.clone().ok_or_else(|| Finding::refuse(ReasonCode::UnknownActor))?, Vec::new()));
-        } else {
-            match self.args.get(&path.root) {
-                Some(Checked::Record(row)) => out.push((row.clone(), Vec::new())),
-                Some(Checked::Records(rows)) => out.extend(rows.iter().map(|r| (r.clone(), Vec::new()))),
-                Some(Checked::Member(m)) => out.push(member_prefix(m)),
-                Some(Checked::Members(ms)) => out.extend(ms.iter().map(member_prefix)),
-                Some(Checked::Absent) => {}
-                _ => return Err(inapplicable(format!("`{}` is not a record or member", path.root))),
-            }
-        }
-        Ok(out
+    /// The places a path names in rows: each with the pointer to it and where money is.
+    fn targets(&self, work: &mut Workspace<'_>, path: &Path) -> Result<Vec<Target>, Finding> {
+        let path = self.concrete(path)?;
+        let (places, skip) = self.places(work, &path)?;
+        let fields = path.fields.get(skip..).unwrap_or_default();
+        places
             .into_iter()
-            .map(|(row, mut prefix)| {
-                prefix.extend(path.fields.iter().cloned());
-                (row, prefix)
+            .map(|place| {
+                let (row, mut pointer, mut concrete) = match place {
+                    Place::Row(row) => (row, Vec::new(), Vec::new()),
+                    Place::Member(m) => {
+                        let at = m.position.map_or_else(|| m.id.clone(), |p| p.to_string());
+                        let concrete = if m.position.is_none() {
+                            vec![m.path.clone(), m.id.clone()]
+                        } else {
+                            vec![m.path.clone()]
+                        };
+                        (m.row, vec![m.path, at], concrete)
+                    }
+                    Place::Value(_) => {
+                        return Err(inapplicable(format!("`{}` is no place in a row to write", path.root)));
+                    }
+                };
+                pointer.extend(fields.iter().cloned());
+                concrete.extend(fields.iter().cloned());
+                Ok(Target { row, pointer, concrete })
             })
-            .collect())
+            .collect()
     }
 
-    fn apply_step(&self, work: &mut Workspace<'_>, step: &Step) -> Result<(), Finding> {
+    /// A computed value as a row of `table` holds it at `concrete`: its integers at money
+    /// fields are minor units, written as amounts; everything else as it is.
+    fn written(&self, table: &str, concrete: &mut Vec<String>, value: Value) -> Result<Value, Finding> {
+        Ok(match value {
+            Value::Number(n) => {
+                let keys: Vec<&str> = concrete.iter().map(String::as_str).collect();
+                if !keys.is_empty() && self.is_money(table, &keys) {
+                    let units = n.as_i64().ok_or_else(|| inapplicable(format!("`{n}` is not minor units")))?;
+                    number(units, self.currency()?)?
+                } else {
+                    Value::Number(n)
+                }
+            }
+            Value::Object(map) => {
+                let mut out = serde_json::Map::new();
+                for (key, inner) in map {
+                    concrete.push(key.clone());
+                    let inner = self.written(table, concrete, inner);
+                    concrete.pop();
+                    out.insert(key, inner?);
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.written(table, concrete, v)).collect::<Result<_, _>>()?)
+            }
+            other => other,
+        })
+    }
+
+    /// A CEL value computed for a row, as JSON.
+    fn computed_json(&self, work: &mut Workspace<'_>, value: &CelValue) -> Result<Value, Finding> {
+        let computed = self.cel(work, value)?;
+        expr::to_json(&computed)
+            .map_err(|e| expression_failed(value.expression.source(), ReasonCode::ExpressionFailed, &e.0))
+    }
+
+    /// The row a record argument or an earlier step's `as` names.
+    fn named_row(&self, name: &str) -> Result<RowRef, Finding> {
+        if let Some(row) = self.steps.borrow().created.get(name) {
+            return Ok(row.clone());
+        }
+        match self.args.get(name) {
+            Some(Checked::Record(row)) => Ok(row.clone()),
+            _ => Err(inapplicable(format!("`{name}` names no row"))),
+        }
+    }
+
+    fn apply_once(&self, work: &mut Workspace<'_>, step: &Step) -> Result<(), Finding> {
         if !self.holds(work, step)? {
             return Ok(());
         }
         match &step.change {
             Change::SetValue { path, value } => self.set(work, path, |_| Ok(value.clone())),
             Change::SetArg { path, arg } => {
-                let value = self.args.get(arg).map_or(Value::Null, Checked::to_json);
+                let currency = self.contract.currency();
+                let value = self.args.get(arg).map_or(Value::Null, |c| c.to_row_json(currency));
                 self.set(work, path, |_| Ok(value.clone()))
             }
             Change::SetArgs { path, args } => {
@@ -499,36 +828,118 @@ impl Eval<'_> {
                 let Derived::Int(delta) = self.eval(work, amount)? else {
                     return Err(inapplicable("an added amount must be a quantity".into()));
                 };
-                let currency = self.currency()?;
-                self.set(work, path, |old| {
-                    let Some(old @ Value::Number(_)) = old else {
-                        return Err(inapplicable("the field added to is not a number".into()));
-                    };
-                    let sum = units(old, currency)?
-                        .checked_add(delta)
-                        .ok_or_else(|| inapplicable("the amount overflows".into()))?;
-                    number(sum, currency)
-                })
+                self.add(work, path, delta, true)
+            }
+            Change::AddComputed { path, value } => {
+                let Derived::Int(delta) = self.cel_quantity(work, value)? else {
+                    return Err(inapplicable("an added amount must be a quantity".into()));
+                };
+                self.add(work, path, delta, value.ty == Some(ValueType::Money))
             }
             Change::AddEach { .. } => self.add_each(work, &step.change),
-            Change::Append { path, entry } => self.append(work, path, entry),
+            Change::Append { path, entry } => {
+                let object = self.entry_object(work, entry)?;
+                self.push(work, path, |_| Ok(object.clone()))
+            }
+            Change::AppendValue { path, value } => {
+                let value = match value {
+                    Appended::Value(v) => v.clone(),
+                    Appended::Arg(arg) => {
+                        self.args.get(arg).map_or(Value::Null, |c| c.to_row_json(self.contract.currency()))
+                    }
+                    Appended::Cel(cel) => {
+                        let json = self.computed_json(work, cel)?;
+                        return self.push(work, path, |target| {
+                            self.written(&target.row.table, &mut target.concrete.clone(), json.clone())
+                        });
+                    }
+                };
+                self.push(work, path, |_| Ok(value.clone()))
+            }
+            Change::Create { table, key, name, value } => {
+                let row = RowRef { table: table.clone(), key: self.key_text(key)? };
+                let value = match value {
+                    NewRow::Cel(cel) => match self.computed_json(work, cel)? {
+                        object @ Value::Object(_) => self.written(table, &mut Vec::new(), object)?,
+                        other => {
+                            let message = format!("a created row is a map, not `{other}`");
+                            return Err(expression_failed(
+                                cel.expression.source(),
+                                ReasonCode::ExpressionWrongType,
+                                &message,
+                            ));
+                        }
+                    },
+                    NewRow::Entry(entry) => self.entry_object(work, entry)?,
+                };
+                work.create(&row, value)?;
+                if let Some(name) = name {
+                    self.steps.borrow_mut().created.insert(name.clone(), row);
+                }
+                Ok(())
+            }
+            Change::Delete { row } => work.delete(&self.named_row(row)?),
+            Change::Remove { path } => self.remove(work, path),
             Change::Swap { members, with, fields } => self.swap(work, members, with, fields),
         }
     }
 
-    /// `set` with `cel`: the value written as an amount where its type is money, else as JSON.
+    /// Adds `delta` (minor units where `money`) to the number at `path`.
+    fn add(&self, work: &mut Workspace<'_>, path: &Path, delta: i64, money: bool) -> Result<(), Finding> {
+        let overflow = || inapplicable("the amount overflows".into());
+        if !money {
+            return self.set(work, path, |old| {
+                let old = old
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| inapplicable("the field added to is not an integer".into()))?;
+                old.checked_add(delta).map(Value::from).ok_or_else(overflow)
+            });
+        }
+        let currency = self.currency()?;
+        self.set(work, path, |old| {
+            let Some(old @ Value::Number(_)) = old else {
+                return Err(inapplicable("the field added to is not a number".into()));
+            };
+            let sum = units(old, currency)?.checked_add(delta).ok_or_else(overflow)?;
+            number(sum, currency)
+        })
+    }
+
+    /// `remove`: the map entry the path's last segment names taken out of its map.
+    fn remove(&self, work: &mut Workspace<'_>, path: &Path) -> Result<(), Finding> {
+        let path = self.concrete(path)?;
+        let Some((key, parents)) = path.fields.split_last() else {
+            return Err(inapplicable("`remove` needs a map entry".into()));
+        };
+        let parent = Path { root: path.root.clone(), fields: parents.to_vec(), keys: BTreeMap::new() };
+        self.set(work, &parent, |old| match old {
+            Some(Value::Object(map)) if map.contains_key(key) => {
+                let mut map = map.clone();
+                map.remove(key);
+                Ok(Value::Object(map))
+            }
+            _ => Err(inapplicable(format!("there is no entry `{}` to remove", crate::text::visible(key)))),
+        })
+    }
+
+    /// `set` with `cel`: the value written as an amount where its type is money, else as JSON
+    /// (untyped, its integers at money fields written as amounts).
     #[inline(never)]
     fn set_computed(&self, work: &mut Workspace<'_>, path: &Path, value: &CelValue) -> Result<(), Finding> {
-        let computed = self.cel(work, value)?;
         let source = value.expression.source();
         let json = match value.ty {
-            Some(ValueType::Money) => match typed(&computed, ValueType::Money, source)? {
+            Some(ValueType::Money) => match typed(&self.cel(work, value)?, ValueType::Money, source)? {
                 Derived::Int(units) => number(units, self.currency()?)?,
                 Derived::Json(v) => v,
             },
-            Some(ty) => typed(&computed, ty, source)?.to_json(),
+            Some(ty) => typed(&self.cel(work, value)?, ty, source)?.to_json(),
             None => {
-                expr::to_json(&computed).map_err(|e| expression_failed(source, ReasonCode::ExpressionFailed, &e.0))?
+                let json = self.computed_json(work, value)?;
+                for target in self.targets(work, path)? {
+                    let written = self.written(&target.row.table, &mut target.concrete.clone(), json.clone())?;
+                    work.update(&target.row, &target.pointer, |_| Ok(written.clone()))?;
+                }
+                return Ok(());
             }
         };
         self.set(work, path, |_| Ok(json.clone()))
@@ -543,7 +954,7 @@ impl Eval<'_> {
         let matches =
             |value: &Value, conditions: &[(String, Value)]| conditions.iter().all(|(k, v)| value.get(k) == Some(v));
         let elements: Vec<Value> = self.leaves(work, list)?.into_iter().map(|l| l.value).collect();
-        let targets = self.targets(into)?;
+        let targets = self.targets(work, into)?;
         let list_table = self.args.get(&list.root).and_then(|c| match c {
             Checked::Record(row) => Some(row.table.clone()),
             _ => None,
@@ -563,7 +974,7 @@ impl Eval<'_> {
                     )));
                 }
             };
-            for (row, prefix) in &targets {
+            for Target { row, pointer: prefix, .. } in &targets {
                 let Some(container) = work.row(row)? else { continue };
                 let mut member_value: &Value = &container.value;
                 for part in prefix {
@@ -590,13 +1001,15 @@ impl Eval<'_> {
         Ok(())
     }
 
-    /// `append`: an entry built from values, arguments, amounts and derived quantities added to a list.
-    fn append(&self, work: &mut Workspace<'_>, path: &Path, entry: &[(String, EntryValue)]) -> Result<(), Finding> {
+    /// The object an entry builds from values, arguments, amounts and derived quantities.
+    fn entry_object(&self, work: &mut Workspace<'_>, entry: &[(String, EntryValue)]) -> Result<Value, Finding> {
         let mut object = serde_json::Map::new();
         for (name, source) in entry {
             let value = match source {
                 EntryValue::Value(v) => v.clone(),
-                EntryValue::Arg(arg) => self.args.get(arg).map_or(Value::Null, Checked::to_json),
+                EntryValue::Arg(arg) => {
+                    self.args.get(arg).map_or(Value::Null, |c| c.to_row_json(self.contract.currency()))
+                }
                 EntryValue::Money(expr) => match self.eval(work, expr)? {
                     Derived::Int(units) => number(units, self.currency()?)?,
                     Derived::Json(v) => return Err(inapplicable(format!("`{v}` is not an amount"))),
@@ -605,16 +1018,29 @@ impl Eval<'_> {
             };
             object.insert(name.clone(), value);
         }
-        let object = Value::Object(object);
-        self.set(work, path, |old| match old {
-            Some(Value::Array(items)) => {
-                let mut items = items.clone();
-                items.push(object.clone());
-                Ok(Value::Array(items))
-            }
-            None | Some(Value::Null) => Ok(Value::Array(vec![object.clone()])),
-            Some(_) => Err(inapplicable("appending to a field that is not a list".into())),
-        })
+        Ok(Value::Object(object))
+    }
+
+    /// Appends the value `make` gives for each target to the list there.
+    fn push(
+        &self,
+        work: &mut Workspace<'_>,
+        path: &Path,
+        make: impl Fn(&Target) -> Result<Value, Finding>,
+    ) -> Result<(), Finding> {
+        for target in self.targets(work, path)? {
+            let value = make(&target)?;
+            work.update(&target.row, &target.pointer, |old| match old {
+                Some(Value::Array(items)) => {
+                    let mut items = items.clone();
+                    items.push(value.clone());
+                    Ok(Value::Array(items))
+                }
+                None | Some(Value::Null) => Ok(Value::Array(vec![value.clone()])),
+                Some(_) => Err(inapplicable("appending to a field that is not a list".into())),
+            })?;
+        }
+        Ok(())
     }
 
     /// `swap`: the fields of each checked member replaced by those of the record it is swapped with.
@@ -643,8 +1069,8 @@ impl Eval<'_> {
         path: &Path,
         make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
     ) -> Result<(), Finding> {
-        for (row, pointer) in self.targets(path)? {
-            work.update(&row, &pointer, &make)?;
+        for target in self.targets(work, path)? {
+            work.update(&target.row, &target.pointer, &make)?;
         }
         Ok(())
     }

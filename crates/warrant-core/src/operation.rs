@@ -33,7 +33,26 @@ pub struct Operation {
     pub derive: Vec<(String, Expr)>,
     /// What a committed effect changes, in order.
     pub effects: Vec<Step>,
+    /// The keys its effects mint (`[operation.keys.NAME]`), in name order.
+    pub keys: Vec<MintedKey>,
 }
+
+/// A key an operation's effect mints from the turn (`[operation.keys.NAME]`): the same turn
+/// and act always mint the same key, so a replay and a turn sent again agree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MintedKey {
+    /// The name effect steps use it by: in CEL a string, in a path a `[NAME]` segment.
+    pub name: String,
+    /// Written before the minted characters.
+    pub prefix: String,
+    /// How many characters are minted after the prefix.
+    pub length: usize,
+    /// The characters minted from.
+    pub alphabet: Vec<char>,
+}
+
+/// The characters a key is minted from unless the contract lists others.
+pub const MINT_ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 impl Operation {
     /// The declared argument `name`.
@@ -54,6 +73,9 @@ pub struct Arg {
     /// Semantic checks (model tasks, `crate::check::ARG_CHECKS`) the value must pass once its
     /// structure is checked; each can only take away.
     pub checks: Vec<ModelTask>,
+    /// Whether a `money` value may also be a bare JSON number (read exactly in the contract's
+    /// currency, as a row's amounts are) and a `date` a bare `YYYY-MM-DD` string (`plain`).
+    pub plain: bool,
 }
 
 /// The kinds of argument (docs/design.md §5).
@@ -131,6 +153,16 @@ pub enum ArgKind {
     },
     /// A boolean.
     Bool,
+    /// A list of closed objects, each field of its own kind (no `records`, `members` or
+    /// `objects` field), checked element by element.
+    Objects {
+        /// The fields of every element, in name order.
+        fields: Vec<Arg>,
+        /// The fewest elements accepted.
+        min_items: u32,
+        /// The most elements accepted, when bounded.
+        max_items: Option<u32>,
+    },
 }
 
 impl ArgKind {
@@ -221,9 +253,35 @@ pub enum Expr {
 pub struct Path {
     /// `actor`, or the name of a record, records, member or members argument.
     pub root: String,
-    /// Field names below the root; lists are stepped through element by element.
+    /// Field names below the root; lists are stepped through element by element. A keyed
+    /// segment (`[item.payment_id]`) holds its text here, and its key in `keys`.
     pub fields: Vec<String>,
+    /// The keyed segments, by their position in `fields`: a map's entry named by a value.
+    pub keys: BTreeMap<usize, KeyRef>,
 }
+
+/// Where the key of a keyed path segment, or of a created row, comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRef {
+    /// An argument's checked value: its text, a record's key, a member's id.
+    Arg(String),
+    /// The element of the step's `each` (`[item]`), or one of its fields (`[item.FIELD]`).
+    Item(Option<String>),
+    /// A key the operation mints (`[operation.keys.NAME]`).
+    Minted(String),
+}
+
+/// What a step with `each` runs once per element of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Each {
+    /// An `objects`, `records` or `members` argument.
+    Arg(String),
+    /// A list in a row, read before the step runs.
+    List(Path),
+}
+
+/// The name a step's element is bound to, in CEL and as a path root.
+pub const ITEM: &str = "item";
 
 /// One change a committed effect makes.
 #[derive(Debug, Clone)]
@@ -232,6 +290,41 @@ pub struct Step {
     pub change: Change,
     /// Conditions (path = literal) that must all hold for the change to apply.
     pub when: Vec<(Path, Value)>,
+    /// Paths that must reach a value that is not `null` (`when_present`).
+    pub present: Vec<Path>,
+    /// Paths that must reach no value but `null` (`when_absent`).
+    pub absent: Vec<Path>,
+    /// A CEL condition that must hold (`if`).
+    pub condition: Option<Box<CelValue>>,
+    /// Runs the step once per element, bound to `item`.
+    pub each: Option<Each>,
+}
+
+impl Step {
+    /// A step with `when` conditions only, run once.
+    fn new(change: Change, when: Vec<(Path, Value)>) -> Step {
+        Step { change, when, present: Vec::new(), absent: Vec::new(), condition: None, each: None }
+    }
+}
+
+/// The value of a row an effect creates.
+#[derive(Debug, Clone)]
+pub enum NewRow {
+    /// A CEL map; its integers at money fields are minor units, written as amounts.
+    Cel(Box<CelValue>),
+    /// Fields from literals, arguments, amounts and derived quantities, as an appended entry's.
+    Entry(Vec<(String, EntryValue)>),
+}
+
+/// A value appended to a list.
+#[derive(Debug, Clone)]
+pub enum Appended {
+    /// A literal.
+    Value(Value),
+    /// An argument's checked value.
+    Arg(String),
+    /// What a CEL expression computes (integers at money fields written as amounts).
+    Cel(Box<CelValue>),
 }
 
 /// The kinds of change.
@@ -310,6 +403,41 @@ pub enum Change {
         /// Field values a member must hold to receive anything.
         when_member: Vec<(String, Value)>,
     },
+    /// Creates a row of `table` under `key`, which no row may hold.
+    Create {
+        /// The table.
+        table: String,
+        /// Where the key comes from: an argument or a minted key.
+        key: KeyRef,
+        /// The name later steps reach the new row by (`as`), if any.
+        name: Option<String>,
+        /// The row's value.
+        value: NewRow,
+    },
+    /// Deletes the row of a record argument, or of a row an earlier step created.
+    Delete {
+        /// The record argument or created row's name.
+        row: String,
+    },
+    /// Removes the entry of a map that the path's last, keyed, segment names.
+    Remove {
+        /// The entry removed.
+        path: Path,
+    },
+    /// Appends one value (a scalar, an object) to the list at `path`.
+    AppendValue {
+        /// The list appended to.
+        path: Path,
+        /// The value appended.
+        value: Appended,
+    },
+    /// Adds what a CEL expression computes (`type` money or integer) to the number at `path`.
+    AddComputed {
+        /// The number changed.
+        path: Path,
+        /// The quantity added (minor units where money; negative to take away).
+        value: Box<CelValue>,
+    },
     /// Appends an entry to the list at `path`, each field from a literal, an argument or a
     /// derived quantity.
     Append {
@@ -347,6 +475,17 @@ pub(crate) struct RawOperation {
     derive: Vec<RawDerive>,
     #[serde(default)]
     effect: Vec<Spanned<RawStep>>,
+    #[serde(default)]
+    keys: BTreeMap<String, Spanned<RawKey>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    #[serde(default)]
+    prefix: String,
+    length: usize,
+    alphabet: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -384,6 +523,12 @@ struct RawArg {
     max: Option<i64>,
     #[serde(default)]
     check: Vec<String>,
+    #[serde(default)]
+    plain: bool,
+    #[serde(default)]
+    fields: BTreeMap<String, RawArg>,
+    min_items: Option<u32>,
+    max_items: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -424,6 +569,18 @@ struct RawStep {
     cel: Option<Spanned<String>>,
     #[serde(rename = "type")]
     ty: Option<String>,
+    create: Option<String>,
+    #[serde(rename = "as")]
+    name: Option<String>,
+    delete: Option<String>,
+    remove: Option<String>,
+    each: Option<String>,
+    #[serde(default)]
+    when_present: Vec<String>,
+    #[serde(default)]
+    when_absent: Vec<String>,
+    #[serde(rename = "if")]
+    condition: Option<Spanned<String>>,
 }
 
 /// What compiling operations needs to know about the rest of the contract.
@@ -488,6 +645,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             args,
             derive: Vec::new(),
             effects: Vec::new(),
+            keys: compile_keys(scope, raw_op)?,
         };
         check_arg_references(scope, &op)
             .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
@@ -508,15 +666,9 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             }
             op.derive.push((derive_name.clone(), expr));
         }
+        let mut names = StepNames::default();
         for step in &raw_op.effect {
-            let compiled = match &step.get_ref().cel {
-                Some(cel) => Ok(compile_cel_step(scope, &op, step, cel)?),
-                None => compile_step(&op, step.get_ref()),
-            };
-            let compiled = compiled.and_then(|s| check_step_paths(scope, &op, &s).map(|()| s)).map_err(|message| {
-                let offset = fault_offset(scope.at.text, &step.span(), &message);
-                at(offset, ContractErrorKind::BadOperation { op: name.clone(), message })
-            })?;
+            let compiled = compile_effect(scope, &op, &mut names, step)?;
             op.effects.push(compiled);
         }
         ops.push(op);
@@ -559,7 +711,7 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
                 ArgKind::Record { table } => Root::Row(table.clone()),
                 ArgKind::Records { table, .. } => Root::Rows(table.clone()),
                 ArgKind::Member { .. } => Root::Element,
-                ArgKind::Members { .. } => Root::Elements,
+                ArgKind::Members { .. } | ArgKind::Objects { .. } => Root::Elements,
                 _ => Root::Scalar,
             };
             (arg.name.clone(), root)
@@ -586,6 +738,7 @@ fn op_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation) -> OpShapes<'b> {
 fn compile_cel_step(
     scope: &Scope<'_>,
     op: &Operation,
+    names: &StepNames,
     step: &Spanned<RawStep>,
     cel: &Spanned<String>,
 ) -> Result<Step, ContractError> {
@@ -601,14 +754,14 @@ fn compile_cel_step(
     let (Some(set), true) = (&raw.set, alone) else {
         return Err(bad("a `cel` effect step is `set = \"path\"` with `cel` (and optionally `type`, `when`)".into()));
     };
-    let path = compile_path(op, set).map_err(bad)?;
-    let when = compile_when(op, raw).map_err(bad)?;
+    let path = compile_path(op, names, set).map_err(bad)?;
+    let when = compile_when(op, names, raw).map_err(bad)?;
     let ty = raw.ty.as_deref().map(expressions::value_type).transpose().map_err(bad)?;
     if ty == Some(ValueType::Money) && !scope.has_currency {
         return Err(bad("a money value needs `records.currency`".into()));
     }
-    let value = expressions::compile_value(scope.at, cel, ty, &op_shapes(scope, op))?;
-    Ok(Step { change: Change::SetComputed { path, value: Box::new(value) }, when })
+    let value = expressions::compile_value(scope.at, cel, ty, &step_shapes(scope, op, names))?;
+    Ok(Step::new(Change::SetComputed { path, value: Box::new(value) }, when))
 }
 
 /// The operation's arguments; an error is placed at the argument, or at its `pattern` when that
@@ -769,9 +922,10 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
             ArgKind::Integer { min, max }
         }
         "bool" => ArgKind::Bool,
+        "objects" => compile_objects(scope, op, name, raw)?,
         other => {
             return Err(format!(
-                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, string, date, money, integer, bool)",
+                "argument `{name}` of operation `{op}` has the unknown kind `{}` (enum, record, records, member, members, text, string, date, money, integer, bool, objects)",
                 crate::text::visible(other)
             ));
         }
@@ -782,13 +936,54 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
     if raw.kind != "string" && (raw.max_length.is_some() || raw.pattern.is_some()) {
         return Err(format!("argument `{name}`: `max_length` and `pattern` apply to `string` arguments only"));
     }
+    if raw.plain && raw.kind != "money" && raw.kind != "date" {
+        return Err(format!("argument `{name}`: `plain` applies to `money` and `date` arguments only"));
+    }
+    if raw.kind != "objects" && (!raw.fields.is_empty() || raw.min_items.is_some() || raw.max_items.is_some()) {
+        return Err(format!(
+            "argument `{name}`: `fields`, `min_items` and `max_items` apply to `objects` arguments only"
+        ));
+    }
     let checks = arg_checks(op, name, raw, &kind)?;
-    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks })
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks, plain: raw.plain })
 }
 
-/// Checks that `of` and `pairs_with` name arguments of the right kind.
+/// The kinds an `objects` argument's field may not have: a field holds one value.
+const NOT_A_FIELD: [&str; 3] = ["records", "members", "objects"];
+
+/// An `objects` argument: its fields (each compiled as an argument is, its `pattern` too), and
+/// its bounds on the number of elements (at least one unless `min_items` says otherwise).
+fn compile_objects(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<ArgKind, String> {
+    if raw.fields.is_empty() {
+        return Err(format!("argument `{name}` of kind `objects` needs `fields`"));
+    }
+    let mut fields = Vec::with_capacity(raw.fields.len());
+    for (field_name, raw_field) in &raw.fields {
+        let at = format!("argument `{name}`, field `{}`", crate::text::visible(field_name));
+        if NOT_A_FIELD.contains(&raw_field.kind.as_str()) {
+            return Err(format!("{at}: a field cannot be of kind `{}` (a field holds one value)", raw_field.kind));
+        }
+        let mut field = compile_arg(scope, op, field_name, raw_field).map_err(|m| format!("{at}: {m}"))?;
+        if let (ArgKind::String { pattern, .. }, Some(raw_pattern)) = (&mut field.kind, &raw_field.pattern) {
+            *pattern = Some(StringPattern::compile(raw_pattern.get_ref()).map_err(|m| format!("{at}: {m}"))?);
+        }
+        fields.push(field);
+    }
+    let min_items = raw.min_items.unwrap_or(1);
+    if raw.max_items.is_some_and(|most| most < min_items) {
+        return Err(format!("argument `{name}`: `max_items` is below `min_items`"));
+    }
+    Ok(ArgKind::Objects { fields, min_items, max_items: raw.max_items })
+}
+
+/// Checks that `of` and `pairs_with` name arguments of the right kind, in the fields of an
+/// `objects` argument too.
 fn check_arg_references(_scope: &Scope<'_>, op: &Operation) -> Result<(), String> {
-    for arg in &op.args {
+    let object_fields = op.args.iter().flat_map(|a| match &a.kind {
+        ArgKind::Objects { fields, .. } => fields.iter().collect(),
+        _ => Vec::new(),
+    });
+    for arg in op.args.iter().chain(object_fields) {
         match &arg.kind {
             ArgKind::Member { of, .. } | ArgKind::Members { of, .. }
                 if of != "actor" && !matches!(op.arg(of).map(|a| &a.kind), Some(ArgKind::Record { .. })) =>
@@ -813,22 +1008,93 @@ fn toml_to_json(value: &toml::Value) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| format!("value cannot be used: {e}"))
 }
 
-fn compile_path(op: &Operation, text: &str) -> Result<Path, String> {
-    let mut parts = text.split('.');
-    let root = parts.next().unwrap_or_default().to_owned();
-    let fields: Vec<String> = parts.map(str::to_owned).collect();
-    if fields.iter().any(String::is_empty) || root.is_empty() {
-        return Err(format!("path `{text}` has an empty part"));
+/// A path: a root, then `.field` and keyed `[key]` segments (`actor.payment_methods[item.id]`).
+/// The root is `actor`, a record or member argument, and in a step `item` (with `each`) or the
+/// name of a row an earlier step created.
+fn compile_path(op: &Operation, names: &StepNames, text: &str) -> Result<Path, String> {
+    let empty = || format!("path `{text}` has an empty part");
+    let mut segments: Vec<(String, bool)> = Vec::new();
+    let root_end = text.find(['.', '[']).unwrap_or(text.len());
+    let root = text.get(..root_end).unwrap_or_default().to_owned();
+    let mut rest = text.get(root_end..).unwrap_or_default();
+    while let Some(c) = rest.chars().next() {
+        let body = rest.get(1..).unwrap_or_default();
+        if c == '[' {
+            let close = body.find(']').ok_or_else(|| format!("path `{text}` lacks a `]`"))?;
+            segments.push((body.get(..close).unwrap_or_default().to_owned(), true));
+            rest = body.get(close + 1..).unwrap_or_default();
+        } else {
+            let end = body.find(['.', '[']).unwrap_or(body.len());
+            segments.push((body.get(..end).unwrap_or_default().to_owned(), false));
+            rest = body.get(end..).unwrap_or_default();
+        }
+    }
+    if root.is_empty() || segments.iter().any(|(s, _)| s.is_empty() || s.contains(']')) {
+        return Err(empty());
     }
     let rooted = root == "actor"
         || matches!(
             op.arg(&root).map(|a| &a.kind),
             Some(ArgKind::Record { .. } | ArgKind::Records { .. } | ArgKind::Member { .. } | ArgKind::Members { .. })
-        );
+        )
+        || (root == ITEM && names.item.is_some())
+        || names.created.iter().any(|(n, _)| *n == root);
     if !rooted {
         return Err(format!("path `{text}` must start with `actor` or a record or member argument"));
     }
-    Ok(Path { root, fields })
+    let mut keys = BTreeMap::new();
+    let mut fields = Vec::with_capacity(segments.len());
+    for (i, (segment, keyed)) in segments.into_iter().enumerate() {
+        if keyed {
+            keys.insert(i, key_ref(op, names, &segment).map_err(|e| format!("path `{text}`: {e}"))?);
+        }
+        fields.push(segment);
+    }
+    Ok(Path { root, fields, keys })
+}
+
+/// Whether an argument's checked value can name a key: a string of some kind, a record's key,
+/// a member's id, an integer.
+fn keyable(kind: &ArgKind) -> bool {
+    matches!(
+        kind,
+        ArgKind::Enum { .. }
+            | ArgKind::Record { .. }
+            | ArgKind::Member { .. }
+            | ArgKind::Text { .. }
+            | ArgKind::String { .. }
+            | ArgKind::Date
+            | ArgKind::Integer { .. }
+    )
+}
+
+/// A key named in a path segment or a create step: `item`, `item.FIELD`, a minted key or an
+/// argument whose value can be a key.
+fn key_ref(op: &Operation, names: &StepNames, text: &str) -> Result<KeyRef, String> {
+    if text == ITEM || text.starts_with("item.") {
+        let field = text.strip_prefix("item.").map(str::to_owned);
+        let Some(each) = &names.item else {
+            return Err(format!("`[{text}]` names the element of `each`, and the step has no `each`"));
+        };
+        if let (Some(field), Each::Arg(arg)) = (&field, each)
+            && let Some(ArgKind::Objects { fields, .. }) = op.arg(arg).map(|a| &a.kind)
+        {
+            match fields.iter().find(|f| f.name == *field) {
+                Some(f) if keyable(&f.kind) => {}
+                Some(_) => return Err(format!("field `{field}` of `{arg}` cannot name a key")),
+                None => return Err(format!("the elements of `{arg}` have no field `{field}`")),
+            }
+        }
+        return Ok(KeyRef::Item(field));
+    }
+    if op.keys.iter().any(|k| k.name == text) {
+        return Ok(KeyRef::Minted(text.to_owned()));
+    }
+    match op.arg(text) {
+        Some(arg) if keyable(&arg.kind) => Ok(KeyRef::Arg(text.to_owned())),
+        Some(_) => Err(format!("argument `{text}` cannot name a key")),
+        None => Err(format!("`{text}` is no argument, minted key or `item`")),
+    }
 }
 
 /// Parses `sum(a.b) - c.d + 3`, `count(x.y)`, `first(x.y)`, `-name`.
@@ -938,7 +1204,7 @@ fn parse_unary(tokens: &[Token], pos: &mut usize, text: &str) -> Result<Expr, St
 
 fn raw_path(text: &str) -> Path {
     let mut parts = text.split('.').map(str::to_owned);
-    Path { root: parts.next().unwrap_or_default(), fields: parts.collect() }
+    Path { root: parts.next().unwrap_or_default(), fields: parts.collect(), keys: BTreeMap::new() }
 }
 
 fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
@@ -948,7 +1214,7 @@ fn check_expr(op: &Operation, expr: &Expr) -> Result<(), String> {
                 .chain(p.fields.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(".");
-            compile_path(op, &text).map(|_| ())
+            compile_path(op, &StepNames::default(), &text).map(|_| ())
         }
         Expr::Derived(name) => {
             if op.derive.iter().any(|(n, _)| n == name) {
@@ -991,8 +1257,8 @@ fn compile_entry(op: &Operation, raw: &RawStep) -> Result<Vec<(String, EntryValu
 }
 
 /// A `set` step: the field at the path set from a value, an argument, arguments or an amount.
-fn compile_set(op: &Operation, raw: &RawStep, set: &str) -> Result<Change, String> {
-    let path = compile_path(op, set)?;
+fn compile_set(op: &Operation, names: &StepNames, raw: &RawStep, set: &str) -> Result<Change, String> {
+    let path = compile_path(op, names, set)?;
     let change = match (&raw.value, &raw.arg, &raw.args, &raw.money) {
         (Some(value), None, None, None) => Change::SetValue { path, value: toml_to_json(value)? },
         (None, Some(arg), None, None) => {
@@ -1031,15 +1297,15 @@ fn no_dotted_keys(what: &str, conditions: &BTreeMap<String, toml::Value>) -> Res
 }
 
 /// A step's `when` conditions, after their keys are checked not to be TOML dotted keys.
-fn compile_when(op: &Operation, raw: &RawStep) -> Result<Vec<(Path, Value)>, String> {
+fn compile_when(op: &Operation, names: &StepNames, raw: &RawStep) -> Result<Vec<(Path, Value)>, String> {
     no_dotted_keys("when", &raw.when)?;
     no_dotted_keys("when_element", &raw.when_element)?;
     no_dotted_keys("when_member", &raw.when_member)?;
-    raw.when.iter().map(|(path, value)| Ok((compile_path(op, path)?, toml_to_json(value)?))).collect()
+    raw.when.iter().map(|(path, value)| Ok((compile_path(op, names, path)?, toml_to_json(value)?))).collect()
 }
 
-fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
-    let when = compile_when(op, raw)?;
+fn compile_step(op: &Operation, names: &StepNames, raw: &RawStep) -> Result<Step, String> {
+    let when = compile_when(op, names, raw)?;
     if raw.ty.is_some() {
         return Err("an effect step's `type` goes with `cel`".into());
     }
@@ -1048,15 +1314,15 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
         return Err("an effect step needs exactly one of `set`, `add`, `swap`, `add_each`, `append`".into());
     }
     if let Some(list) = &raw.add_each {
-        let list = compile_path(op, list)?;
-        let into = compile_path(op, raw.into.as_deref().ok_or("effect `add_each` needs `into`")?)?;
+        let list = compile_path(op, names, list)?;
+        let into = compile_path(op, names, raw.into.as_deref().ok_or("effect `add_each` needs `into`")?)?;
         let need =
             |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("effect `add_each` needs `{what}`"));
         let pairs = |m: &BTreeMap<String, toml::Value>| -> Result<Vec<(String, Value)>, String> {
             m.iter().map(|(k, v)| Ok((k.clone(), toml_to_json(v)?))).collect()
         };
-        return Ok(Step {
-            change: Change::AddEach {
+        return Ok(Step::new(
+            Change::AddEach {
                 list,
                 into,
                 key: need(&raw.key, "key")?,
@@ -1066,20 +1332,22 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
                 when_member: pairs(&raw.when_member)?,
             },
             when,
-        });
+        ));
     }
     if let Some(append) = &raw.append {
-        let path = compile_path(op, append)?;
+        let path = compile_path(op, names, append)?;
         if raw.entry.is_empty() {
-            return Err(format!("effect `append = \"{append}\"` needs `entry` fields"));
+            return Err(format!(
+                "effect `append = \"{append}\"` needs `entry` fields, or one of `value`, `arg`, `cel`"
+            ));
         }
         let entry = compile_entry(op, raw)?;
-        return Ok(Step { change: Change::Append { path, entry }, when });
+        return Ok(Step::new(Change::Append { path, entry }, when));
     }
     let change = match (&raw.set, &raw.add, &raw.swap) {
-        (Some(set), None, None) => compile_set(op, raw, set)?,
+        (Some(set), None, None) => compile_set(op, names, raw, set)?,
         (None, Some(add), None) => {
-            let path = compile_path(op, add)?;
+            let path = compile_path(op, names, add)?;
             let amount = raw.amount.as_deref().ok_or_else(|| format!("effect `add = \"{add}\"` needs `amount`"))?;
             let amount = parse_expr(amount)?;
             check_expr(op, &amount)?;
@@ -1098,7 +1366,295 @@ fn compile_step(op: &Operation, raw: &RawStep) -> Result<Step, String> {
         }
         _ => return Err("an effect step needs exactly one of `set`, `add`, `swap`".into()),
     };
-    Ok(Step { change, when })
+    Ok(Step::new(change, when))
+}
+
+/// The names a step may use besides the operation's: `item`, with `each`, and the rows earlier
+/// steps created (`as`), each with its table.
+#[derive(Debug, Clone, Default)]
+struct StepNames {
+    item: Option<Each>,
+    created: Vec<(String, String)>,
+}
+
+/// The operation's minted keys (`[operation.keys.NAME]`), each placed at its declaration.
+fn compile_keys(scope: &Scope<'_>, raw_op: &RawOperation) -> Result<Vec<MintedKey>, ContractError> {
+    let mut keys = Vec::with_capacity(raw_op.keys.len());
+    for (name, raw) in &raw_op.keys {
+        let bad = |message: String| {
+            scope
+                .at
+                .error(raw.span().start, ContractErrorKind::BadOperation { op: raw_op.name.get_ref().clone(), message })
+        };
+        let raw_key = raw.get_ref();
+        if !source::is_identifier(name) || name == ITEM || raw_op.args.contains_key(name) {
+            return Err(bad(format!("minted key `{}` needs a name no argument has", crate::text::visible(name))));
+        }
+        let alphabet: Vec<char> = raw_key.alphabet.as_deref().unwrap_or(MINT_ALPHABET).chars().collect();
+        let mut seen = std::collections::BTreeSet::new();
+        if alphabet.len() < 2 || !alphabet.iter().all(|c| seen.insert(*c) && !c.is_control()) {
+            return Err(bad(format!("minted key `{name}`: `alphabet` needs two or more characters, none twice")));
+        }
+        if !(1..=64).contains(&raw_key.length) {
+            return Err(bad(format!("minted key `{name}`: `length` is 1 to 64")));
+        }
+        keys.push(MintedKey { name: name.clone(), prefix: raw_key.prefix.clone(), length: raw_key.length, alphabet });
+    }
+    Ok(keys)
+}
+
+/// One `[[operation.effect]]`: its `each`, its change, its conditions, each path checked
+/// against the schemas; an error is placed at the path or key it names, else at the step.
+fn compile_effect(
+    scope: &Scope<'_>,
+    op: &Operation,
+    names: &mut StepNames,
+    step: &Spanned<RawStep>,
+) -> Result<Step, ContractError> {
+    let raw = step.get_ref();
+    let fail = |message: String| {
+        let offset = fault_offset(scope.at.text, &step.span(), &message);
+        scope.at.error(offset, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    let each = raw.each.as_deref().map(|e| compile_each(op, names, e)).transpose().map_err(fail)?;
+    let inner = StepNames { item: each.clone(), created: names.created.clone() };
+    let added = raw.add.is_some() && raw.cel.is_some();
+    let appended = raw.append.is_some() && raw.entry.is_empty();
+    let mut compiled = if raw.create.is_some() || raw.delete.is_some() || raw.remove.is_some() || added || appended {
+        compile_new_step(scope, op, &inner, step)?
+    } else {
+        match &raw.cel {
+            Some(cel) => compile_cel_step(scope, op, &inner, step, cel)?,
+            None => compile_step(op, &inner, raw).map_err(fail)?,
+        }
+    };
+    let paths = |list: &[String]| list.iter().map(|p| compile_path(op, &inner, p)).collect::<Result<Vec<_>, _>>();
+    compiled.present = paths(&raw.when_present).map_err(fail)?;
+    compiled.absent = paths(&raw.when_absent).map_err(fail)?;
+    if let Some(condition) = &raw.condition {
+        let shapes = step_shapes(scope, op, &inner);
+        compiled.condition =
+            Some(Box::new(expressions::compile_value(scope.at, condition, Some(ValueType::Bool), &shapes)?));
+    }
+    if let Some(Each::List(list)) = &each {
+        let outer = StepNames { item: None, created: names.created.clone() };
+        match path_field(scope, op, &outer, list).map_err(fail)?.map(|f| &f.kind) {
+            Some(Kind::List(_)) | None => {}
+            Some(other) => {
+                return Err(fail(format!("`each = \"{}\"` is {}, not a list", path_text(list), other.name())));
+            }
+        }
+    }
+    compiled.each = each;
+    check_step_paths(scope, op, &inner, &compiled).map_err(fail)?;
+    for path in compiled.present.iter().chain(&compiled.absent) {
+        path_field(scope, op, &inner, path).map_err(fail)?;
+    }
+    if let Change::Create { name: Some(name), table, .. } = &compiled.change {
+        names.created.push((name.clone(), table.clone()));
+    }
+    Ok(compiled)
+}
+
+/// `each = "…"`: an `objects`, `records` or `members` argument, or a path to a list.
+fn compile_each(op: &Operation, names: &StepNames, text: &str) -> Result<Each, String> {
+    if op.arg(ITEM).is_some() {
+        return Err(format!("a step with `each` binds `{ITEM}`, and an argument has that name"));
+    }
+    match op.arg(text).map(|a| &a.kind) {
+        Some(ArgKind::Objects { .. } | ArgKind::Records { .. } | ArgKind::Members { .. }) => {
+            Ok(Each::Arg(text.to_owned()))
+        }
+        Some(_) if !text.contains(['.', '[']) => {
+            Err(format!("`each` names argument `{text}`, which is not an objects, records or members argument"))
+        }
+        _ => {
+            let outer = StepNames { item: None, created: names.created.clone() };
+            Ok(Each::List(compile_path(op, &outer, text)?))
+        }
+    }
+}
+
+/// The names a step's CEL reads: the operation's, `item` (with `each`), the minted keys (as
+/// strings) and the rows earlier steps created.
+fn step_shapes<'b>(scope: &'b Scope<'_>, op: &'b Operation, names: &StepNames) -> OpShapes<'b> {
+    let mut shapes = op_shapes(scope, op);
+    if let Some(each) = &names.item {
+        let root = match each {
+            Each::Arg(arg) => match op.arg(arg).map(|a| &a.kind) {
+                Some(ArgKind::Records { table, .. }) => Root::Row(table.clone()),
+                _ => Root::Element,
+            },
+            Each::List(_) => Root::Unknown,
+        };
+        shapes.derived.insert(ITEM.to_owned(), root);
+    }
+    for key in &op.keys {
+        shapes.derived.insert(key.name.clone(), Root::Scalar);
+    }
+    for (name, table) in &names.created {
+        shapes.derived.insert(name.clone(), Root::Row(table.clone()));
+    }
+    shapes
+}
+
+/// The keys a step may be written with, by name, for the steps that take only some.
+fn given_keys(raw: &RawStep) -> Vec<&'static str> {
+    let options = [
+        ("set", raw.set.is_some()),
+        ("add", raw.add.is_some()),
+        ("swap", raw.swap.is_some()),
+        ("add_each", raw.add_each.is_some()),
+        ("append", raw.append.is_some()),
+        ("create", raw.create.is_some()),
+        ("delete", raw.delete.is_some()),
+        ("remove", raw.remove.is_some()),
+        ("into", raw.into.is_some()),
+        ("key", raw.key.is_some()),
+        ("field", raw.field.is_some()),
+        ("when_element", !raw.when_element.is_empty()),
+        ("when_member", !raw.when_member.is_empty()),
+        ("entry", !raw.entry.is_empty()),
+        ("value", raw.value.is_some()),
+        ("arg", raw.arg.is_some()),
+        ("args", raw.args.is_some()),
+        ("money", raw.money.is_some()),
+        ("amount", raw.amount.is_some()),
+        ("with", raw.with.is_some()),
+        ("fields", raw.fields.is_some()),
+        ("cel", raw.cel.is_some()),
+        ("type", raw.ty.is_some()),
+        ("as", raw.name.is_some()),
+    ];
+    options.into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
+}
+
+/// The steps `create`, `delete`, `remove`, `append` of one value, and `add` with `cel`.
+fn compile_new_step(
+    scope: &Scope<'_>,
+    op: &Operation,
+    names: &StepNames,
+    step: &Spanned<RawStep>,
+) -> Result<Step, ContractError> {
+    let raw = step.get_ref();
+    let fail = |message: String| {
+        let offset = fault_offset(scope.at.text, &step.span(), &message);
+        scope.at.error(offset, ContractErrorKind::BadOperation { op: op.name.clone(), message })
+    };
+    let when = compile_when(op, names, raw).map_err(fail)?;
+    let given = given_keys(raw);
+    let (kind, takes): (&str, &[&str]) = match (&raw.create, &raw.delete, &raw.remove, &raw.append, &raw.add) {
+        (Some(_), None, None, None, None) => ("create", &["create", "key", "as", "cel", "entry"]),
+        (None, Some(_), None, None, None) => ("delete", &["delete"]),
+        (None, None, Some(_), None, None) => ("remove", &["remove"]),
+        (None, None, None, Some(_), None) => ("append", &["append", "value", "arg", "cel"]),
+        (None, None, None, None, Some(_)) => ("add", &["add", "cel", "type"]),
+        _ => {
+            return Err(fail(
+                "an effect step needs exactly one of `set`, `add`, `swap`, `add_each`, `append`, `create`, `delete`, `remove`"
+                    .into(),
+            ));
+        }
+    };
+    if let Some(other) = given.iter().find(|k| !takes.contains(k)) {
+        return Err(fail(format!("effect `{kind}` does not take `{other}` (it takes {})", takes.join(", "))));
+    }
+    let cel = |ty: Option<ValueType>| -> Result<Option<Box<CelValue>>, ContractError> {
+        match &raw.cel {
+            Some(text) => {
+                let shapes = step_shapes(scope, op, names);
+                Ok(Some(Box::new(expressions::compile_value(scope.at, text, ty, &shapes)?)))
+            }
+            None => Ok(None),
+        }
+    };
+    let change = match kind {
+        "create" => {
+            let table = raw.create.clone().unwrap_or_default();
+            let declared = scope.tables.iter().find(|t| t.name == table);
+            match declared.map(|t| &t.source) {
+                None => return Err(fail(format!("effect `create`: table `{table}` is not declared in `[records]`"))),
+                Some(crate::records::TableSource::Nested { table: parent, .. }) => {
+                    return Err(fail(format!(
+                        "effect `create`: the rows of `{table}` are entries of `{parent}` rows; set an entry there"
+                    )));
+                }
+                Some(_) => {}
+            }
+            let key = raw.key.as_deref().ok_or_else(|| fail("effect `create` needs `key`".into()))?;
+            let key = match key_ref(op, names, key).map_err(|e| fail(format!("effect `create`: `key`: {e}")))? {
+                KeyRef::Item(_) => return Err(fail("effect `create`: `key` is a minted key or an argument".into())),
+                key => key,
+            };
+            if let Some(name) = &raw.name {
+                let taken = op.arg(name).is_some()
+                    || op.keys.iter().any(|k| k.name == *name)
+                    || op.derive.iter().any(|(n, _)| n == name)
+                    || names.created.iter().any(|(n, _)| n == name)
+                    || expressions::TURN_NAMES.contains(&name.as_str());
+                if !source::is_identifier(name) || name == ITEM || taken {
+                    return Err(fail(format!(
+                        "effect `create`: `as = \"{}\"` needs a name nothing else has",
+                        crate::text::visible(name)
+                    )));
+                }
+            }
+            let value = match (cel(None)?, raw.entry.is_empty()) {
+                (Some(value), true) => NewRow::Cel(value),
+                (None, false) => NewRow::Entry(compile_entry(op, raw).map_err(fail)?),
+                _ => return Err(fail("effect `create` needs exactly one of `cel`, `entry`".into())),
+            };
+            Change::Create { table, key, name: raw.name.clone(), value }
+        }
+        "delete" => {
+            let row = raw.delete.clone().unwrap_or_default();
+            let record = matches!(op.arg(&row).map(|a| &a.kind), Some(ArgKind::Record { .. }));
+            if !record && !names.created.iter().any(|(n, _)| *n == row) {
+                return Err(fail(format!(
+                    "effect `delete` names `{row}`, which is no record argument nor a row an earlier step created"
+                )));
+            }
+            Change::Delete { row }
+        }
+        "remove" => {
+            let path = compile_path(op, names, raw.remove.as_deref().unwrap_or_default()).map_err(fail)?;
+            if !path.fields.len().checked_sub(1).is_some_and(|last| path.keys.contains_key(&last)) {
+                return Err(fail(format!(
+                    "effect `remove`: path `{}` must end in a keyed segment, the map entry removed (`…[key]`)",
+                    path_text(&path)
+                )));
+            }
+            Change::Remove { path }
+        }
+        "append" => {
+            let path = compile_path(op, names, raw.append.as_deref().unwrap_or_default()).map_err(fail)?;
+            let value = match (&raw.value, &raw.arg, cel(None)?) {
+                (Some(value), None, None) => Appended::Value(toml_to_json(value).map_err(fail)?),
+                (None, Some(arg), None) if op.arg(arg).is_some() => Appended::Arg(arg.clone()),
+                (None, None, Some(value)) => Appended::Cel(value),
+                _ => {
+                    return Err(fail(
+                        "effect `append` needs `entry` fields, or exactly one of `value`, a declared `arg`, `cel`"
+                            .into(),
+                    ));
+                }
+            };
+            Change::AppendValue { path, value }
+        }
+        _ => {
+            let path = compile_path(op, names, raw.add.as_deref().unwrap_or_default()).map_err(fail)?;
+            let ty = raw.ty.as_deref().map(expressions::value_type).transpose().map_err(fail)?;
+            let (Some(ty @ (ValueType::Money | ValueType::Integer)), Some(_)) = (ty, &raw.cel) else {
+                return Err(fail("effect `add` with `cel` needs `type = \"money\"` or `\"integer\"`".into()));
+            };
+            if ty == ValueType::Money && !scope.has_currency {
+                return Err(fail("a money value needs `records.currency`".into()));
+            }
+            let value = cel(Some(ty))?.ok_or_else(|| fail("effect `add` needs `cel`".into()))?;
+            Change::AddComputed { path, value }
+        }
+    };
+    Ok(Step::new(change, when))
 }
 
 /// The field a path's root is, where its table declares a schema: the actor's or a record
@@ -1111,15 +1667,25 @@ fn root_field<'a>(scope: &Scope<'a>, op: &Operation, root: &str) -> Result<Optio
     match op.arg(root).map(|a| &a.kind) {
         Some(ArgKind::Record { table } | ArgKind::Records { table, .. }) => Ok(row_of(table)),
         Some(ArgKind::Member { of, path, key } | ArgKind::Members { of, path, key }) => {
-            let container = if of == "actor" { scope.actor } else { arg_table(op, of) };
-            match container.and_then(row_of) {
-                Some(row) => schema::member_element(row, path, key.as_deref())
-                    .map(Some)
-                    .map_err(|e| format!("argument `{root}`: {e}")),
-                None => Ok(None),
-            }
+            member_of(scope, op, of, path, key.as_deref()).map_err(|e| format!("argument `{root}`: {e}"))
         }
         _ => Ok(None),
+    }
+}
+
+/// The element of a member argument's (or field's) collection, where its container's table is
+/// typed; `None`: untyped.
+fn member_of<'a>(
+    scope: &Scope<'a>,
+    op: &Operation,
+    of: &str,
+    path: &str,
+    key: Option<&str>,
+) -> Result<Option<&'a Field>, String> {
+    let container = if of == "actor" { scope.actor } else { arg_table(op, of) };
+    match container.and_then(|table| scope.tables.iter().find(|t| t.name == table)).and_then(|t| t.schema.as_ref()) {
+        Some(row) => schema::member_element(row, path, key).map(Some),
+        None => Ok(None),
     }
 }
 
@@ -1132,10 +1698,73 @@ fn arg_table<'o>(op: &'o Operation, name: &str) -> Option<&'o str> {
 }
 
 /// The field `path` reaches, checked against the schema of its root; `None` where untyped.
-fn path_field<'a>(scope: &Scope<'a>, op: &Operation, path: &Path) -> Result<Option<&'a Field>, String> {
-    let Some(root) = root_field(scope, op, &path.root)? else { return Ok(None) };
-    let text = std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>();
-    schema::resolve(root, &path.root, &path.fields).map(Some).map_err(|e| format!("path `{}`: {e}", text.join(".")))
+fn path_field<'a>(
+    scope: &Scope<'a>,
+    op: &Operation,
+    names: &StepNames,
+    path: &Path,
+) -> Result<Option<&'a Field>, String> {
+    let at = |e: String| format!("path `{}`: {e}", path_text(path));
+    let row_of = |table: &str| scope.tables.iter().find(|t| t.name == table).and_then(|t| t.schema.as_ref());
+    // The field the root is, and how many of the path's fields it took.
+    let (root, skip) = if let Some((_, table)) = names.created.iter().find(|(n, _)| *n == path.root) {
+        (row_of(table), 0)
+    } else if path.root == ITEM {
+        match &names.item {
+            Some(Each::List(list)) => {
+                let outer = StepNames { item: None, created: names.created.clone() };
+                (path_field(scope, op, &outer, list)?.map(schema::through_lists), 0)
+            }
+            Some(Each::Arg(arg)) => match op.arg(arg).map(|a| &a.kind) {
+                Some(ArgKind::Records { table, .. }) => (row_of(table), 0),
+                Some(ArgKind::Members { .. }) => (root_field(scope, op, arg)?, 0),
+                Some(ArgKind::Objects { fields, .. }) => {
+                    let first =
+                        path.fields.first().ok_or_else(|| at("`item` of `objects` is no row: name a field".into()))?;
+                    let field = fields.iter().find(|f| f.name == *first).ok_or_else(|| {
+                        at(format!("the elements of `{arg}` have no field `{}`", crate::text::visible(first)))
+                    })?;
+                    match &field.kind {
+                        ArgKind::Record { table } => (row_of(table), 1),
+                        ArgKind::Member { of, path: collection, key } => {
+                            (member_of(scope, op, of, collection, key.as_deref()).map_err(at)?, 1)
+                        }
+                        // A scalar field is read, never written through.
+                        _ if path.fields.len() == 1 => return Ok(None),
+                        _ => return Err(at(format!("field `{first}` of `{arg}` is no record or member"))),
+                    }
+                }
+                _ => (None, 0),
+            },
+            None => (None, 0),
+        }
+    } else {
+        (root_field(scope, op, &path.root)?, 0)
+    };
+    let Some(mut current) = root else { return Ok(None) };
+    let mut text = path.root.clone();
+    for (i, name) in path.fields.iter().enumerate() {
+        if i < skip {
+            text = format!("{text}.{name}");
+            continue;
+        }
+        if path.keys.contains_key(&i) {
+            current = match &schema::through_lists(current).kind {
+                Kind::Map(of) => of,
+                other => {
+                    return Err(at(format!(
+                        "`{text}` is {}, not a map an entry of is named by `[{name}]`",
+                        other.name()
+                    )));
+                }
+            };
+            text = format!("{text}[{name}]");
+        } else {
+            current = schema::step(current, name, &text).map_err(at)?;
+            text = format!("{text}.{name}");
+        }
+    }
+    Ok(Some(current))
 }
 
 fn expect_kind(field: Option<&Field>, what: &str, ok: fn(&Kind) -> bool, wanted: &str) -> Result<(), String> {
@@ -1151,14 +1780,15 @@ fn is_money(kind: &Kind) -> bool {
 
 /// Each path of a derived quantity exists in its root's schema; a value or a sum reaches numbers.
 fn check_expr_paths(scope: &Scope<'_>, op: &Operation, expr: &Expr) -> Result<(), String> {
+    let names = &StepNames::default();
     match expr {
         Expr::Value(p) | Expr::Sum(p) => {
-            let field = path_field(scope, op, p)?;
+            let field = path_field(scope, op, names, p)?;
             let what =
                 format!("`{}`", std::iter::once(&p.root).chain(&p.fields).cloned().collect::<Vec<_>>().join("."));
             expect_kind(field, &what, |k| matches!(k, Kind::Money | Kind::Integer), "money or an integer")
         }
-        Expr::Count(p) | Expr::First(p) => path_field(scope, op, p).map(|_| ()),
+        Expr::Count(p) | Expr::First(p) => path_field(scope, op, names, p).map(|_| ()),
         Expr::Add(a, b) | Expr::Sub(a, b) => {
             check_expr_paths(scope, op, a)?;
             check_expr_paths(scope, op, b)
@@ -1181,6 +1811,10 @@ fn sub_field<'a>(of: Option<&'a Field>, name: &str, what: &str) -> Result<Option
 /// A literal checked against the field it is written to or compared with (money only as a
 /// number: its digits are read in the contract's currency when the effect runs).
 fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), String> {
+    // A list written whole into a list field (a created row's) is checked as that list.
+    if let (Some(list @ Field { kind: Kind::List(_), .. }), Value::Array(_)) = (field, value) {
+        return schema::check_value(list, at, value, None).map_err(|m| format!("`{}` {}", m.path, m.message));
+    }
     let Some(field) = field.map(schema::through_lists) else { return Ok(()) };
     match (&field.kind, value) {
         (_, Value::Null) if field.optional => Ok(()),
@@ -1191,22 +1825,22 @@ fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), St
 }
 
 /// The paths of an effect step, each checked against its root's schema.
-fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<(), String> {
+fn check_step_paths(scope: &Scope<'_>, op: &Operation, names: &StepNames, step: &Step) -> Result<(), String> {
     for (path, value) in &step.when {
-        let field = path_field(scope, op, path)?;
+        let field = path_field(scope, op, names, path)?;
         literal_fits(field, &format!("when {}", path_text(path)), value)?;
     }
     match &step.change {
         Change::SetValue { path, value } => {
-            let field = path_field(scope, op, path)?;
+            let field = path_field(scope, op, names, path)?;
             literal_fits(field, &path_text(path), value)
         }
         Change::SetArg { path, arg } => {
-            let field = path_field(scope, op, path)?;
+            let field = path_field(scope, op, names, path)?;
             arg_fits(op, arg, field, &path_text(path))
         }
         Change::SetArgs { path, args } => {
-            let field = path_field(scope, op, path)?;
+            let field = path_field(scope, op, names, path)?;
             for arg in args {
                 let at = format!("{}.{arg}", path_text(path));
                 arg_fits(op, arg, sub_field(field, arg, &path_text(path))?, &at)?;
@@ -1214,18 +1848,18 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
             Ok(())
         }
         Change::SetMoney { path, .. } | Change::Add { path, .. } => {
-            let field = path_field(scope, op, path)?;
+            let field = path_field(scope, op, names, path)?;
             expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money")
         }
         Change::AddEach { list, into, key, amount, field, when_element, when_member } => {
-            let element = path_field(scope, op, list)?.map(schema::through_lists);
+            let element = path_field(scope, op, names, list)?.map(schema::through_lists);
             let list_at = path_text(list);
             sub_field(element, key, &list_at)?;
             expect_kind(sub_field(element, amount, &list_at)?, &format!("`{list_at}.{amount}`"), is_money, "money")?;
             for (name, value) in when_element {
                 literal_fits(sub_field(element, name, &list_at)?, &format!("{list_at}.{name}"), value)?;
             }
-            let member = match path_field(scope, op, into)?.map(|f| &f.kind) {
+            let member = match path_field(scope, op, names, into)?.map(|f| &f.kind) {
                 Some(Kind::Map(of)) => Some(of.as_ref()),
                 Some(other) => return Err(format!("`{}` is {}, not a map", path_text(into), other.name())),
                 None => None,
@@ -1238,7 +1872,7 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
             Ok(())
         }
         Change::SetComputed { path, value } => {
-            let field = path_field(scope, op, path)?;
+            let field = path_field(scope, op, names, path)?;
             match value.ty {
                 Some(ValueType::Money) => expect_kind(field, &format!("`{}`", path_text(path)), is_money, "money"),
                 Some(ValueType::Instant) => {
@@ -1248,7 +1882,37 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
                 _ => Ok(()),
             }
         }
-        Change::Append { path, entry } => check_append(scope, op, path, entry),
+        Change::Append { path, entry } => check_append(scope, op, names, path, entry),
+        Change::Create { table, value, .. } => {
+            let row = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref());
+            match (row, value) {
+                (Some(row), NewRow::Entry(entry)) => check_entry(op, row, table, entry),
+                _ => Ok(()),
+            }
+        }
+        Change::Delete { .. } => Ok(()),
+        Change::Remove { path } => path_field(scope, op, names, path).map(|_| ()),
+        Change::AppendValue { path, value } => {
+            let at = path_text(path);
+            let element = match path_field(scope, op, names, path)?.map(|f| &f.kind) {
+                Some(Kind::List(of)) => of.as_ref(),
+                Some(other) => return Err(format!("`{at}` is {}, not a list to append to", other.name())),
+                None => return Ok(()),
+            };
+            match value {
+                Appended::Value(v) => literal_fits(Some(element), &format!("{at}[]"), v),
+                Appended::Arg(arg) => arg_fits(op, arg, Some(element), &format!("{at}[]")),
+                Appended::Cel(_) => Ok(()),
+            }
+        }
+        Change::AddComputed { path, value } => {
+            let field = path_field(scope, op, names, path)?;
+            let what = format!("`{}`", path_text(path));
+            match value.ty {
+                Some(ValueType::Integer) => expect_kind(field, &what, |k| matches!(k, Kind::Integer), "an integer"),
+                _ => expect_kind(field, &what, is_money, "money"),
+            }
+        }
         Change::Swap { members, with, fields } => {
             let old = root_field(scope, op, members)?;
             let new = root_field(scope, op, with)?;
@@ -1262,13 +1926,25 @@ fn check_step_paths(scope: &Scope<'_>, op: &Operation, step: &Step) -> Result<()
 }
 
 /// An appended entry names fields of the list's elements, and every field they need.
-fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String, EntryValue)]) -> Result<(), String> {
+fn check_append(
+    scope: &Scope<'_>,
+    op: &Operation,
+    names: &StepNames,
+    path: &Path,
+    entry: &[(String, EntryValue)],
+) -> Result<(), String> {
     let at = path_text(path);
-    let element = match path_field(scope, op, path)?.map(|f| &f.kind) {
+    let element = match path_field(scope, op, names, path)?.map(|f| &f.kind) {
         Some(Kind::List(of)) => of.as_ref(),
         Some(other) => return Err(format!("`{at}` is {}, not a list to append to", other.name())),
         None => return Ok(()),
     };
+    check_entry(op, element, &at, entry)
+}
+
+/// An entry (appended to a list, or a created row) names fields of `element`, each fitting it,
+/// and gives every field that is not optional.
+fn check_entry(op: &Operation, element: &Field, at: &str, entry: &[(String, EntryValue)]) -> Result<(), String> {
     for (name, value) in entry {
         let field = schema::step(element, name, &at)?;
         match value {
@@ -1293,6 +1969,14 @@ fn check_append(scope: &Scope<'_>, op: &Operation, path: &Path, entry: &[(String
 /// checked against their schemas again before the act is held or committed.
 fn arg_fits(op: &Operation, name: &str, field: Option<&Field>, at: &str) -> Result<(), String> {
     let (Some(arg), Some(field)) = (op.arg(name), field) else { return Ok(()) };
+    fits(arg, field, at)
+}
+
+/// Whether `arg`'s checked value can be written into `field` (see [`arg_fits`]); an `objects`
+/// argument into a list of objects, field by field, each element giving every field that is
+/// not optional.
+fn fits(arg: &Arg, field: &Field, at: &str) -> Result<(), String> {
+    let name = &arg.name;
     let wrong = |what: &str| Err(format!("`{at}` is {}, and argument `{name}` is {what}", field.kind.name()));
     if arg.optional && !field.optional {
         return Err(format!("argument `{name}` is optional, but `{at}` is not: an act without it would break the row"));
@@ -1313,13 +1997,43 @@ fn arg_fits(op: &Operation, name: &str, field: Option<&Field>, at: &str) -> Resu
         (ArgKind::Money, _) => wrong("money, written `{units, currency}`; write an amount with `money = …`"),
         (ArgKind::Records { .. } | ArgKind::Members { .. }, Kind::List(of)) if is_string(&of.kind) => Ok(()),
         (ArgKind::Records { .. } | ArgKind::Members { .. }, _) => wrong("a list of ids"),
+        (ArgKind::Objects { fields, .. }, Kind::List(of)) => match &of.kind {
+            Kind::Object(declared) => {
+                for arg_field in fields {
+                    let inner = format!("{at}.{}", arg_field.name);
+                    let target = schema::step(of, &arg_field.name, at)?;
+                    // An element's amount is written as the row's amounts are.
+                    if !(matches!(arg_field.kind, ArgKind::Money) && matches!(target.kind, Kind::Money)) {
+                        fits(arg_field, target, &inner)?;
+                    }
+                }
+                match declared.iter().find(|(n, f)| !f.optional && !fields.iter().any(|a| a.name == **n)) {
+                    Some((missing, _)) => Err(format!(
+                        "the elements of argument `{name}` lack `{missing}`, which the elements of `{at}` need"
+                    )),
+                    None => Ok(()),
+                }
+            }
+            other => Err(format!("`{at}` is a list of {}, and argument `{name}` a list of objects", other.name())),
+        },
+        (ArgKind::Objects { .. }, _) => wrong("a list of objects"),
         (_, kind) if is_string(kind) => Ok(()),
         _ => wrong("a string"),
     }
 }
 
+/// A path as the contract writes it: keyed segments in brackets.
 fn path_text(path: &Path) -> String {
-    std::iter::once(path.root.as_str()).chain(path.fields.iter().map(String::as_str)).collect::<Vec<_>>().join(".")
+    let mut text = path.root.clone();
+    for (i, field) in path.fields.iter().enumerate() {
+        if path.keys.contains_key(&i) {
+            text.push_str(&format!("[{field}]"));
+        } else {
+            text.push('.');
+            text.push_str(field);
+        }
+    }
+    text
 }
 
 /// A member argument's collection, a records argument's `same` and `require` fields, each
@@ -1328,6 +2042,15 @@ fn check_arg_paths(scope: &Scope<'_>, op: &Operation, name: &str) -> Result<(), 
     let Some(arg) = op.arg(name) else { return Ok(()) };
     match &arg.kind {
         ArgKind::Member { .. } | ArgKind::Members { .. } => root_field(scope, op, name).map(|_| ()),
+        ArgKind::Objects { fields, .. } => {
+            for field in fields {
+                if let ArgKind::Member { of, path, key } = &field.kind {
+                    member_of(scope, op, of, path, key.as_deref())
+                        .map_err(|e| format!("argument `{name}`, field `{}`: {e}", field.name))?;
+                }
+            }
+            Ok(())
+        }
         ArgKind::Records { table, pairs_with, same, require } => {
             let row = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref());
             for (field, value) in require {

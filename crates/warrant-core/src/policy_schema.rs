@@ -112,7 +112,8 @@ fn set_of(element: Value) -> Value {
     json!({"type": "Set", "element": element})
 }
 
-/// An argument's checked value as the context holds it (`args::Checked::to_json`).
+/// An argument's checked value as the context holds it (`args::Checked::to_json`): an
+/// `objects` argument a Set of closed Records, each field typed as an argument of its kind.
 fn arg_type(kind: &ArgKind) -> Value {
     let string = json!({"type": "String"});
     match kind {
@@ -128,6 +129,10 @@ fn arg_type(kind: &ArgKind) -> Value {
         }
         ArgKind::Integer { .. } => json!({"type": "Long"}),
         ArgKind::Bool => json!({"type": "Boolean"}),
+        ArgKind::Objects { fields, .. } => {
+            let attributes = fields.iter().map(|f| (f.name.clone(), optional(arg_type(&f.kind), f.optional))).collect();
+            set_of(record(attributes))
+        }
     }
 }
 

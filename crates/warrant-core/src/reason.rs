@@ -100,6 +100,10 @@ reason_codes! {
     StringTooLong => "string_too_long",
     /// A `string` argument does not match its `pattern` as a whole.
     PatternMismatch => "pattern_mismatch",
+    /// An `objects` argument has fewer elements than its `min_items` (one unless declared).
+    TooFewItems => "too_few_items",
+    /// An `objects` argument has more elements than its `max_items`.
+    TooManyItems => "too_many_items",
     /// The actor is not a row of the contract's actor table.
     UnknownActor => "unknown_actor",
     /// A stored fact could not be read; the act fails closed.
@@ -118,6 +122,9 @@ reason_codes! {
     /// field of the wrong kind, an enum value not declared, a field not declared): the act is
     /// refused and nothing is written; a consequential act is refused so before it is held.
     EffectBreaksSchema => "effect_breaks_schema",
+    /// An effect step creates a row under a key (minted from the turn, or an argument's value)
+    /// that a row of its table already holds: the act is refused and nothing is written.
+    RecordExists => "record_exists",
     /// A CEL expression of the contract (a derived quantity, a named expression, a computed
     /// effect value) failed to evaluate: a missing field, a division by zero, an integer
     /// overflow, operands of the wrong types, an empty list where one value was needed, or

@@ -34,7 +34,7 @@ pub use crate::id::derive_id;
 
 pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowRef};
 pub use crate::verdict::{Finding, Reason, Verdict};
-use crate::workspace::Slot;
+use crate::workspace::{ABSENT_REVISION, Slot};
 pub use crate::workspace::{RowView, Workspace};
 
 /// The option ids of a confirmation.
@@ -159,10 +159,11 @@ pub struct RowWrite {
     /// The row.
     pub row: RowRef,
     /// The revision read; the commit fails with `stale_revision` if the row moved since.
+    /// [`ABSENT_REVISION`] for a row an effect created, which must still not exist.
     pub expected_revision: i64,
-    /// The value before the turn (for reverting a failed effect).
+    /// The value before the turn (for reverting a failed effect); `null` for a created row.
     pub before: Value,
-    /// The new value.
+    /// The new value; `null` for a row an effect deleted.
     pub value: Value,
 }
 
@@ -384,23 +385,34 @@ impl<'f> TurnState<'f> {
             match &slot.read {
                 Some(read) => {
                     facts_read.records.push(read.clone());
-                    if let Some(current) = &slot.current
-                        && **current != read.value
-                    {
+                    // A row an effect deleted is written as `null`.
+                    let after = slot.current.as_deref().unwrap_or(&Value::Null);
+                    if *after != read.value {
                         writes.push(RowWrite {
                             row: row.clone(),
                             expected_revision: read.revision,
                             before: read.value.clone(),
-                            value: (**current).clone(),
+                            value: after.clone(),
                         });
                     }
                 }
-                None => facts_read.records.push(Record {
-                    table: row.table.clone(),
-                    key: row.key.clone(),
-                    revision: 0,
-                    value: Value::Null,
-                }),
+                None => {
+                    facts_read.records.push(Record {
+                        table: row.table.clone(),
+                        key: row.key.clone(),
+                        revision: ABSENT_REVISION,
+                        value: Value::Null,
+                    });
+                    // A row an effect created: written expecting it absent still.
+                    if let Some(created) = &slot.current {
+                        writes.push(RowWrite {
+                            row: row.clone(),
+                            expected_revision: ABSENT_REVISION,
+                            before: Value::Null,
+                            value: (**created).clone(),
+                        });
+                    }
+                }
             }
         }
         // The events expressions read (the outbound gate's, read from the same ledger, are
@@ -816,8 +828,7 @@ fn decide_act(
     let located = locate_plain_values(op, proposal, answers, needed)?;
     let checked = args::check_args(ctx, work, op, &located.args)?;
     semantic_checks(op, &checked, proposal, &located, answers, needed)?;
-    let mut eval =
-        Eval { contract, actor: ctx.actor_row.clone(), args: &checked, derived: BTreeMap::new(), clock: ctx.clock };
+    let mut eval = Eval::new(contract, ctx.actor_row.clone(), &checked, ctx.clock, mint_seed(input, proposal));
     eval.derive_all(work, op)?;
     let actor = ActorRecord { row: ctx.actor_row.as_ref(), record: actor_record.as_ref() };
     decide_policy(contract, work, op, actor, &eval)?;
@@ -854,6 +865,13 @@ fn decide_act(
     // rows it names until its outcome arrives.
     let holds = if op.effects.is_empty() { named } else { Vec::new() };
     Ok(ActOutcome::Commit { args: Value::Object(args_json), holds })
+}
+
+/// What an act's minted keys are derived from: its conversation, turn, and place in the turn
+/// (which list it came from, at which index), so that a replay mints the same keys.
+fn mint_seed(input: &TurnInput<'_>, proposal: &Proposal<'_>) -> String {
+    let place = serde_json::to_string(&proposal.source).unwrap_or_default();
+    derive_id("mint", &[&input.request.conversation, &input.request.turn, &place, &proposal.index.to_string()])
 }
 
 /// The rows a consequential act names: those of its record and records arguments, and its

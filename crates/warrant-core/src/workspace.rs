@@ -11,6 +11,10 @@ use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::verdict::Finding;
 
+/// The revision a row that does not exist is read at (a row created by this turn's effects
+/// has it until the commit stores it): no stored row is ever at it.
+pub const ABSENT_REVISION: i64 = 0;
+
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     /// The row as read from the facts (`None` when it does not exist).
@@ -97,8 +101,40 @@ impl<'f> Workspace<'f> {
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
             (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
+            // Created by an effect of this turn: read as absent.
+            (None, Some(current)) => Some(RowView { revision: ABSENT_REVISION, value: current.clone() }),
             _ => None,
         })
+    }
+
+    /// Creates `row` with `value`; it must not exist as the turn sees it now.
+    pub fn create(&mut self, row: &RowRef, value: Value) -> Result<(), Finding> {
+        if self.row(row)?.is_some() {
+            return Err(Finding::refuse(ReasonCode::RecordExists).detail(format!(
+                "table `{}` has a row `{}` already",
+                row.table,
+                crate::text::visible(&row.key)
+            )));
+        }
+        if let Some(slot) = self.rows.get_mut(row) {
+            slot.current = Some(Arc::new(value));
+        }
+        Ok(())
+    }
+
+    /// Deletes `row`, which must exist as the turn sees it now.
+    pub fn delete(&mut self, row: &RowRef) -> Result<(), Finding> {
+        if self.row(row)?.is_none() {
+            return Err(Finding::refuse(ReasonCode::EffectInapplicable).detail(format!(
+                "row `{}` of `{}` does not exist",
+                crate::text::visible(&row.key),
+                row.table
+            )));
+        }
+        if let Some(slot) = self.rows.get_mut(row) {
+            slot.current = None;
+        }
+        Ok(())
     }
 
     /// Changes the value at `pointer` (object fields and list indexes) inside a row.
@@ -196,7 +232,6 @@ impl<'f> Workspace<'f> {
 
     /// What changed in each of `rows` since `since`, field by field.
     pub(crate) fn changes(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>, rows: &[RowRef]) -> Vec<RowChange> {
-        let null = Value::Null;
         rows.iter()
             .filter_map(|row| {
                 let slot = self.rows.get(row)?;
@@ -204,7 +239,14 @@ impl<'f> Workspace<'f> {
                     Some(before) => before.as_deref(),
                     None => slot.read.as_ref().map(|r| &r.value),
                 };
-                let fields = change::diff(before.unwrap_or(&null), slot.current.as_deref().unwrap_or(&null));
+                let after = slot.current.as_deref();
+                let fields = match (before, after) {
+                    // A row created or deleted changed whole: absent before, or after.
+                    (None, _) | (_, None) => {
+                        vec![change::FieldChange { path: Vec::new(), before: before.cloned(), after: after.cloned() }]
+                    }
+                    (Some(before), Some(after)) => change::diff(before, after),
+                };
                 Some(RowChange { row: row.clone(), fields })
             })
             .collect()

@@ -129,13 +129,32 @@ fn arg_schema(arg: &Arg, currency: Option<&str>) -> Map<String, Value> {
             }
             Value::Object(schema)
         }
+        ArgKind::Date if arg.plain => json!({
+            "type": "string",
+            "description": "a date, YYYY-MM-DD, or a date expression (docs/dates.md)",
+        }),
         ArgKind::Date => json!({
             "type": "object",
             "description": "a date expression: {\"date\":\"YYYY-MM-DD\"} or a relative form (docs/dates.md)",
         }),
+        ArgKind::Money if arg.plain => json!({"type": "number", "description": "an amount, exact in its minor units"}),
         ArgKind::Money => money_schema(currency),
         ArgKind::Integer { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
         ArgKind::Bool => json!({"type": "boolean"}),
+        ArgKind::Objects { fields, min_items, max_items } => {
+            let properties: Map<String, Value> =
+                fields.iter().map(|f| (f.name.clone(), Value::Object(arg_schema(f, currency)))).collect();
+            let required: Vec<&str> = fields.iter().filter(|f| !f.optional).map(|f| f.name.as_str()).collect();
+            let mut schema = json!({
+                "type": "array",
+                "items": {"type": "object", "properties": properties, "required": required, "additionalProperties": false},
+                "minItems": min_items,
+            });
+            if let (Some(most), Value::Object(map)) = (max_items, &mut schema) {
+                map.insert("maxItems".into(), json!(most));
+            }
+            schema
+        }
     };
     match schema {
         Value::Object(map) => map,

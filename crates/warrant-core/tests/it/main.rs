@@ -4,6 +4,7 @@
 mod checks;
 mod clock;
 mod contracts;
+mod effect_steps;
 mod expressions;
 mod fuzz_findings;
 // Guards and the outbound gate run the corpus runners, behind the `corpus` feature: a workspace
@@ -12,6 +13,7 @@ mod fuzz_findings;
 mod guards;
 mod ledger;
 mod module_graph;
+mod objects;
 #[cfg(feature = "corpus")]
 mod outbound;
 mod pending;
