@@ -78,3 +78,103 @@ fn the_records_page_s_examples_run_as_shown() {
     }
     assert_eq!((commands, json, toml), (11, 3, 1), "every example ran");
 }
+
+/// Where `docs/contract.md`'s contracts find their companion files: the page's blocks that
+/// name a file (```` ```cedar policies.cedar ````), each noted when a contract reads it.
+struct PageFiles {
+    files: std::collections::BTreeMap<String, String>,
+    read: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+impl warrant_core::contract::ContractFiles for PageFiles {
+    fn read(&self, path: &str) -> Result<String, String> {
+        self.read.borrow_mut().insert(path.to_owned());
+        self.files.get(path).cloned().ok_or_else(|| format!("the page shows no block named `{path}`"))
+    }
+}
+
+/// The name `docs/contract.md` gives the Cedar schema of the contract loaded just before it.
+const SCHEMA_BLOCK: &str = "cedar-schema";
+
+#[test]
+fn the_contract_page_s_examples_load_as_shown() {
+    let text = std::fs::read_to_string(root().join("docs/contract.md")).unwrap();
+    let blocks: Vec<(String, Option<String>, String)> = blocks(&text)
+        .into_iter()
+        .map(|(info, body)| match info.split_once(' ') {
+            Some((language, name)) => (language.to_owned(), Some(name.trim().to_owned()), body),
+            None => (info, None, body),
+        })
+        .collect();
+    let preamble: Vec<&String> =
+        blocks.iter().filter(|(l, n, _)| l == "toml" && n.as_deref() == Some("preamble")).map(|(_, _, b)| b).collect();
+    let [preamble] = preamble.as_slice() else { panic!("the page has one ```toml preamble block") };
+    let files = PageFiles {
+        files: blocks
+            .iter()
+            .filter_map(|(l, n, b)| match n.as_deref() {
+                Some(name) if l != "toml" && name != SCHEMA_BLOCK => Some((name.to_owned(), b.clone())),
+                _ => None,
+            })
+            .collect(),
+        read: Default::default(),
+    };
+    let (mut whole, mut fragments, mut failing, mut schemas, mut json) = (0, 0, 0, 0, 0);
+    let mut last: Option<warrant_core::Contract> = None;
+    // Every example that is not as the page says, so that one run names them all.
+    let mut wrong: Vec<String> = Vec::new();
+    for (language, name, body) in &blocks {
+        match (language.as_str(), name.as_deref()) {
+            ("toml", None | Some("preamble")) => {
+                // A block without `[sources]` is a fragment: it follows the preamble. A block
+                // whose first line is `# expect-error: LINE:COLUMN: message` must fail with
+                // exactly that, its line counted in the block.
+                let fragment = !body.lines().any(|l| l.trim() == "[sources]");
+                let (source, offset) = if fragment {
+                    (format!("{preamble}{body}"), u32::try_from(preamble.lines().count()).unwrap())
+                } else {
+                    (body.clone(), 0)
+                };
+                let expected = body.lines().next().and_then(|l| l.strip_prefix("# expect-error: "));
+                match (warrant_core::Contract::load("docs/contract.md", &source, &files), expected) {
+                    (Ok(contract), None) => last = Some(contract),
+                    (Ok(_), Some(error)) => wrong.push(format!("loads, but the page says `{error}`:\n{body}")),
+                    (Err(e), expected) => {
+                        let got = format!("{}:{}: {}", e.line.saturating_sub(offset), e.column, e.kind);
+                        match expected {
+                            Some(error) if e.line > offset && got == error => failing += 1,
+                            Some(error) => wrong.push(format!("fails with `{got}`, not `{error}`:\n{body}")),
+                            None => wrong.push(format!("does not load: `{got}`:\n{body}")),
+                        }
+                    }
+                }
+                if fragment { fragments += 1 } else { whole += 1 }
+            }
+            ("json", Some(SCHEMA_BLOCK)) => {
+                // The Cedar schema the page shows is the one generated from the contract above it.
+                let shown: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+                let contract = last.as_ref().expect("a schema block follows a contract that loads");
+                if &shown == contract.cedar_schema() {
+                    schemas += 1;
+                } else {
+                    let generated = serde_json::to_string_pretty(contract.cedar_schema()).unwrap();
+                    wrong.push(format!("the schema shown is not the one generated:\n{generated}"));
+                }
+            }
+            ("json", None) => {
+                serde_json::from_str::<serde_json::Value>(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+                json += 1;
+            }
+            ("cedar" | "json", Some(_)) => {}
+            (other, _) => panic!("a block in {other:?}: the page holds only toml, cedar and json blocks"),
+        }
+    }
+    assert!(wrong.is_empty(), "examples of docs/contract.md are not as shown:\n\n{}", wrong.join("\n\n"));
+    let unread: Vec<&String> = files.files.keys().filter(|f| !files.read.borrow().contains(*f)).collect();
+    assert!(unread.is_empty(), "no example reads the files {unread:?}");
+    assert_eq!(
+        (whole, fragments, failing, files.files.len(), schemas, json),
+        (6, 27, 13, 3, 1, 0),
+        "every example ran: (whole contracts, fragments, of them failing, files, schemas, json)"
+    );
+}
