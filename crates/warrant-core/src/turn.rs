@@ -1066,6 +1066,67 @@ struct Located<'p> {
     located: BTreeSet<String>,
 }
 
+/// A value of an act that may hold the user's words: an argument, or a field of one element of
+/// an `objects` argument (named `passengers[0].first_name`, as its refusals name it).
+struct WordSlot<'o> {
+    /// Its name in questions and in the field a finding names (after `args.`).
+    name: String,
+    /// Its declaration: the argument's, or the field's.
+    arg: &'o crate::operation::Arg,
+    /// The argument it is in, and for a field the element's index.
+    at: (&'o str, Option<usize>),
+}
+
+impl WordSlot<'_> {
+    fn get<'v>(&self, args: &'v Map<String, Value>) -> Option<&'v Value> {
+        match self.at {
+            (name, None) => args.get(name),
+            (name, Some(i)) => args.get(name)?.get(i)?.get(&self.arg.name),
+        }
+    }
+
+    fn set(&self, args: &mut Map<String, Value>, value: Value) {
+        match self.at {
+            (name, None) => {
+                args.insert(name.to_owned(), value);
+            }
+            (name, Some(i)) => {
+                if let Some(Value::Object(element)) = args.get_mut(name).and_then(|list| list.get_mut(i)) {
+                    element.insert(self.arg.name.clone(), value);
+                }
+            }
+        }
+    }
+
+    fn checked<'c>(&self, checked: &'c BTreeMap<String, Checked>) -> Option<&'c Checked> {
+        match (self.at, checked.get(self.at.0)) {
+            ((_, None), value) => value,
+            ((_, Some(i)), Some(Checked::Objects(elements))) => elements.get(i)?.get(&self.arg.name),
+            _ => None,
+        }
+    }
+}
+
+/// The values of an act that may hold the user's words, in declaration order: each argument,
+/// and for an `objects` argument each field of each element given.
+fn word_slots<'o>(op: &'o crate::operation::Operation, args: &Map<String, Value>) -> Vec<WordSlot<'o>> {
+    let mut slots = Vec::new();
+    for arg in &op.args {
+        match (&arg.kind, args.get(&arg.name)) {
+            (ArgKind::Objects { fields, .. }, Some(Value::Array(items))) => {
+                for i in 0..items.len() {
+                    for field in fields {
+                        let name = format!("{}[{i}].{}", arg.name, field.name);
+                        slots.push(WordSlot { name, arg: field, at: (&arg.name, Some(i)) });
+                    }
+                }
+            }
+            _ => slots.push(WordSlot { name: arg.name.clone(), arg, at: (&arg.name, None) }),
+        }
+    }
+    slots
+}
+
 /// Step 4 before structure: a plain string proposed for a `text` argument (or a bare id for
 /// an enum with evidence) is no pointer, so the `locate` task is asked which words of the
 /// latest user entry give it. Its answer (a pointer, beside the id for an enum) replaces the
@@ -1081,8 +1142,9 @@ fn locate_plain_values<'p>(
     let mut args = std::borrow::Cow::Borrowed(&proposal.args);
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;
-    for arg in &op.args {
-        let Some(Value::String(proposed)) = proposal.args.get(&arg.name) else { continue };
+    for slot in word_slots(op, &proposal.args) {
+        let arg = slot.arg;
+        let Some(Value::String(proposed)) = slot.get(&proposal.args) else { continue };
         match &arg.kind {
             ArgKind::Text { allow_empty } if !(*allow_empty && proposed.is_empty()) => {}
             // An id the user must have said, sent without the words they said it with: they
@@ -1091,14 +1153,14 @@ fn locate_plain_values<'p>(
             ArgKind::Enum { values, evidence: true } if values.contains(proposed) => {}
             _ => continue,
         }
-        let field = format!("args.{}", arg.name);
+        let field = format!("args.{}", slot.name);
         let Some(message) = proposal.words.latest.as_deref() else {
             let finding = Finding::ask(ReasonCode::PointerInvalid)
                 .field(field)
                 .detail("the turn has no user entry to point into".into());
             return Err(first.unwrap_or(finding));
         };
-        let request = CheckRequest::locate(&op.name, &arg.name, proposed, message);
+        let request = CheckRequest::locate(&op.name, &slot.name, proposed, message);
         match check::located(&request, answers.get(&request.id)) {
             Ok(mut pointer) => {
                 // The question was about the latest user entry, so its answer points there.
@@ -1107,8 +1169,8 @@ fn locate_plain_values<'p>(
                 if let (ArgKind::Enum { .. }, Value::Object(map)) = (&arg.kind, &mut value) {
                     map.insert("value".into(), Value::String(proposed.clone()));
                 }
-                args.to_mut().insert(arg.name.clone(), value);
-                located.insert(arg.name.clone());
+                slot.set(args.to_mut(), value);
+                located.insert(slot.name.clone());
             }
             Err(finding) => {
                 first.get_or_insert(finding);
@@ -1137,22 +1199,23 @@ fn semantic_checks(
 ) -> Result<(), Finding> {
     let Located { args, located } = located;
     let mut first: Option<Finding> = None;
-    for arg in &op.args {
+    for slot in word_slots(op, args) {
+        let arg = slot.arg;
         // An enum the user must have said is always checked against the words it points at.
         let evidenced = matches!(arg.kind, ArgKind::Enum { evidence: true, .. });
-        let stated = evidenced || located.contains(&arg.name);
+        let stated = evidenced || located.contains(&slot.name);
         if arg.checks.is_empty() && !stated {
             continue;
         }
-        let (Some(Checked::Text(value)) | Some(Checked::Enum(value))) = checked.get(&arg.name) else { continue };
+        let (Some(Checked::Text(value)) | Some(Checked::Enum(value))) = slot.checked(checked) else { continue };
         if value.is_empty() {
             // An allowed empty value holds no words of the user to check.
             continue;
         }
-        let field = format!("args.{}", arg.name);
+        let field = format!("args.{}", slot.name);
         let unresolved = || Finding::ask(ReasonCode::PointerInvalid).field(field.clone());
         let pointer: TextPointer =
-            args.get(&arg.name).and_then(|v| args::pointer_of(&arg.kind, v)).ok_or_else(unresolved)?;
+            slot.get(args).and_then(|v| args::pointer_of(&arg.kind, v)).ok_or_else(unresolved)?;
         let message = proposal.words.message(&pointer, &field)?;
         let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
@@ -1161,7 +1224,7 @@ fn semantic_checks(
             tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {
-            let request = CheckRequest::new(task, &op.name, &arg.name, value, [resolved.from, resolved.to], message);
+            let request = CheckRequest::new(task, &op.name, &slot.name, value, [resolved.from, resolved.to], message);
             if first.is_none() {
                 first = check::finding(&request, answers.get(&request.id));
             }

@@ -287,7 +287,26 @@ impl<S: Store> Engine<S> {
     fn reverts(&mut self, changes: &[RowChange]) -> Result<Vec<RecordWrite>, EngineError> {
         let mut writes = Vec::with_capacity(changes.len());
         for change in changes {
-            let Some(current) = self.store.record(&change.row.table, &change.row.key)? else { return Ok(Vec::new()) };
+            let stored = self.store.record(&change.row.table, &change.row.key)?;
+            // A row the effect created is deleted, and one it deleted created again, if the
+            // row is still as the effect left it.
+            if let Some(whole) =
+                change.fields.iter().find(|f| f.path.is_empty() && (f.before.is_none() || f.after.is_none()))
+            {
+                let (expected_revision, value) = match (&whole.before, &whole.after, stored) {
+                    (None, Some(after), Some(current)) if current.value == *after => (current.revision, Value::Null),
+                    (Some(before), None, None) => (warrant_store::ABSENT, before.clone()),
+                    _ => return Ok(Vec::new()),
+                };
+                writes.push(RecordWrite {
+                    table: change.row.table.clone(),
+                    key: change.row.key.clone(),
+                    expected_revision,
+                    value,
+                });
+                continue;
+            }
+            let Some(current) = stored else { return Ok(Vec::new()) };
             let Some(value) = warrant_core::change::revert(&current.value, &change.fields) else {
                 return Ok(Vec::new());
             };

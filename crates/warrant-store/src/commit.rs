@@ -10,16 +10,22 @@ use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn};
 /// The outcomes an executor may report for an effect.
 pub const EFFECT_OUTCOMES: [&str; 3] = ["done", "failed", "unknown"];
 
-/// A write to an existing record, applied only if the record is still at `expected_revision`.
+/// The revision a decision read a row at that did not exist: no stored row is ever at it.
+pub const ABSENT: i64 = 0;
+
+/// A write to a record, applied only if the record is still as the decision read it: at
+/// `expected_revision`, or, where that is [`ABSENT`], not there (an effect that creates a row).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordWrite {
     /// The records table.
     pub table: String,
     /// The record's key within its table.
     pub key: String,
-    /// The revision the decision was made against.
+    /// The revision the decision was made against; [`ABSENT`] creates the row, which must not
+    /// exist then.
     pub expected_revision: i64,
-    /// The whole new value; it replaces the stored one.
+    /// The whole new value; it replaces the stored one. `null` deletes the row (an effect that
+    /// deletes it), which must be at `expected_revision`.
     pub value: serde_json::Value,
 }
 

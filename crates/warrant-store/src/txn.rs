@@ -5,10 +5,11 @@
 
 use serde_json::Value;
 
+use crate::commit::ABSENT;
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::LadderTxn;
-use crate::records::{FIRST_REVISION, Precondition, RecordsTxn, next_revision};
+use crate::records::{Current, FIRST_REVISION, Precondition, RecordsTxn, next_revision};
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
 
 /// Whether a new effect went in, or its idempotency key was taken.
@@ -104,16 +105,32 @@ struct Stale {
 
 /// Applies the writes in (table, key) order, so that two transactions that lock the same
 /// records lock them in the same order and cannot deadlock. Stops at the first stale one.
-fn apply_writes(tx: &mut impl Txn, writes: &[RecordWrite]) -> Result<Option<Stale>, StoreError> {
+///
+/// A write expecting [`ABSENT`] creates its row, which must not exist (a deleted row may be
+/// created again, at the revision after its tombstone's); a write of `null` deletes its row at
+/// the revision expected; any other write replaces the row at the revision expected.
+fn apply_writes(tx: &mut impl RecordsTxn, writes: &[RecordWrite]) -> Result<Option<Stale>, StoreError> {
     let mut ordered: Vec<&RecordWrite> = writes.iter().collect();
     ordered.sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
     for write in ordered {
-        // No row is ever at the last revision there is, so a write expecting it is stale.
-        let updated = match next_revision(write.expected_revision) {
-            Some(revision) => tx.update_record(write, revision)?,
-            None => false,
+        let (table, key) = (write.table.as_str(), write.key.as_str());
+        let written = if write.expected_revision == ABSENT {
+            crate::records::write(tx, table, key, &write.value, Precondition::IfNoneMatch)?.is_ok()
+        } else if write.value.is_null() {
+            match (tx.lock_record(table, key)?, next_revision(write.expected_revision)) {
+                (Current::Live(at), Some(next)) if at == write.expected_revision => {
+                    tx.delete_record(table, key, at, next)?
+                }
+                _ => false,
+            }
+        } else {
+            // No row is ever at the last revision there is, so a write expecting it is stale.
+            match next_revision(write.expected_revision) {
+                Some(revision) => tx.update_record(write, revision)?,
+                None => false,
+            }
         };
-        if !updated {
+        if !written {
             return Ok(Some(Stale {
                 table: write.table.clone(),
                 key: write.key.clone(),
@@ -128,7 +145,7 @@ fn apply_writes(tx: &mut impl Txn, writes: &[RecordWrite]) -> Result<Option<Stal
 /// The steps of a commit. `None` means the turn's unique constraint fired: a concurrent commit
 /// of the same turn won the race, and the caller reads the stored turn after the rollback and
 /// answers it as a duplicate.
-pub(crate) fn commit(tx: &mut impl Txn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
+pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
     use Settled::{Discard, Keep};
     let turn = &commit.turn;
     if let Some(stored) = tx.claim_turn(&turn.conversation, &turn.turn)? {

@@ -323,3 +323,32 @@ fn an_objects_argument_s_declaration_is_checked_when_the_contract_loads() {
     let error = Contract::load("objects.toml", &lacking, &Files).unwrap_err().to_string();
     assert!(error.contains("lack `dob`"), "{error}");
 }
+
+#[test]
+fn a_plain_name_in_an_element_is_located_and_then_stated_like_a_text_argument() {
+    use warrant_core::check::{CheckAnswer, CheckAnswers, CheckVerdict};
+    let plain = with(&["passengers", "0", "first_name"], json!("Ana"));
+    let contract = contract();
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "ana",
+        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": WORDS}],
+        "acts": [{"op": "book", "args": plain}],
+    });
+    let valid = request::parse(&contract, &body.to_string()).unwrap();
+    let asked = turn::decide(&contract, &valid, &facts(), &BTreeSet::new());
+    assert_eq!(asked.response.acts[0].verdict, Verdict::Ask, "{:?}", asked.response.acts);
+    let locate = asked.checks.iter().find(|c| c.arg == "passengers[0].first_name").expect("a locate question");
+    assert_eq!(locate.task.to_string(), "locate");
+    // Located, the value is the words pointed at, and then it must have been stated.
+    let pointer = serde_json::from_value(json!({"ptr": [5, 5]})).unwrap();
+    let mut answers = CheckAnswers::new();
+    answers.insert(locate.id.clone(), CheckAnswer::Located { pointer });
+    let stated = turn::decide_checked(&contract, &valid, &facts(), &BTreeSet::new(), &answers);
+    let value_stated = stated.checks.iter().find(|c| c.arg == "passengers[0].first_name" && c.id != locate.id);
+    let value_stated = value_stated.expect("a value_stated question");
+    answers.insert(value_stated.id.clone(), CheckAnswer::Verdict { verdict: CheckVerdict::Pass });
+    let committed = turn::decide_checked(&contract, &valid, &facts(), &BTreeSet::new(), &answers);
+    assert_eq!(committed.response.acts[0].verdict, Verdict::Commit, "{:?}", committed.response.acts);
+    assert_eq!(committed.writes[0].value["passengers"][0]["first_name"], "Ana");
+}

@@ -7,6 +7,7 @@
 mod build;
 mod concurrency;
 mod conformance;
+mod effect_rows;
 mod fixture;
 mod guards;
 mod outbox;
@@ -103,4 +104,6 @@ conformance! {
     records::two_creates_of_one_row_one_creates_one_finds_it,
     records::two_unconditional_puts_of_a_new_row_both_write,
     records::a_put_and_a_commit_of_one_revision_one_wins,
+    effect_rows::a_created_row_is_inserted_and_a_second_create_of_it_is_stale,
+    effect_rows::a_deleted_row_is_gone_at_the_revision_read_and_may_be_created_again,
 }
