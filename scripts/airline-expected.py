@@ -60,7 +60,8 @@ def changed(before, after):
     for table in after:
         for key, row in after[table].items():
             if before[table].get(key) != row:
-                rows.setdefault(table, {})[key] = row
+                # A copy: the tool goes on changing the same objects in later writes.
+                rows.setdefault(table, {})[key] = copy.deepcopy(row)
     return rows
 
 

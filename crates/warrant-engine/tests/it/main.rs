@@ -1,7 +1,9 @@
-//! Integration tests of the engine over real stores: the retail conformance suite and the
-//! turn's lifecycle (idempotency, confirmation, outcomes, replay), and the dispatcher.
+//! Integration tests of the engine over real stores: the retail and airline conformance suites,
+//! a test per limitation of issue 17, the turn's lifecycle (idempotency, confirmation, outcomes,
+//! replay), and the dispatcher.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod airline;
 mod checks;
 mod created_rows;
 mod dispatch;
@@ -10,6 +12,7 @@ mod every_answer;
 mod invariants;
 mod keys;
 mod lifecycle;
+mod limitations;
 mod outbound;
 mod outcomes;
 mod record_writes;

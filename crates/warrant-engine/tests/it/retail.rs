@@ -82,7 +82,7 @@ fn answer(user: &str, turn: &str, conversation: &str, interaction: &str) -> Valu
     })
 }
 
-fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
+pub fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
     match engine.turn(&request.to_string()).expect("the engine runs") {
         TurnResult::Decided { response, .. } => response,
         TurnResult::Rejected(error) => panic!("request rejected: {error}\n{request}"),
@@ -90,7 +90,7 @@ fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
 }
 
 /// The verdict and the codes and rules of the first act.
-fn verdict(response: &TurnResponse) -> (Verdict, Vec<String>, Vec<String>) {
+pub fn verdict(response: &TurnResponse) -> (Verdict, Vec<String>, Vec<String>) {
     let act = response.acts.first().expect("one act");
     (
         act.verdict,
@@ -100,7 +100,7 @@ fn verdict(response: &TurnResponse) -> (Verdict, Vec<String>, Vec<String>) {
 }
 
 /// Overwrites a row directly (a change made outside the gate, e.g. by the deployment).
-fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnce(&mut Value), tag: &str) {
+pub fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnce(&mut Value), tag: &str) {
     let record = store.record(table, key).unwrap().unwrap();
     let mut value = record.value.clone();
     change(&mut value);

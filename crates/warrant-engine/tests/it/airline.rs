@@ -1,0 +1,1035 @@
+//! The airline conformance test: every write action of τ-bench airline's test tasks, proposed
+//! as its task's user and then confirmed, commits (a fresh store per task, the task's writes in
+//! order, one conversation per task), except the writes that break the airline's policy, each
+//! refused naming the rule it breaks; mutated versions of each committed write that break one
+//! rule are refused naming it; and every row a committed write changes is compared, field by
+//! field, with what the benchmark's own tool code left (`data/expected_effects.json`). The
+//! counts are printed and asserted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use warrant_core::pointer;
+use warrant_core::turn::{TurnResponse, Verdict};
+use warrant_engine::{Engine, ModelSetup, ModelSource, load_contract};
+use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
+use warrant_store::SqliteStore;
+use warrant_store::prelude::*;
+
+pub use crate::retail::{decide, overwrite, verdict};
+
+/// The airline example's folder.
+pub fn airline_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/airline")
+}
+
+/// Answers every semantic check "yes": the test's user messages do say the values they point
+/// at (a cancellation's reason, a complaint), as each request below writes them.
+pub struct Stated;
+
+impl Provider for Stated {
+    fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        Ok(ChatAnswer { content: r#"{"answer":"yes"}"#.to_owned(), prompt_tokens: 30, completion_tokens: 4 })
+    }
+}
+
+/// A fresh engine over the airline contract and a new SQLite file (kept alive by the folder),
+/// its semantic checks answered by `provider`.
+pub fn airline_engine_with(provider: Arc<dyn Provider>) -> (Engine<SqliteStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let (contract, folder) = load_contract(&airline_dir().join("contract.toml")).unwrap();
+    let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+    let model = ModelSource::Setup(ModelSetup::new(Box::new(Shared(provider)), "test-model"));
+    (crate::build(contract, &folder, store, model), dir)
+}
+
+/// A fresh engine whose checks all pass.
+pub fn airline_engine() -> (Engine<SqliteStore>, tempfile::TempDir) {
+    airline_engine_with(Arc::new(Stated))
+}
+
+struct Shared(Arc<dyn Provider>);
+
+impl Provider for Shared {
+    fn complete(&self, request: &ChatRequest, timeout: Duration) -> Result<ChatAnswer, ProviderError> {
+        self.0.complete(request, timeout)
+    }
+}
+
+/// The airline data, for building cases.
+pub struct Data {
+    pub flights: BTreeMap<String, Value>,
+    pub reservations: BTreeMap<String, Value>,
+    pub users: BTreeMap<String, Value>,
+}
+
+pub fn data() -> Data {
+    let read = |name: &str| -> BTreeMap<String, Value> {
+        serde_json::from_str(&std::fs::read_to_string(airline_dir().join("data").join(name)).unwrap()).unwrap()
+    };
+    Data { flights: read("flights.json"), reservations: read("reservations.json"), users: read("users.json") }
+}
+
+fn read_json(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(airline_dir().join("data").join(name)).unwrap()).unwrap()
+}
+
+pub const WRITES: [&str; 6] = [
+    "book_reservation",
+    "cancel_reservation",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+    "send_certificate",
+];
+
+/// The benchmark's "now": 2024-05-15 15:00 EST.
+pub const NOW: &str = "2024-05-15T15:00:00-05:00";
+
+/// Write actions of the test tasks that break the airline's policy (the benchmark's tools do
+/// not check these rules; its policy tells the agent to): (task, write index among the task's
+/// writes, the rules that must refuse it).
+const BREAKS_THE_POLICY: [(usize, usize, &[&str]); 10] = [
+    // An economy reservation booked two weeks earlier, without insurance, no flight cancelled.
+    (10, 0, &["cancellation_not_allowed"]),
+    // A new itinerary ending in another city than the reservation's trip.
+    (19, 0, &["origin_destination_or_trip_type_changed"]),
+    // One bag, which a regular member's economy allowance makes free, charged as nonfree.
+    (19, 1, &["nonfree_bags_not_per_allowance"]),
+    // Two bags charged where a gold member's economy allowance makes three free.
+    (23, 1, &["nonfree_bags_not_per_allowance"]),
+    // A reservation one of whose segments has already flown.
+    (26, 0, &["segment_already_flown"]),
+    (27, 0, &["segment_already_flown"]),
+    // Upgraded to economy just before (the task's first write), booked two weeks earlier,
+    // without insurance.
+    (34, 1, &["cancellation_not_allowed"]),
+    // A certificate for a delayed flight, with no change or cancellation of the reservation.
+    (16, 0, &["delay_certificate_before_change_or_cancel"]),
+    // A certificate for a delay in a reservation none of whose flights is delayed, and without
+    // any change or cancellation.
+    (45, 0, &["complaint_not_true", "delay_certificate_before_change_or_cancel"]),
+    (46, 0, &["complaint_not_true", "delay_certificate_before_change_or_cancel"]),
+];
+
+/// What the user said for the arguments the benchmark's tools do not take: a cancellation's
+/// reason, by task (read from the task's instructions; "change of plan" where not listed).
+const CANCEL_REASONS: [(usize, &str); 3] = [(1, "other reasons"), (28, "other reasons"), (34, "other reasons")];
+
+/// The reservation and the complaint of each certificate the tasks send (the reservation the
+/// task's agent looked up or the user named, and what the user complains about).
+const CERTIFICATES: [(usize, &str, &str); 3] =
+    [(16, "M61CQM", "delayed flight"), (45, "4OG6T3", "delayed flight"), (46, "4OG6T3", "delayed flight")];
+
+/// Fields where warrant's effect differs from the benchmark's tool on purpose, because the
+/// tool is wrong or records another form: (operation, field, why).
+const BENCHMARK_DIFFERS: [(&str, &str, &str); 2] = [
+    ("update_reservation_flights", "cabin", "the benchmark's tool never writes the new cabin"),
+    (
+        "book_reservation",
+        "created_at",
+        "the benchmark writes its fixed local time without an offset; warrant the turn's instant",
+    ),
+];
+
+/// The one difference that outlives its write: a reservation whose flights a task changed keeps,
+/// in the benchmark's later rows of it, the cabin the tool never wrote: (field, why).
+const STALE_CABIN: (&str, &str) = ("cabin", "the benchmark's later rows keep the cabin its flight change never wrote");
+
+/// Text argument fields inside `objects` arguments: each is a pointer into the user's words.
+const TEXT_FIELDS: [&str; 2] = ["first_name", "last_name"];
+
+/// One act as a turn request: the user's message holds every text value and every value that
+/// must be evidenced, and each is a pointer to its words.
+pub fn request(user: &str, conversation: &str, turn: &str, op: &str, kwargs: &Map<String, Value>) -> Value {
+    let mut args = kwargs.clone();
+    let mut message = format!("Please go ahead with {op}");
+    let mut words = pointer::numbered(&message).len();
+    let mut point = |text: &str, message: &mut String| {
+        message.push_str(" | ");
+        message.push_str(text);
+        let from = words + 1;
+        words += pointer::numbered(text).len();
+        json!({"ptr": [from, words], "copy": text})
+    };
+    if let Some(Value::Array(passengers)) = kwargs.get("passengers") {
+        let mut pointed = Vec::new();
+        for passenger in passengers {
+            let mut p = passenger.as_object().cloned().unwrap_or_default();
+            for field in TEXT_FIELDS {
+                if let Some(Value::String(text)) = passenger.get(field) {
+                    p.insert(field.into(), point(text, &mut message));
+                }
+            }
+            pointed.push(Value::Object(p));
+        }
+        args.insert("passengers".into(), Value::Array(pointed));
+    }
+    for field in ["reason", "complaint"] {
+        if let Some(Value::String(said)) = kwargs.get(field) {
+            let mut evidenced = point(said, &mut message);
+            evidenced["value"] = json!(said);
+            args.insert(field.into(), evidenced);
+        }
+    }
+    json!({
+        "conversation": conversation,
+        "turn": turn,
+        "actor": user,
+        "at": NOW,
+        "time_zone": "America/New_York",
+        "locale": "en-US",
+        "entries": [{"kind": "user", "text": message}],
+        "acts": [{"op": op, "args": args}],
+    })
+}
+
+/// The user's confirmation of `interaction`.
+pub fn answer(user: &str, turn: &str, conversation: &str, interaction: &str) -> Value {
+    json!({
+        "conversation": conversation,
+        "turn": turn,
+        "actor": user,
+        "at": "2024-05-15T15:01:00-05:00",
+        "time_zone": "America/New_York",
+        "locale": "en-US",
+        "answers": [{"interaction": interaction, "option": "confirm"}],
+    })
+}
+
+/// Proposes an act, confirms it, and returns the confirmed turn's response (or why not).
+pub fn propose_and_confirm<S: Store>(
+    engine: &mut Engine<S>,
+    user: &str,
+    conversation: &str,
+    turn: &str,
+    op: &str,
+    kwargs: &Map<String, Value>,
+) -> Result<TurnResponse, String> {
+    let held = decide(engine, &request(user, conversation, turn, op, kwargs));
+    let (v, codes, _) = verdict(&held);
+    if v != Verdict::Hold || codes != ["confirmation_required"] {
+        return Err(format!("expected hold, got {v:?} {codes:?} {:?}", held.acts[0].reasons));
+    }
+    let interaction = held.interactions[0].id.clone();
+    let confirmed = decide(engine, &answer(user, &format!("{turn}-yes"), conversation, &interaction));
+    let (v, codes, _) = verdict(&confirmed);
+    if v == Verdict::Commit && confirmed.effects.len() == 1 {
+        Ok(confirmed)
+    } else {
+        Err(format!("confirmed but {v:?} {codes:?} {:?}", confirmed.acts[0].reasons))
+    }
+}
+
+/// A change to a row (table, key, change) made before a mutated act and undone after it.
+type DataChange = (&'static str, String, Box<dyn Fn(&mut Value)>);
+
+struct Mutation {
+    name: &'static str,
+    kwargs: Map<String, Value>,
+    data: Vec<DataChange>,
+    /// The reason code, and the rule where the refusal is by policy.
+    expect: (&'static str, Option<&'static str>),
+}
+
+impl Mutation {
+    /// A mutation of the arguments alone, refused by structure with `code`.
+    fn refused(name: &'static str, kwargs: Map<String, Value>, code: &'static str) -> Mutation {
+        Mutation { name, kwargs, data: vec![], expect: (code, None) }
+    }
+
+    /// A mutation of the arguments alone, forbidden by the policy `rule`.
+    fn forbidden(name: &'static str, kwargs: Map<String, Value>, rule: &'static str) -> Mutation {
+        Mutation { name, kwargs, data: vec![], expect: ("forbidden_by_policy", Some(rule)) }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    refused_by_the_policy: usize,
+    writes: usize,
+    committed: usize,
+    mutations: BTreeMap<&'static str, (usize, usize)>,
+    fields_compared: usize,
+    fields_differing_as_listed: usize,
+    rows_compared: usize,
+}
+
+/// Decides a mutated act: its data changes made beside the engine before it, undone after it.
+fn attempt(
+    engine: &mut Engine<SqliteStore>,
+    outside: &mut SqliteStore,
+    (user, conversation, turn, op): (&str, &str, &str, &str),
+    mutation: &Mutation,
+) -> TurnResponse {
+    let mut saved = Vec::new();
+    for (c, (table, key, change)) in mutation.data.iter().enumerate() {
+        saved.push((table, key, row(engine, table, key)));
+        overwrite(outside, table, key, |v| change(v), &format!("{turn}-a{c}"));
+    }
+    let response = decide(engine, &request(user, conversation, turn, op, &mutation.kwargs));
+    for (c, (table, key, value)) in saved.into_iter().enumerate().rev() {
+        overwrite(outside, table, key, |v| *v = value, &format!("{turn}-b{c}"));
+    }
+    response
+}
+
+/// The row as it stands, from the engine's store.
+fn row<S: Store>(engine: &mut Engine<S>, table: &str, key: &str) -> Value {
+    engine.record(table, key).unwrap().map(|r| r.value).unwrap_or(Value::Null)
+}
+
+/// A flight's entry for a date, or null.
+fn flight_on<'d>(d: &'d Data, number: &str, date: &str) -> &'d Value {
+    &d.flights[number]["dates"][date]
+}
+
+/// Mutations of one write that each break one rule of the policy, against the rows as they
+/// stand before the write (`reservation` and `user`, the store's).
+fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Value, user: &Value) -> Vec<Mutation> {
+    let mut out = Vec::new();
+    let with = |key: &str, value: Value| {
+        let mut k = kwargs.clone();
+        k.insert(key.into(), value);
+        k
+    };
+    let user_key = user["__key"].as_str().unwrap_or_default().to_owned();
+    let methods = user["payment_methods"].as_object().cloned().unwrap_or_default();
+    let source = |id: &str| methods.get(id).and_then(|m| m["source"].as_str()).unwrap_or("").to_owned();
+    let of_source = |s: &str| methods.iter().find(|(_, m)| m["source"] == s).map(|(k, _)| k.clone());
+    let foreign_method = d
+        .users
+        .iter()
+        .filter(|(k, _)| **k != user_key)
+        .flat_map(|(_, u)| u["payment_methods"].as_object().unwrap().keys().cloned())
+        .next()
+        .unwrap();
+
+    if let Some(Value::String(rid)) = kwargs.get("reservation_id") {
+        let rid = rid.clone();
+        let not_cancelled = reservation.get("status").is_none();
+        if let Some((other, _)) = d.reservations.iter().find(|(_, r)| r["user_id"] != user_key.as_str()) {
+            out.push(Mutation::refused(
+                "another user's reservation",
+                with("reservation_id", json!(other)),
+                "unknown_record",
+            ));
+        }
+        out.push(Mutation::refused(
+            "an unknown reservation",
+            with("reservation_id", json!("ZZZZZZ")),
+            "unknown_record",
+        ));
+        if not_cancelled {
+            out.push(Mutation {
+                name: "a cancelled reservation",
+                kwargs: kwargs.clone(),
+                data: vec![("reservation", rid.clone(), Box::new(|v: &mut Value| v["status"] = json!("cancelled")))],
+                expect: ("forbidden_by_policy", Some("reservation_is_cancelled")),
+            });
+        }
+    }
+    let segments: Vec<(String, String)> = reservation["flights"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|s| (s["flight_number"].as_str().unwrap().to_owned(), s["date"].as_str().unwrap().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let status_of = |(n, date): &(String, String)| flight_on(d, n, date)["status"].as_str().unwrap_or("").to_owned();
+    match op {
+        "cancel_reservation" => {
+            let rid = kwargs["reservation_id"].as_str().unwrap().to_owned();
+            out.push(Mutation::refused(
+                "a reason outside the set",
+                with("reason", json!("changed my mind")),
+                "not_in_closed_set",
+            ));
+            let airline_cancelled = segments.iter().any(|s| status_of(s) == "cancelled");
+            if !airline_cancelled {
+                out.push(Mutation {
+                    name: "old economy without insurance",
+                    kwargs: kwargs.clone(),
+                    data: vec![(
+                        "reservation",
+                        rid.clone(),
+                        Box::new(|v: &mut Value| {
+                            v["cabin"] = json!("economy");
+                            v["insurance"] = json!("no");
+                            v["created_at"] = json!("2024-05-01T10:00:00");
+                        }),
+                    )],
+                    expect: ("forbidden_by_policy", Some("cancellation_not_allowed")),
+                });
+                out.push(Mutation::forbidden(
+                    "an airline cancellation that did not happen",
+                    with("reason", json!("airline cancelled flight")),
+                    "cancellation_reason_not_true",
+                ));
+            }
+            if let Some((number, date)) = segments.iter().find(|s| status_of(s) != "cancelled").cloned() {
+                out.push(Mutation {
+                    name: "a segment already flown",
+                    kwargs: kwargs.clone(),
+                    data: vec![(
+                        "flight",
+                        number,
+                        Box::new(move |v: &mut Value| v["dates"][&date] = json!({"status": "landed"})),
+                    )],
+                    expect: ("forbidden_by_policy", Some("segment_already_flown")),
+                });
+            }
+        }
+        "update_reservation_baggages" => {
+            let nonfree = kwargs["nonfree_baggages"].as_i64().unwrap();
+            let old_total = reservation["total_baggages"].as_i64().unwrap();
+            let old_nonfree = reservation["nonfree_baggages"].as_i64().unwrap();
+            let payment = kwargs["payment_id"].as_str().unwrap().to_owned();
+            if old_total > 0 {
+                let mut k = with("total_baggages", json!(old_total - 1));
+                k.insert("nonfree_baggages".into(), json!(old_nonfree));
+                out.push(Mutation::forbidden("a checked bag removed", k, "checked_bags_cannot_be_removed"));
+            }
+            let fee_after = 50 * (nonfree + 1 - old_nonfree).max(0);
+            let balance = methods.get(&payment).and_then(|m| m["amount"].as_i64());
+            if source(&payment) != "gift_card" || balance.is_some_and(|b| b >= fee_after) {
+                out.push(Mutation::forbidden(
+                    "a free bag charged",
+                    with("nonfree_baggages", json!(nonfree + 1)),
+                    "nonfree_bags_not_per_allowance",
+                ));
+            }
+            if let Some(certificate) = of_source("certificate") {
+                out.push(Mutation::forbidden(
+                    "a certificate paying for a change",
+                    with("payment_id", json!(certificate)),
+                    "certificate_cannot_pay_for_changes",
+                ));
+            }
+            let fee = 50 * (nonfree - old_nonfree).max(0);
+            if let (true, Some(gift)) = (fee > 0, of_source("gift_card")) {
+                let card = gift.clone();
+                out.push(Mutation {
+                    name: "a gift card that cannot cover",
+                    kwargs: with("payment_id", json!(gift)),
+                    data: vec![(
+                        "user",
+                        user_key.clone(),
+                        Box::new(move |v: &mut Value| v["payment_methods"][&card]["amount"] = json!(0)),
+                    )],
+                    expect: ("forbidden_by_policy", Some("gift_card_balance_too_low")),
+                });
+            }
+            out.push(Mutation::refused(
+                "a foreign payment method",
+                with("payment_id", json!(foreign_method)),
+                "not_a_member",
+            ));
+            out.push(Mutation::refused("a count out of bounds", with("total_baggages", json!(101)), "out_of_bounds"));
+        }
+        "update_reservation_flights" => {
+            let rid = kwargs["reservation_id"].as_str().unwrap().to_owned();
+            let cabin = kwargs["cabin"].as_str().unwrap().to_owned();
+            let flights = kwargs["flights"].as_array().unwrap().clone();
+            let new: Vec<(String, String)> = flights
+                .iter()
+                .map(|f| (f["flight_number"].as_str().unwrap().to_owned(), f["date"].as_str().unwrap().to_owned()))
+                .collect();
+            let same_cabin = reservation["cabin"] == cabin.as_str();
+            let not_kept: Vec<(String, String)> =
+                new.iter().filter(|f| !(same_cabin && segments.contains(f))).cloned().collect();
+            if let Some((number, date)) = not_kept.first().cloned() {
+                let on = date.clone();
+                out.push(Mutation {
+                    name: "a flight not on sale",
+                    kwargs: kwargs.clone(),
+                    data: vec![(
+                        "flight",
+                        number.clone(),
+                        Box::new(move |v: &mut Value| v["dates"][&on] = json!({"status": "delayed"})),
+                    )],
+                    expect: ("forbidden_by_policy", Some("flight_not_available")),
+                });
+                let in_cabin = cabin.clone();
+                out.push(Mutation {
+                    name: "not enough seats",
+                    kwargs: kwargs.clone(),
+                    data: vec![(
+                        "flight",
+                        number,
+                        Box::new(move |v: &mut Value| v["dates"][&date]["available_seats"][&in_cabin] = json!(0)),
+                    )],
+                    expect: ("forbidden_by_policy", Some("not_enough_seats")),
+                });
+            }
+            if reservation["cabin"] != "basic_economy" && same_cabin && new != segments {
+                out.push(Mutation {
+                    name: "basic economy flights changed",
+                    kwargs: with("cabin", json!("basic_economy")),
+                    data: vec![(
+                        "reservation",
+                        rid.clone(),
+                        Box::new(|v: &mut Value| v["cabin"] = json!("basic_economy")),
+                    )],
+                    expect: ("forbidden_by_policy", Some("basic_economy_flights_cannot_change")),
+                });
+            }
+            out.push(Mutation {
+                name: "another origin",
+                kwargs: kwargs.clone(),
+                data: vec![("reservation", rid.clone(), Box::new(|v: &mut Value| v["origin"] = json!("ZZZ")))],
+                expect: ("forbidden_by_policy", Some("origin_destination_or_trip_type_changed")),
+            });
+            if new.len() >= 2 {
+                let first = new[0].0.clone();
+                out.push(Mutation {
+                    name: "segments that do not connect",
+                    kwargs: kwargs.clone(),
+                    data: vec![("flight", first, Box::new(|v: &mut Value| v["destination"] = json!("ZZZ")))],
+                    expect: ("forbidden_by_policy", Some("segments_do_not_connect")),
+                });
+            }
+            if let Some((number, date)) = segments.iter().find(|s| !new.contains(s)).cloned() {
+                out.push(Mutation {
+                    name: "a flown segment changed",
+                    kwargs: kwargs.clone(),
+                    data: vec![(
+                        "flight",
+                        number,
+                        Box::new(move |v: &mut Value| v["dates"][&date] = json!({"status": "landed"})),
+                    )],
+                    expect: ("forbidden_by_policy", Some("flown_segment_cannot_change")),
+                });
+            }
+            if let Some(certificate) = of_source("certificate") {
+                out.push(Mutation::forbidden(
+                    "a certificate paying for a change",
+                    with("payment_id", json!(certificate)),
+                    "certificate_cannot_pay_for_changes",
+                ));
+            }
+            out.push(Mutation::refused(
+                "a foreign payment method",
+                with("payment_id", json!(foreign_method)),
+                "not_a_member",
+            ));
+            out.push(Mutation::refused("a cabin outside the set", with("cabin", json!("first")), "not_in_closed_set"));
+            let mut unknown = flights.clone();
+            unknown[0]["flight_number"] = json!("HAT999");
+            out.push(Mutation::refused("an unknown flight", with("flights", Value::Array(unknown)), "unknown_record"));
+            let mut misspelt = flights.clone();
+            misspelt[0]["seat"] = json!("12A");
+            out.push(Mutation::refused(
+                "an undeclared field in a list element",
+                with("flights", Value::Array(misspelt)),
+                "unknown_argument",
+            ));
+            let many: Vec<Value> = flights.iter().cycle().take(9).cloned().collect();
+            out.push(Mutation::refused("too many segments", with("flights", Value::Array(many)), "too_many_items"));
+        }
+        "update_reservation_passengers" => {
+            let passengers = kwargs["passengers"].as_array().unwrap().clone();
+            let mut more = passengers.clone();
+            if more.len() < 5 {
+                more.push(json!({"first_name": "Ana", "last_name": "Lee", "dob": "1990-01-01"}));
+                out.push(Mutation {
+                    name: "another passenger",
+                    kwargs: with("passengers", Value::Array(more)),
+                    data: vec![],
+                    expect: ("forbidden_by_policy", Some("passenger_count_cannot_change")),
+                });
+            }
+            let six: Vec<Value> = passengers.iter().cycle().take(6).cloned().collect();
+            out.push(Mutation::refused("six passengers", with("passengers", Value::Array(six)), "too_many_items"));
+        }
+        "book_reservation" => book_mutations(d, kwargs, &user_key, &methods, &foreign_method, &mut out),
+        _ => {}
+    }
+    out
+}
+
+fn book_mutations(
+    d: &Data,
+    kwargs: &Map<String, Value>,
+    user_key: &str,
+    methods: &Map<String, Value>,
+    foreign_method: &str,
+    out: &mut Vec<Mutation>,
+) {
+    let with = |key: &str, value: Value| {
+        let mut k = kwargs.clone();
+        k.insert(key.into(), value);
+        k
+    };
+    let flights = kwargs["flights"].as_array().unwrap().clone();
+    let cabin = kwargs["cabin"].as_str().unwrap().to_owned();
+    let payments = kwargs["payment_methods"].as_array().unwrap().clone();
+    let source = |id: &Value| methods[id.as_str().unwrap()]["source"].as_str().unwrap().to_owned();
+    let (number, date) =
+        (flights[0]["flight_number"].as_str().unwrap().to_owned(), flights[0]["date"].as_str().unwrap().to_owned());
+    if let Some((other, _)) = d.users.iter().find(|(k, _)| *k != user_key) {
+        out.push(Mutation::refused("another user's booking", with("user_id", json!(other)), "unknown_record"));
+    }
+    let on = date.clone();
+    out.push(Mutation {
+        name: "a flight not on sale",
+        kwargs: kwargs.clone(),
+        data: vec![(
+            "flight",
+            number.clone(),
+            Box::new(move |v: &mut Value| v["dates"][&on]["status"] = json!("on time")),
+        )],
+        expect: ("forbidden_by_policy", Some("flight_not_available")),
+    });
+    let (on, in_cabin) = (date.clone(), cabin.clone());
+    out.push(Mutation {
+        name: "not enough seats",
+        kwargs: kwargs.clone(),
+        data: vec![(
+            "flight",
+            number.clone(),
+            Box::new(move |v: &mut Value| v["dates"][&on]["available_seats"][&in_cabin] = json!(0)),
+        )],
+        expect: ("forbidden_by_policy", Some("not_enough_seats")),
+    });
+    out.push(Mutation::forbidden(
+        "an itinerary ending elsewhere",
+        with("destination", json!("ZZZ")),
+        "itinerary_does_not_match_the_trip",
+    ));
+    if flights.len() >= 2 {
+        out.push(Mutation {
+            name: "segments that do not connect",
+            kwargs: kwargs.clone(),
+            data: vec![("flight", number.clone(), Box::new(|v: &mut Value| v["destination"] = json!("ZZZ")))],
+            expect: ("forbidden_by_policy", Some("segments_do_not_connect")),
+        });
+    }
+    let six: Vec<Value> = kwargs["passengers"].as_array().unwrap().iter().cycle().take(6).cloned().collect();
+    out.push(Mutation::refused("six passengers", with("passengers", Value::Array(six)), "too_many_items"));
+    let mut more = payments.clone();
+    more[0]["amount"] = json!(more[0]["amount"].as_i64().unwrap() + 1);
+    let first_source = source(&payments[0]["payment_id"]);
+    if first_source == "credit_card"
+        || methods[payments[0]["payment_id"].as_str().unwrap()]["amount"].as_i64().unwrap()
+            > payments[0]["amount"].as_i64().unwrap()
+    {
+        out.push(Mutation {
+            name: "payments that do not add up",
+            kwargs: with("payment_methods", Value::Array(more)),
+            data: vec![],
+            expect: ("forbidden_by_policy", Some("payments_do_not_add_up")),
+        });
+    }
+    out.push(Mutation::forbidden(
+        "a free bag charged",
+        with("nonfree_baggages", json!(kwargs["nonfree_baggages"].as_i64().unwrap() + 1)),
+        "nonfree_bags_not_per_allowance",
+    ));
+    if let Some(stored) = payments.iter().find(|p| source(&p["payment_id"]) != "credit_card") {
+        let id = stored["payment_id"].as_str().unwrap().to_owned();
+        out.push(Mutation {
+            name: "a balance that does not cover",
+            kwargs: kwargs.clone(),
+            data: vec![(
+                "user",
+                user_key.to_owned(),
+                Box::new(move |v: &mut Value| v["payment_methods"][&id]["amount"] = json!(0)),
+            )],
+            expect: ("forbidden_by_policy", Some("balance_does_not_cover_payment")),
+        });
+    }
+    // Four more gift cards, a dollar each, in place of four dollars of the first payment.
+    if payments[0]["amount"].as_i64().unwrap() > 4 {
+        let mut split = payments.clone();
+        split[0]["amount"] = json!(payments[0]["amount"].as_i64().unwrap() - 4);
+        let cards: Vec<String> = (1..=4).map(|n| format!("gift_card_990000{n}")).collect();
+        for card in &cards {
+            split.push(json!({"payment_id": card, "amount": 1}));
+        }
+        out.push(Mutation {
+            name: "four gift cards",
+            kwargs: with("payment_methods", Value::Array(split)),
+            data: vec![(
+                "user",
+                user_key.to_owned(),
+                Box::new(move |v: &mut Value| {
+                    for card in &cards {
+                        v["payment_methods"][card] = json!({"source": "gift_card", "amount": 100, "id": card});
+                    }
+                }),
+            )],
+            expect: ("forbidden_by_policy", Some("at_most_three_gift_cards")),
+        });
+    }
+    // A second card or certificate (added to the profile) paying a dollar of the first payment.
+    for (kind, rule, id) in [
+        ("credit_card", "at_most_one_credit_card", "credit_card_9900001"),
+        ("certificate", "at_most_one_certificate", "certificate_9900001"),
+    ] {
+        if !payments.iter().any(|p| source(&p["payment_id"]) == kind) || payments[0]["amount"].as_i64().unwrap() < 2 {
+            continue;
+        }
+        let mut split = payments.clone();
+        split[0]["amount"] = json!(payments[0]["amount"].as_i64().unwrap() - 1);
+        split.push(json!({"payment_id": id, "amount": 1}));
+        out.push(Mutation {
+            name: if kind == "credit_card" { "two credit cards" } else { "two certificates" },
+            kwargs: with("payment_methods", Value::Array(split)),
+            data: vec![(
+                "user",
+                user_key.to_owned(),
+                Box::new(move |v: &mut Value| {
+                    v["payment_methods"][id] = if kind == "credit_card" {
+                        json!({"source": "credit_card", "brand": "visa", "last_four": "0000", "id": id})
+                    } else {
+                        json!({"source": "certificate", "amount": 100, "id": id})
+                    };
+                }),
+            )],
+            expect: ("forbidden_by_policy", Some(rule)),
+        });
+    }
+    let mut foreign = payments.clone();
+    foreign[0]["payment_id"] = json!(foreign_method);
+    out.push(Mutation::refused(
+        "a foreign payment method",
+        with("payment_methods", Value::Array(foreign)),
+        "not_a_member",
+    ));
+}
+
+/// The benchmark's table names, as this contract names them.
+fn table_of(benchmark: &str) -> &'static str {
+    match benchmark {
+        "users" => "user",
+        "reservations" => "reservation",
+        _ => "flight",
+    }
+}
+
+/// Whether two values are equal, numbers by value (an amount may be stored as `250` or `250.0`)
+/// and strings through the map of minted keys.
+fn same(ours: &Value, theirs: &Value, keys: &BTreeMap<String, String>) -> bool {
+    match (ours, theirs) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) => a == b || keys.get(b) == Some(a),
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y, keys)),
+        (Value::Object(a), Value::Object(b)) => {
+            let mapped = |k: &String| keys.get(k).cloned().unwrap_or_else(|| k.clone());
+            a.len() == b.len() && b.iter().all(|(k, y)| a.get(&mapped(k)).is_some_and(|x| same(x, y, keys)))
+        }
+        _ => ours == theirs,
+    }
+}
+
+/// New keys a write minted: in a user's `reservations` list and `payment_methods`, matched to
+/// the benchmark's by position (the benchmark's keys already mapped are not new).
+fn learn_keys(before: &Value, ours: &Value, theirs: &Value, keys: &mut BTreeMap<String, String>) {
+    let added = |row: &Value, known: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut out: Vec<String> = row["reservations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|r| !known(r))
+            .map(str::to_owned)
+            .collect();
+        out.extend(
+            row["payment_methods"].as_object().into_iter().flat_map(|m| m.keys()).filter(|k| !known(k)).cloned(),
+        );
+        out
+    };
+    let had = |key: &str| {
+        before["reservations"].as_array().is_some_and(|l| l.iter().any(|r| r == key))
+            || before["payment_methods"].get(key).is_some()
+    };
+    let new_theirs = added(theirs, &|k| had(k) || keys.contains_key(k) || keys.values().any(|v| v == k));
+    let new_ours = added(ours, &had);
+    for (theirs, ours) in new_theirs.into_iter().zip(new_ours) {
+        keys.insert(theirs, ours);
+    }
+}
+
+#[test]
+fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_rule_is_refused() {
+    let d = data();
+    let tasks: Vec<Value> = serde_json::from_value(read_json("tasks_test.json")).unwrap();
+    let expected: Vec<Value> = serde_json::from_value(read_json("expected_effects.json")).unwrap();
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    let mut refused = BTreeSet::new();
+    for (t, task) in tasks.iter().enumerate() {
+        let writes: Vec<&Value> = task["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| WRITES.contains(&a["name"].as_str().unwrap()))
+            .collect();
+        if writes.is_empty() {
+            continue;
+        }
+        let (mut engine, dir) = airline_engine();
+        let mut outside = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+        let conversation = format!("c-t{t}");
+        let mut keys: BTreeMap<String, String> = BTreeMap::new();
+        let mut stale_cabin: BTreeSet<String> = BTreeSet::new();
+        for (w, action) in writes.iter().enumerate() {
+            let op = action["name"].as_str().unwrap();
+            let mut kwargs = action["kwargs"].as_object().unwrap().clone();
+            if op == "cancel_reservation" {
+                let reason = CANCEL_REASONS.iter().find(|(rt, _)| *rt == t).map_or("change of plan", |(_, r)| r);
+                kwargs.insert("reason".into(), json!(reason));
+            }
+            if op == "send_certificate" {
+                let (_, reservation, complaint) = CERTIFICATES.iter().find(|(ct, _, _)| *ct == t).unwrap();
+                kwargs.insert("reservation_id".into(), json!(reservation));
+                kwargs.insert("complaint".into(), json!(complaint));
+            }
+            let reservation_id = kwargs.get("reservation_id").and_then(Value::as_str).map(str::to_owned);
+            // The actor: the reservation's owner, or the user the write names.
+            let user = reservation_id
+                .as_ref()
+                .and_then(|r| d.reservations.get(r))
+                .and_then(|r| r["user_id"].as_str())
+                .or(kwargs.get("user_id").and_then(Value::as_str))
+                .unwrap_or(task["user_id"].as_str().unwrap())
+                .to_owned();
+            let turn = format!("t{t}-w{w}");
+            if let Some((_, _, rules)) = BREAKS_THE_POLICY.iter().find(|(bt, bw, _)| *bt == t && *bw == w) {
+                let response = decide(&mut engine, &request(&user, &conversation, &turn, op, &kwargs));
+                let (v, _, policies) = verdict(&response);
+                let want: BTreeSet<String> = rules.iter().map(|r| (*r).to_owned()).collect();
+                let got: BTreeSet<String> = policies.into_iter().collect();
+                if v != Verdict::Refuse || got != want {
+                    failures.push(format!(
+                        "task {t} write {w} `{op}`: expected refused by {want:?}, got {v:?} {got:?} {:?}",
+                        response.acts[0].reasons
+                    ));
+                }
+                refused.extend(want);
+                counts.refused_by_the_policy += 1;
+                continue;
+            }
+            let reservation = reservation_id.as_ref().map_or(Value::Null, |r| row(&mut engine, "reservation", r));
+            let mut user_row = row(&mut engine, "user", &user);
+            user_row["__key"] = json!(user);
+            for (m, mutation) in mutations(&d, op, &kwargs, &reservation, &user_row).into_iter().enumerate() {
+                let turn = format!("{turn}-m{m}");
+                let response = attempt(&mut engine, &mut outside, (&user, &conversation, &turn, op), &mutation);
+                record(&mut counts, &mut failures, &mutation, &response, &turn);
+            }
+            counts.writes += 1;
+            counts.mutations.entry("no confirmation").or_default().0 += 1;
+            let before_user = row(&mut engine, "user", &user);
+            let before_reservation = reservation_id.as_ref().map(|r| (r.clone(), row(&mut engine, "reservation", r)));
+            match propose_and_confirm(&mut engine, &user, &conversation, &turn, op, &kwargs) {
+                Ok(_) => {
+                    counts.committed += 1;
+                    counts.mutations.entry("no confirmation").or_default().1 += 1;
+                }
+                Err(why) => {
+                    failures.push(format!("task {t} write {w} `{op}`: {why}"));
+                    continue;
+                }
+            }
+            if op == "update_reservation_flights" {
+                stale_cabin.extend(reservation_id.clone());
+            }
+            // The effects, field by field, against the benchmark's.
+            let rows = &expected[t]["writes"][w]["rows"];
+            let after_user = row(&mut engine, "user", &user);
+            if let Some(theirs) = rows["users"].get(&user) {
+                learn_keys(&before_user, &after_user, theirs, &mut keys);
+            }
+            let mut seen = BTreeSet::new();
+            for (table, changed) in rows.as_object().unwrap() {
+                let table = table_of(table);
+                for (key, theirs) in changed.as_object().unwrap() {
+                    let key = keys.get(key).cloned().unwrap_or_else(|| key.clone());
+                    seen.insert((table, key.clone()));
+                    let ours = row(&mut engine, table, &key);
+                    counts.rows_compared += 1;
+                    let fields: BTreeSet<&String> = theirs
+                        .as_object()
+                        .unwrap()
+                        .keys()
+                        .chain(ours.as_object().into_iter().flat_map(|o| o.keys()))
+                        .collect();
+                    for field in fields {
+                        counts.fields_compared += 1;
+                        if same(&ours[field.as_str()], &theirs[field.as_str()], &keys) {
+                            continue;
+                        }
+                        let listed = BENCHMARK_DIFFERS.iter().any(|(o, f, _)| *o == op && f == field)
+                            || (field == STALE_CABIN.0 && stale_cabin.contains(&key));
+                        if listed {
+                            counts.fields_differing_as_listed += 1;
+                        } else {
+                            failures.push(format!(
+                                "task {t} write {w} `{op}`: {table}/{key} `{field}`: warrant {} , benchmark {}",
+                                ours[field.as_str()],
+                                theirs[field.as_str()]
+                            ));
+                        }
+                    }
+                }
+            }
+            // Nothing else changed.
+            if !seen.contains(&("user", user.clone())) && after_user != before_user {
+                failures.push(format!("task {t} write {w} `{op}`: changed user {user}, which the benchmark did not"));
+            }
+            if let Some((key, before)) = before_reservation {
+                if !seen.contains(&("reservation", key.clone())) && row(&mut engine, "reservation", &key) != before {
+                    failures.push(format!(
+                        "task {t} write {w} `{op}`: changed reservation {key}, which the benchmark did not"
+                    ));
+                }
+            }
+        }
+    }
+    certificates(&d, &mut counts, &mut failures);
+    println!(
+        "airline conformance: {} of {} τ-bench writes committed after confirmation; {} refused by the rule they break ({})",
+        counts.committed,
+        counts.writes,
+        counts.refused_by_the_policy,
+        refused.iter().cloned().collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "  effects: {} rows, {} fields compared with the benchmark's tools, {} differing as listed",
+        counts.rows_compared, counts.fields_compared, counts.fields_differing_as_listed
+    );
+    for (op, field, why) in BENCHMARK_DIFFERS {
+        println!("    listed: `{op}` `{field}`: {why}");
+    }
+    println!("    listed: every later write of such a reservation, `{}`: {}", STALE_CABIN.0, STALE_CABIN.1);
+    let mut total = (0, 0);
+    for (name, (tried, held)) in &counts.mutations {
+        println!("  {name}: {held} of {tried} refused or held with the rule's reason");
+        total.0 += tried;
+        total.1 += held;
+    }
+    println!("  mutations: {} of {} named their broken rule", total.1, total.0);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(counts.writes + counts.refused_by_the_policy, 56, "every write action of the test tasks is exercised");
+    assert_eq!(counts.refused_by_the_policy, BREAKS_THE_POLICY.len());
+    assert_eq!(counts.committed, counts.writes);
+    assert_eq!((counts.committed, counts.refused_by_the_policy), (46, 10));
+    for name in MUTATIONS_TRIED {
+        assert!(counts.mutations.get(name).is_some_and(|(tried, _)| *tried > 0), "no mutation `{name}` was tried");
+    }
+}
+
+/// None of the tasks' certificates keeps the policy, so its rules are mutated on one that does:
+/// a gold member's reservation (`TR4EDM`, two passengers) one of whose flights the airline
+/// cancelled, $100 per passenger.
+fn certificates(d: &Data, counts: &mut Counts, failures: &mut Vec<String>) {
+    let (mut engine, dir) = airline_engine();
+    let mut outside = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+    let user = "juan_brown_1657";
+    overwrite(&mut outside, "flight", "HAT298", |f| f["dates"]["2024-05-26"] = json!({"status": "cancelled"}), "cxl");
+    let kwargs: Map<String, Value> = json!({"user_id": user, "amount": 200, "reservation_id": "TR4EDM",
+        "complaint": "cancelled flight"})
+    .as_object()
+    .unwrap()
+    .clone();
+    let with = |key: &str, value: Value| {
+        let mut k = kwargs.clone();
+        k.insert(key.into(), value);
+        k
+    };
+    let other = d.users.keys().find(|k| *k != user).unwrap();
+    let list = [
+        Mutation::refused("another user's certificate", with("user_id", json!(other)), "unknown_record"),
+        Mutation::forbidden("a certificate of another amount", with("amount", json!(150)), "certificate_amount_wrong"),
+        Mutation {
+            name: "a complaint that is not true",
+            kwargs: {
+                let mut k = with("complaint", json!("delayed flight"));
+                k.insert("amount".into(), json!(100));
+                k
+            },
+            data: vec![],
+            expect: ("forbidden_by_policy", Some("complaint_not_true")),
+        },
+        Mutation {
+            name: "a member not eligible",
+            kwargs: kwargs.clone(),
+            data: vec![("user", user.to_owned(), Box::new(|v: &mut Value| v["membership"] = json!("regular")))],
+            expect: ("forbidden_by_policy", Some("certificate_not_eligible")),
+        },
+    ];
+    for (m, mutation) in list.into_iter().enumerate() {
+        let turn = format!("cert-m{m}");
+        let response = attempt(&mut engine, &mut outside, (user, "c-cert", &turn, "send_certificate"), &mutation);
+        record(counts, failures, &mutation, &response, &turn);
+    }
+    counts.mutations.entry("no confirmation").or_default().0 += 1;
+    match propose_and_confirm(&mut engine, user, "c-cert", "cert", "send_certificate", &kwargs) {
+        Ok(_) => counts.mutations.entry("no confirmation").or_default().1 += 1,
+        Err(why) => failures.push(format!("the certificate the policy allows: {why}")),
+    }
+}
+
+/// Every kind of mutation the test makes that the tasks give a case for; each must have been
+/// tried at least once (no committed baggage write charges a fee, so a gift card too low for
+/// one is tried only where one is charged).
+const MUTATIONS_TRIED: [&str; 33] = [
+    "another user's certificate",
+    "a certificate of another amount",
+    "a complaint that is not true",
+    "a member not eligible",
+    "another user's reservation",
+    "an unknown reservation",
+    "a cancelled reservation",
+    "a reason outside the set",
+    "old economy without insurance",
+    "an airline cancellation that did not happen",
+    "a segment already flown",
+    "a checked bag removed",
+    "a free bag charged",
+    "a certificate paying for a change",
+    "a foreign payment method",
+    "a count out of bounds",
+    "a flight not on sale",
+    "not enough seats",
+    "basic economy flights changed",
+    "another origin",
+    "segments that do not connect",
+    "a flown segment changed",
+    "a cabin outside the set",
+    "an unknown flight",
+    "an undeclared field in a list element",
+    "too many segments",
+    "another passenger",
+    "six passengers",
+    "another user's booking",
+    "an itinerary ending elsewhere",
+    "payments that do not add up",
+    "a balance that does not cover",
+    "no confirmation",
+];
+
+fn record(counts: &mut Counts, failures: &mut Vec<String>, mutation: &Mutation, response: &TurnResponse, turn: &str) {
+    let entry = counts.mutations.entry(mutation.name).or_default();
+    entry.0 += 1;
+    let (v, codes, policies) = verdict(response);
+    let (want_code, want_policy) = mutation.expect;
+    let ok = matches!(v, Verdict::Refuse | Verdict::Ask)
+        && codes.iter().any(|c| c == want_code)
+        && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
+    if ok {
+        entry.1 += 1;
+    } else {
+        failures.push(format!(
+            "{turn} `{}`: expected {want_code} {want_policy:?}, got {v:?} {codes:?} {policies:?} {:?}",
+            mutation.name, response.acts[0].reasons
+        ));
+    }
+    assert!(response.effects.is_empty(), "{turn}: a mutation authorized an effect");
+}
