@@ -883,12 +883,12 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
             if !seen.contains(&("user", user.clone())) && after_user != before_user {
                 failures.push(format!("task {t} write {w} `{op}`: changed user {user}, which the benchmark did not"));
             }
-            if let Some((key, before)) = before_reservation {
-                if !seen.contains(&("reservation", key.clone())) && row(&mut engine, "reservation", &key) != before {
-                    failures.push(format!(
-                        "task {t} write {w} `{op}`: changed reservation {key}, which the benchmark did not"
-                    ));
-                }
+            if let Some((key, before)) = before_reservation
+                && !seen.contains(&("reservation", key.clone()))
+                && row(&mut engine, "reservation", &key) != before
+            {
+                failures
+                    .push(format!("task {t} write {w} `{op}`: changed reservation {key}, which the benchmark did not"));
             }
         }
     }
