@@ -33,14 +33,15 @@ def waiting_on(table: str) -> int:
     return int(out.strip())
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="needs psql, the PostgreSQL client")
 def test_python_runs_while_the_gate_waits_inside_a_turn(postgres_store: str) -> None:
     """A turn that cannot finish until another Python thread acts, after the turn is inside
     the engine: a session outside holds the store's `turns` table locked, the turn waits for it
     in the engine, and a Python thread sees it waiting (in `pg_locks`) and only then lets the
     lock go. Were the GIL held while the gate decides, that thread could never run, and the
     turn would wait until PostgreSQL ended the locking session (its idle-in-transaction
-    timeout), which the thread's record tells apart."""
+    timeout), which the thread's record tells apart. Without psql it fails: it never skips."""
+    if shutil.which("psql") is None:
+        pytest.fail("this test needs psql, the PostgreSQL client, on PATH")
     gate = Gate(RETAIL, postgres_store)
     gate.turn(cancel_as("warm"))  # migrated and seeded before the lock is taken
     schema = urllib.parse.parse_qs(urllib.parse.urlparse(postgres_store).query)["schema"][0]
