@@ -14,6 +14,10 @@
 # that is free on 127.0.0.1 when the script starts, so two runs or a busy port do not collide),
 # CARGO_TARGET_DIR as usual. The tests run one at a time: the server answers one request at a
 # time anyway, and it has crashed under concurrent requests here.
+#
+# `scripts/real-model-tier.sh --install` only makes the environment and installs the model and
+# the server (.ci/run starts it in the background at its beginning, so the long source build of
+# llama-cpp-python overlaps the Rust build); the run without it installs whatever is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,9 @@ print(found[0])
 PY
 )
 say "model file: $model"
+if [ "${1:-}" = "--install" ]; then
+  exit 0
+fi
 
 log="$(mktemp -t real-model-server.XXXXXX.log)"
 "$venv/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
