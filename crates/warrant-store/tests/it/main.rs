@@ -9,6 +9,7 @@ mod concurrency;
 mod conformance;
 mod effect_rows;
 mod fixture;
+mod group;
 mod guards;
 mod outbox;
 mod reads;
