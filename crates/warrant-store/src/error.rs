@@ -110,6 +110,14 @@ pub enum StoreError {
         key: String,
     },
 
+    /// The transaction a commit shared with others (SQLite's group commit) could not be made
+    /// durable; nothing of any commit in it was written, and each may be tried again.
+    #[error("the commit's batch could not be made durable, so nothing of it was written: {why}")]
+    BatchFailed {
+        /// What the database said.
+        why: String,
+    },
+
     /// Concurrent writers kept creating and deleting the row while this write looked at it;
     /// nothing was written, and the write may be tried again.
     #[error("record `{table}`/`{key}` kept changing under concurrent writers; nothing was written")]

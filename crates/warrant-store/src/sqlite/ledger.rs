@@ -167,6 +167,9 @@ impl Ledger for SqliteStore {
 
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         check_commit(commit)?;
+        if let Some(group) = &self.group {
+            return group.commit(commit);
+        }
         let tx = self.begin()?;
         let settled = txn::commit(&mut SqliteTxn(&tx), commit)?;
         if let Some(outcome) = settle(tx, settled)? {
@@ -274,6 +277,11 @@ impl Txn for SqliteTxn<'_> {
             )?
             .execute(params![write.table, write.key, write.expected_revision, write.value.to_string(), revision])?;
         Ok(updated == 1)
+    }
+
+    fn lock_read(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
+        // Locked already: this transaction holds the write lock since it began.
+        self.record_revision(table, key)
     }
 
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
@@ -459,7 +467,7 @@ fn decode_turn(raw: RawTurn) -> Result<StoredTurn, StoreError> {
     })
 }
 
-fn read_turn(conn: &Connection, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
+pub(super) fn read_turn(conn: &Connection, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
     conn.prepare_cached(
         "SELECT seq, conversation, turn, request, response, replay
          FROM turns WHERE conversation = ?1 AND turn = ?2",

@@ -1,0 +1,239 @@
+//! Group commit: the commits of every store this process opened on one file share write
+//! transactions, so that commits arriving together are made durable by one `COMMIT` (one sync
+//! of the write-ahead log) instead of one each.
+//!
+//! A file's [`Group`] keeps one connection of its own. A commit takes the connection in turn,
+//! opens the group's transaction if none is open (`BEGIN IMMEDIATE`), and runs its steps
+//! (`txn.rs`) inside a savepoint of its own: its checks see every commit before it in the
+//! transaction, and a commit refused or failed rolls back to its savepoint alone, never
+//! touching the others. Then it waits for the transaction to end. The last commit of a batch
+//! (none other waits for the connection, or the batch is full) ends it with `COMMIT`, without
+//! holding the group's lock, and every commit of the batch is answered only then: a commit is
+//! acknowledged once it is durable, and a batch whose `COMMIT` fails fails every commit in it,
+//! none of which is then written. Sequence numbers are taken in the order the commits run,
+//! which is their commit order. Other processes on the same file are serialized by SQLite's
+//! write lock as before.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use rusqlite::Connection;
+
+use super::{SqliteTxn, ledger};
+use crate::commit::{Commit, CommitOutcome};
+use crate::error::StoreError;
+use crate::txn::{self, Settled};
+
+/// The most commits one transaction holds: a steady stream of commits still gets durable.
+const MAX_BATCH: usize = 256;
+
+/// The groups of the files this process has open, by canonical path; a group goes when the
+/// last store on its file does.
+static GROUPS: Mutex<BTreeMap<PathBuf, Weak<Group>>> = Mutex::new(BTreeMap::new());
+
+/// The committer of one file's commits, shared by every store of this process on that file.
+#[derive(Debug)]
+pub(crate) struct Group {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// The transaction open on the group's connection.
+#[derive(Debug, Clone, Copy)]
+struct Batch {
+    id: u64,
+    commits: usize,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The group's connection; `None` while a batch is being made durable.
+    conn: Option<Connection>,
+    /// The batch open on the connection.
+    open: Option<Batch>,
+    /// The id the next batch takes.
+    next: u64,
+    /// Every batch up to this id has ended, durable or failed.
+    ended: u64,
+    /// The batches whose `COMMIT` failed, with why and how many of their commits have not been
+    /// told yet.
+    failed: BTreeMap<u64, (String, usize)>,
+    /// Commits waiting to take the connection.
+    waiting: usize,
+    /// Batches made durable, and the commits they held.
+    durable: (u64, u64),
+}
+
+/// A commit's result inside its batch, before the batch has ended.
+type Applied = Result<CommitOutcome, StoreError>;
+
+impl Group {
+    /// The group of the file at `path`, made with `connect` if this process has none yet.
+    pub(crate) fn of(
+        path: &Path,
+        connect: impl FnOnce() -> Result<Connection, StoreError>,
+    ) -> Result<Arc<Group>, StoreError> {
+        let path = std::fs::canonicalize(path)
+            .map_err(|e| StoreError::Corrupt { what: format!("cannot resolve `{}`: {e}", path.display()) })?;
+        let mut groups = GROUPS.lock().map_err(|_| poisoned())?;
+        groups.retain(|_, group| group.strong_count() > 0);
+        if let Some(group) = groups.get(&path).and_then(Weak::upgrade) {
+            return Ok(group);
+        }
+        let state = State {
+            conn: Some(connect()?),
+            open: None,
+            next: 1,
+            ended: 0,
+            failed: BTreeMap::new(),
+            waiting: 0,
+            durable: (0, 0),
+        };
+        let group = Arc::new(Group { state: Mutex::new(state), changed: Condvar::new() });
+        groups.insert(path, Arc::downgrade(&group));
+        Ok(group)
+    }
+
+    /// How many batches this group has made durable, and how many commits they held.
+    pub(crate) fn durable(&self) -> Result<(u64, u64), StoreError> {
+        Ok(self.lock()?.durable)
+    }
+
+    /// Commits `commit` in the group's next batch, and answers once that batch has ended.
+    pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        let mut state = self.lock()?;
+        state.waiting += 1;
+        while state.conn.is_none() {
+            state = self.wait(state)?;
+        }
+        state.waiting -= 1;
+        let (applied, batch) = match apply(&mut state, commit) {
+            Ok(applied) => applied,
+            Err(broken) => {
+                self.changed.notify_all();
+                return Err(broken);
+            }
+        };
+        loop {
+            if state.ended >= batch {
+                return finish(&mut state, batch, applied);
+            }
+            let full = state.open.is_some_and(|b| b.id == batch && (state.waiting == 0 || b.commits >= MAX_BATCH));
+            if full && state.conn.is_some() {
+                state = self.end_batch(state)?;
+            } else {
+                state = self.wait(state)?;
+            }
+        }
+    }
+
+    /// Ends the open batch with `COMMIT`, the group's lock released meanwhile, and wakes every
+    /// commit waiting.
+    fn end_batch<'g>(&'g self, mut state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
+        let (Some(conn), Some(batch)) = (state.conn.take(), state.open.take()) else {
+            return Ok(state);
+        };
+        drop(state);
+        let committed = conn.execute_batch("COMMIT");
+        if committed.is_err() {
+            // Still open after a failed COMMIT (a busy lock, a full disk): nothing is kept.
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let mut state = self.lock()?;
+        state.conn = Some(conn);
+        state.ended = batch.id;
+        match committed {
+            Ok(()) => {
+                state.durable.0 += 1;
+                state.durable.1 += u64::try_from(batch.commits).unwrap_or(u64::MAX);
+            }
+            Err(e) => {
+                state.failed.insert(batch.id, (e.to_string(), batch.commits));
+            }
+        }
+        self.changed.notify_all();
+        Ok(state)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
+        self.state.lock().map_err(|_| poisoned())
+    }
+
+    fn wait<'g>(&'g self, state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
+        self.changed.wait(state).map_err(|_| poisoned())
+    }
+}
+
+/// Runs the commit's steps in the open batch (opening one if none is), inside a savepoint of
+/// its own; answers its result and its batch. An error is the batch's: nothing of it stays.
+fn apply(state: &mut State, commit: &Commit) -> Result<(Applied, u64), StoreError> {
+    let Some(conn) = state.conn.as_ref() else {
+        return Err(StoreError::Corrupt { what: "the group's connection is away".into() });
+    };
+    let batch = match state.open {
+        Some(batch) => batch,
+        None => {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let batch = Batch { id: state.next, commits: 0 };
+            state.next += 1;
+            batch
+        }
+    };
+    let applied = match run(conn, commit) {
+        Ok(applied) => applied,
+        Err(e) => {
+            // The savepoint could not be released or rolled back: the whole batch is lost.
+            let _ = conn.execute_batch("ROLLBACK");
+            state.open = None;
+            state.ended = batch.id;
+            state.failed.insert(batch.id, (e.to_string(), batch.commits));
+            return Err(e);
+        }
+    };
+    state.open = Some(Batch { commits: batch.commits + 1, ..batch });
+    Ok((applied, batch.id))
+}
+
+/// One commit inside its own savepoint: released when kept, rolled back when refused or
+/// failed. The outer error means the savepoint itself failed.
+fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
+    conn.execute_batch("SAVEPOINT one_commit")?;
+    let steps = txn::commit(&mut SqliteTxn(conn), commit);
+    let keep = matches!(steps, Ok(Settled::Keep(_)));
+    if keep {
+        conn.execute_batch("RELEASE one_commit")?;
+    } else {
+        conn.execute_batch("ROLLBACK TO one_commit; RELEASE one_commit")?;
+    }
+    Ok(match steps {
+        Ok(Settled::Keep(Some(outcome)) | Settled::Discard(Some(outcome))) => Ok(outcome),
+        // The turn's unique constraint fired: only another connection's commit could have
+        // stored it, and this transaction has held the write lock since it began.
+        Ok(Settled::Keep(None) | Settled::Discard(None)) => {
+            let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
+            ledger::read_turn(conn, conversation, turn)?
+                .map(CommitOutcome::Duplicate)
+                .ok_or_else(|| txn::vanished(conversation, turn))
+        }
+        Err(e) => Err(e),
+    })
+}
+
+/// The commit's answer once its batch has ended: its own result if the batch is durable, the
+/// batch's failure if not.
+fn finish(state: &mut State, batch: u64, applied: Applied) -> Result<CommitOutcome, StoreError> {
+    let Some((why, untold)) = state.failed.get_mut(&batch) else {
+        return applied;
+    };
+    let why = why.clone();
+    *untold = untold.saturating_sub(1);
+    if *untold == 0 {
+        state.failed.remove(&batch);
+    }
+    Err(StoreError::BatchFailed { why })
+}
+
+fn poisoned() -> StoreError {
+    StoreError::Corrupt { what: "a commit panicked inside the group committer".into() }
+}
