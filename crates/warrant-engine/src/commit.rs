@@ -13,7 +13,7 @@ use warrant_core::turn::{self, Decision, RowRef};
 use warrant_model::ModelCall;
 use warrant_store::{
     Answer, Commit, EffectHold, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
-    RecordWrite, StoredTurn,
+    RecordRead, RecordWrite, StoredTurn,
 };
 
 use crate::EngineError;
@@ -55,6 +55,7 @@ pub(crate) fn to_commit(decided: &Decided<'_>) -> Result<Commit, EngineError> {
                 value: w.value.clone(),
             })
             .collect(),
+        reads: reads(decision),
         effects: effects(request, decision),
         events: decision
             .events
@@ -87,6 +88,22 @@ pub(crate) fn to_commit(decided: &Decided<'_>) -> Result<Commit, EngineError> {
             })
             .collect(),
     })
+}
+
+/// Every row the decision read and does not write (rows followed by reference, related rows,
+/// rows read for policy or by the outbound gate), at the revision it read them: the store
+/// checks each as it checks a write, so a decision made from a row that changed since is
+/// stale. A row read missing is read at [`warrant_store::ABSENT`].
+fn reads(decision: &Decision) -> Vec<RecordRead> {
+    let written: BTreeSet<(&str, &str)> =
+        decision.writes.iter().map(|w| (w.row.table.as_str(), w.row.key.as_str())).collect();
+    decision
+        .facts
+        .records
+        .iter()
+        .filter(|r| !written.contains(&(r.table.as_str(), r.key.as_str())))
+        .map(|r| RecordRead { table: r.table.clone(), key: r.key.clone(), revision: r.revision })
+        .collect()
 }
 
 /// The turn as stored: its request, its response and its replay record.
@@ -194,4 +211,122 @@ fn findings(request: &TurnRequest, decision: &Decision) -> Result<Vec<FindingRow
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "a test stops at the first surprise")]
+
+    use serde_json::{Value, json};
+    use warrant_core::records::Record;
+    use warrant_core::turn::{FactsRead, RecordedFacts, Verdict};
+
+    use super::*;
+
+    const CONTRACT: &str = r#"
+[sources]
+kinds = ["user", "agent"]
+acts = "agent"
+
+[actor]
+table = "customer"
+
+[records]
+
+[[records.table]]
+name = "customer"
+file = "customers.json"
+entity = "Customer"
+fields.name = { kind = "text" }
+
+[[records.table]]
+name = "flight"
+file = "flights.json"
+entity = "Flight"
+fields.status = { kind = "enum", values = ["available", "landed"] }
+
+[[records.table]]
+name = "reservation"
+file = "reservations.json"
+entity = "Reservation"
+owner = "owner"
+fields.owner = { kind = "ref", table = "customer" }
+fields.status = { kind = "enum", values = ["active", "cancelled"] }
+fields.flights = { kind = "list", of = { kind = "ref", table = "flight" } }
+
+[policies]
+files = ["policy.cedar"]
+
+[[operation]]
+name = "cancel_reservation"
+resource = "reservation_id"
+args.reservation_id = { kind = "record", table = "reservation" }
+derive = [
+  { name = "flown", type = "bool", cel = "reservation_id.flights.exists(f, row('flight', f).status == 'landed')" },
+]
+
+[[operation.effect]]
+set = "reservation_id.status"
+value = "cancelled"
+"#;
+
+    const POLICY: &str = r#"
+permit (principal, action, resource);
+
+@id("no_cancel_after_a_flight_flew")
+forbid (principal, action == Action::"cancel_reservation", resource) when { context.derived.flown };
+"#;
+
+    fn row(table: &str, key: &str, revision: i64, value: Value) -> Record {
+        Record { table: table.into(), key: key.into(), revision, value }
+    }
+
+    #[test]
+    fn a_commit_checks_every_row_the_decision_read_and_does_not_write() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [
+            ("contract.toml", CONTRACT.to_owned()),
+            ("policy.cedar", POLICY.to_owned()),
+            ("customers.json", json!({"kim": {"name": "Kim"}}).to_string()),
+            ("flights.json", json!({"F1": {"status": "available"}}).to_string()),
+            ("reservations.json", json!({"r1": {"owner": "kim", "status": "active", "flights": ["F1"]}}).to_string()),
+        ] {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let (contract, _) = crate::load_contract(&dir.path().join("contract.toml")).unwrap();
+        let facts = RecordedFacts::new(&FactsRead {
+            records: vec![
+                row("customer", "kim", 3, json!({"name": "Kim"})),
+                row("flight", "F1", 7, json!({"status": "available"})),
+                row("reservation", "r1", 5, json!({"owner": "kim", "status": "active", "flights": ["F1"]})),
+            ],
+            ..FactsRead::default()
+        });
+        let body = json!({
+            "conversation": "c", "turn": "t1", "actor": "kim",
+            "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+            "entries": [{"kind": "user", "text": "Cancel it."}],
+            "acts": [{"op": "cancel_reservation", "args": {"reservation_id": "r1"}}],
+        });
+        let valid = warrant_core::request::parse(&contract, &body.to_string()).unwrap();
+        let conflicts = BTreeSet::new();
+        let decision = turn::decide(&contract, &valid, &facts, &conflicts);
+        assert_eq!(decision.response.acts[0].verdict, Verdict::Commit, "{:?}", decision.response.acts);
+        let commit = to_commit(&Decided {
+            valid: &valid,
+            decision: &decision,
+            conflicts: &conflicts,
+            answers: &CheckAnswers::new(),
+            gate_answers: &GateAnswers::new(),
+            calls: &[],
+        })
+        .unwrap();
+        // The reservation is written at the revision read; the flight followed by `row(…)`
+        // and the actor read for policy are checked at theirs.
+        let written: Vec<_> = commit.writes.iter().map(|w| (w.key.as_str(), w.expected_revision)).collect();
+        assert_eq!(written, [("r1", 5)]);
+        let mut reads: Vec<_> = commit.reads.iter().map(|r| (r.table.as_str(), r.key.as_str(), r.revision)).collect();
+        reads.sort_unstable();
+        assert_eq!(reads, [("customer", "kim", 3), ("flight", "F1", 7)]);
+    }
 }

@@ -39,6 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        reads: vec![],
         holds: vec![],
     })?;
     let CommitOutcome::Committed { seq } = outcome else {

@@ -29,6 +29,20 @@ pub struct RecordWrite {
     pub value: serde_json::Value,
 }
 
+/// A row a decision read without writing it (a row followed by reference, a related row, a
+/// row read for policy): the commit goes through only if the row is still at `revision`, or,
+/// where that is [`ABSENT`], still not there. A row the commit also writes is checked by its
+/// write alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordRead {
+    /// The records table.
+    pub table: String,
+    /// The record's key within its table.
+    pub key: String,
+    /// The revision the decision read; [`ABSENT`] for a row it found missing or deleted.
+    pub revision: i64,
+}
+
 /// An answer to an open interaction, by option id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
@@ -45,6 +59,10 @@ pub struct Commit {
     pub turn: StoredTurn,
     /// Writes to records, each checked against its expected revision.
     pub writes: Vec<RecordWrite>,
+    /// Rows the decision read and does not write, each checked against the revision read: a
+    /// changed, created or deleted one makes the commit stale, as a write would.
+    #[serde(default)]
+    pub reads: Vec<RecordRead>,
     /// New effects. Their `outcome` is ignored: a new effect has none yet.
     pub effects: Vec<EffectRow>,
     /// New events, stored in this order. Their `seq` is ignored: the store assigns it.
@@ -96,7 +114,8 @@ pub enum CommitOutcome {
     },
     /// The turn (conversation, turn) was stored before; this is the stored one.
     Duplicate(StoredTurn),
-    /// A record was not at the expected revision (`actual` is `None` when it does not exist).
+    /// A record written or read was not at the expected revision (`actual` is `None` when it
+    /// does not exist).
     StaleRevision {
         /// The records table.
         table: String,

@@ -33,8 +33,8 @@ mod txn;
 
 pub use any::AnyStore;
 pub use commit::{
-    ABSENT, Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, EffectHold, OutcomeReport, OutcomeResult, RecordWrite,
-    ReportedRow,
+    ABSENT, Answer, Commit, CommitOutcome, EFFECT_OUTCOMES, EffectHold, OutcomeReport, OutcomeResult, RecordRead,
+    RecordWrite, ReportedRow,
 };
 pub use error::StoreError;
 pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, PromotionRow};

@@ -133,6 +133,7 @@ mod tests {
             opened: vec![],
             answered: vec![],
             findings: vec![],
+            reads: vec![],
             holds: vec![],
         };
         assert!(matches!(store.commit(&commit)?, CommitOutcome::Committed { .. }));

@@ -50,6 +50,10 @@ pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
     for (i, write) in commit.writes.iter().enumerate() {
         check_write(|| format!("writes[{i}]"), write)?;
     }
+    for (i, read) in commit.reads.iter().enumerate() {
+        text(|| format!("`reads[{i}].table`"), &read.table)?;
+        text(|| format!("`reads[{i}].key`"), &read.key)?;
+    }
     for (i, effect) in commit.effects.iter().enumerate() {
         let at = |f: &str| format!("`effects[{i}].{f}`");
         text(|| at("id"), &effect.id)?;

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::commit::ABSENT;
-use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordRead, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::LadderTxn;
 use crate::records::{Current, FIRST_REVISION, Precondition, RecordsTxn, next_revision};
@@ -48,6 +48,10 @@ pub(crate) trait Txn: LadderTxn {
     /// Applies the write, leaving the record at `revision`, if the record is stored (not
     /// deleted) at the expected revision; whether it did.
     fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError>;
+
+    /// The revision of a stored record, `None` when there is none (or it was deleted), locked
+    /// against writers until the transaction ends (a shared lock: other readers go on).
+    fn lock_read(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError>;
 
     /// The revision of a stored record, `None` when there is none (or it was deleted).
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError>;
@@ -100,43 +104,77 @@ struct Stale {
     actual: Option<i64>,
 }
 
-/// Applies the writes in (table, key) order, so that two transactions that lock the same
-/// records lock them in the same order and cannot deadlock. Stops at the first stale one.
+/// One row a commit checks: read at a revision, or written.
+enum Step<'c> {
+    Read(&'c RecordRead),
+    Write(&'c RecordWrite),
+}
+
+impl Step<'_> {
+    fn row(&self) -> (&str, &str) {
+        match self {
+            Step::Read(read) => (&read.table, &read.key),
+            Step::Write(write) => (&write.table, &write.key),
+        }
+    }
+}
+
+/// Checks the reads and applies the writes, all in (table, key) order, so that two
+/// transactions that lock the same records lock them in the same order and cannot deadlock.
+/// Stops at the first stale one. A row both read and written is checked by its write alone,
+/// which locks it for writing at once rather than upgrading a shared lock.
 ///
-/// A write expecting [`ABSENT`] creates its row, which must not exist (a deleted row may be
-/// created again, at the revision after its tombstone's); a write of `null` deletes its row at
-/// the revision expected; any other write replaces the row at the revision expected.
-fn apply_writes(tx: &mut impl RecordsTxn, writes: &[RecordWrite]) -> Result<Option<Stale>, StoreError> {
-    let mut ordered: Vec<&RecordWrite> = writes.iter().collect();
-    ordered.sort_by(|a, b| (&a.table, &a.key).cmp(&(&b.table, &b.key)));
-    for write in ordered {
-        let (table, key) = (write.table.as_str(), write.key.as_str());
-        let written = if write.expected_revision == ABSENT {
-            crate::records::write(tx, table, key, &write.value, Precondition::IfNoneMatch)?.is_ok()
-        } else if write.value.is_null() {
-            match (tx.lock_record(table, key)?, next_revision(write.expected_revision)) {
-                (Current::Live(at), Some(next)) if at == write.expected_revision => {
-                    tx.delete_record(table, key, at, next)?
-                }
-                _ => false,
+/// A read expecting [`ABSENT`] finds no row (or a deleted one); any other read finds the row
+/// at the revision read. A write expecting [`ABSENT`] creates its row, which must not exist (a
+/// deleted row may be created again, at the revision after its tombstone's); a write of `null`
+/// deletes its row at the revision expected; any other write replaces the row at the revision
+/// expected.
+fn apply_writes(
+    tx: &mut impl RecordsTxn,
+    reads: &[RecordRead],
+    writes: &[RecordWrite],
+) -> Result<Option<Stale>, StoreError> {
+    let written: std::collections::BTreeSet<(&str, &str)> =
+        writes.iter().map(|w| (w.table.as_str(), w.key.as_str())).collect();
+    let mut ordered: Vec<Step<'_>> = writes.iter().map(Step::Write).collect();
+    ordered.extend(reads.iter().filter(|r| !written.contains(&(r.table.as_str(), r.key.as_str()))).map(Step::Read));
+    ordered.sort_by(|a, b| a.row().cmp(&b.row()));
+    for step in ordered {
+        let (fresh, expected) = match step {
+            Step::Read(read) => {
+                let at = tx.lock_read(&read.table, &read.key)?;
+                (at == Some(read.revision) || (at.is_none() && read.revision == ABSENT), read.revision)
             }
-        } else {
-            // No row is ever at the last revision there is, so a write expecting it is stale.
-            match next_revision(write.expected_revision) {
-                Some(revision) => tx.update_record(write, revision)?,
-                None => false,
-            }
+            Step::Write(write) => (apply_write(tx, write)?, write.expected_revision),
         };
-        if !written {
-            return Ok(Some(Stale {
-                table: write.table.clone(),
-                key: write.key.clone(),
-                expected: write.expected_revision,
-                actual: tx.record_revision(&write.table, &write.key)?,
-            }));
+        if !fresh {
+            let (table, key) = step.row();
+            let actual = tx.record_revision(table, key)?;
+            return Ok(Some(Stale { table: table.to_owned(), key: key.to_owned(), expected, actual }));
         }
     }
     Ok(None)
+}
+
+/// Applies one write if its row is as the decision read it; whether it did.
+fn apply_write(tx: &mut impl RecordsTxn, write: &RecordWrite) -> Result<bool, StoreError> {
+    let (table, key) = (write.table.as_str(), write.key.as_str());
+    Ok(if write.expected_revision == ABSENT {
+        crate::records::write(tx, table, key, &write.value, Precondition::IfNoneMatch)?.is_ok()
+    } else if write.value.is_null() {
+        match (tx.lock_record(table, key)?, next_revision(write.expected_revision)) {
+            (Current::Live(at), Some(next)) if at == write.expected_revision => {
+                tx.delete_record(table, key, at, next)?
+            }
+            _ => false,
+        }
+    } else {
+        // No row is ever at the last revision there is, so a write expecting it is stale.
+        match next_revision(write.expected_revision) {
+            Some(revision) => tx.update_record(write, revision)?,
+            None => false,
+        }
+    })
 }
 
 /// The steps of a commit. `None` means the turn's unique constraint fired: a concurrent commit
@@ -148,7 +186,7 @@ pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settle
     if let Some(stored) = tx.claim_turn(&turn.conversation, &turn.turn)? {
         return Ok(Discard(Some(CommitOutcome::Duplicate(stored))));
     }
-    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &commit.writes)? {
+    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &commit.reads, &commit.writes)? {
         let stale = CommitOutcome::StaleRevision { table, key, expected, actual };
         return Ok(Discard(Some(stale)));
     }
@@ -210,7 +248,7 @@ pub(crate) fn report_outcome(
         Some(_) => {}
     }
     tx.set_outcome(&report.effect, &report.outcome, report.report.as_ref())?;
-    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &report.writes)? {
+    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &[], &report.writes)? {
         return Ok(Settled::Discard(OutcomeResult::StaleRevision { table, key, expected, actual }));
     }
     // The reported rows in (table, key) order, as every write locks them.

@@ -199,6 +199,7 @@ fn a_confirmation_is_checked_again_against_current_revisions() {
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        reads: vec![],
         holds: vec![],
     };
     other.commit(&commit).unwrap();

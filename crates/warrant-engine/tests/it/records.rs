@@ -67,6 +67,7 @@ fn reads_back_and_replays(contract: &Path, name: &str) {
             opened: Vec::new(),
             answered: Vec::new(),
             findings: Vec::new(),
+            reads: Vec::new(),
             holds: Vec::new(),
         };
         assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));

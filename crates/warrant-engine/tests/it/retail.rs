@@ -119,6 +119,7 @@ pub fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl F
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        reads: vec![],
         holds: vec![],
     };
     assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));

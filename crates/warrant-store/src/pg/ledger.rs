@@ -314,6 +314,16 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         Ok(updated == 1)
     }
 
+    fn lock_read(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
+        // A shared lock: a writer of the row waits until this commit ends, and the revision
+        // read is the latest committed one (a locked row is read again once its writer ends).
+        let row = self.query_opt(
+            "SELECT revision FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted FOR SHARE",
+            &[&table, &key],
+        )?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
         let row = self
             .query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted", &[&table, &key])?;

@@ -276,6 +276,11 @@ impl Txn for SqliteTxn<'_> {
         Ok(updated == 1)
     }
 
+    fn lock_read(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
+        // Locked already: this transaction holds the write lock since it began.
+        self.record_revision(table, key)
+    }
+
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
         Ok(self
             .0

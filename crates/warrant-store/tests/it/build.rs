@@ -23,6 +23,7 @@ pub fn commit(conversation: &str, turn: &str) -> Commit {
         opened: vec![],
         answered: vec![],
         findings: vec![],
+        reads: vec![],
         holds: vec![],
     }
 }

@@ -12,6 +12,7 @@ mod effect_rows;
 mod fixture;
 mod guards;
 mod outbox;
+mod reads;
 mod records;
 mod registry;
 mod roundtrip;
@@ -107,4 +108,9 @@ conformance! {
     records::a_put_and_a_commit_of_one_revision_one_wins,
     effect_rows::a_created_row_is_inserted_and_a_second_create_of_it_is_stale,
     effect_rows::a_deleted_row_is_gone_at_the_revision_read_and_may_be_created_again,
+    reads::a_read_row_changed_since_the_decision_makes_the_commit_stale,
+    reads::a_read_row_deleted_since_is_stale_with_no_actual_revision,
+    reads::a_row_read_missing_and_created_since_is_stale,
+    reads::a_row_both_read_and_written_is_checked_by_its_write,
+    reads::a_commit_reading_a_row_and_a_writer_of_it_are_serialized,
 }

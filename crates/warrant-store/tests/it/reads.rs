@@ -1,0 +1,154 @@
+//! The rows a decision read and does not write (a row followed by reference, a related row, a
+//! row read for policy): a commit goes through only while each is as it was read, and a row
+//! that changed, was deleted or was created since makes the whole commit stale.
+
+use serde_json::json;
+use warrant_store::{CommitOutcome, Precondition, RecordRead, Store};
+
+use crate::build::{commit, effect, event, rows, write};
+use crate::concurrency::race;
+use crate::fixture::Fixture;
+
+fn read(table: &str, key: &str, revision: i64) -> RecordRead {
+    RecordRead { table: table.to_owned(), key: key.to_owned(), revision }
+}
+
+fn seed(store: &mut dyn Store) {
+    let seeded = store
+        .seed_records(
+            "flights",
+            &rows(&[("F1", json!({"status": "available"})), ("F2", json!({"status": "available"}))]),
+        )
+        .unwrap();
+    assert_eq!(seeded, 2);
+    store.seed_records("reservations", &rows(&[("R1", json!({"status": "active"}))])).unwrap();
+}
+
+/// A cancellation of R1 decided from flights F1 and F2 at revision 1.
+fn cancellation(turn: &str) -> warrant_store::Commit {
+    let mut c = commit("c1", turn);
+    c.writes.push(write("reservations", "R1", 1, json!({"status": "cancelled"})));
+    c.reads.push(read("flights", "F1", 1));
+    c.reads.push(read("flights", "F2", 1));
+    c.effects.push(effect(&format!("e-{turn}"), &format!("cancel-{turn}"), &c));
+    c.events.push(event(&format!("v-{turn}"), "c1", "reservation_cancelled", Some(&format!("e-{turn}"))));
+    c
+}
+
+/// Nothing of the cancellation went in: no turn, no effect, no event, R1 as seeded.
+fn nothing_written(store: &mut dyn Store, turn: &str) {
+    assert_eq!(store.turn("c1", turn).unwrap(), None, "the turn was stored");
+    assert_eq!(store.effect(&format!("e-{turn}")).unwrap(), None, "the effect was stored");
+    assert!(store.events(None).unwrap().is_empty(), "an event was stored");
+    let r1 = store.record("reservations", "R1").unwrap().unwrap();
+    assert_eq!((r1.revision, r1.value), (1, json!({"status": "active"})));
+}
+
+pub fn a_read_row_changed_since_the_decision_makes_the_commit_stale(fx: &Fixture) {
+    let mut store = fx.open();
+    seed(&mut *store);
+    // The system of record lands flight F2 between the decision and its commit.
+    let landed = store.put_record("flights", "F2", &json!({"status": "landed"}), Precondition::IfMatch(1)).unwrap();
+    assert_eq!(
+        store.commit(&cancellation("t1")).unwrap(),
+        CommitOutcome::StaleRevision { table: "flights".into(), key: "F2".into(), expected: 1, actual: Some(landed) }
+    );
+    nothing_written(&mut *store, "t1");
+    // Decided again from the row as it is now, it commits.
+    let mut again = cancellation("t1");
+    again.reads[1].revision = landed;
+    assert!(matches!(store.commit(&again).unwrap(), CommitOutcome::Committed { .. }));
+    assert_eq!(store.record("reservations", "R1").unwrap().unwrap().revision, 2);
+    // A read leaves its row as it was.
+    let f2 = store.record("flights", "F2").unwrap().unwrap();
+    assert_eq!((f2.revision, f2.value), (landed, json!({"status": "landed"})));
+}
+
+pub fn a_read_row_deleted_since_is_stale_with_no_actual_revision(fx: &Fixture) {
+    let mut store = fx.open();
+    seed(&mut *store);
+    store.delete_record("flights", "F1", 1).unwrap();
+    assert_eq!(
+        store.commit(&cancellation("t1")).unwrap(),
+        CommitOutcome::StaleRevision { table: "flights".into(), key: "F1".into(), expected: 1, actual: None }
+    );
+    nothing_written(&mut *store, "t1");
+}
+
+pub fn a_row_read_missing_and_created_since_is_stale(fx: &Fixture) {
+    let mut store = fx.open();
+    seed(&mut *store);
+    let mut c = cancellation("t1");
+    c.reads.push(read("flights", "F3", warrant_store::ABSENT));
+    // Still missing: the read holds.
+    let mut fresh = c.clone();
+    fresh.turn.turn = "t0".into();
+    fresh.writes.clear();
+    fresh.effects.clear();
+    fresh.events.clear();
+    assert!(matches!(store.commit(&fresh).unwrap(), CommitOutcome::Committed { .. }));
+    let created =
+        store.put_record("flights", "F3", &json!({"status": "available"}), Precondition::IfNoneMatch).unwrap();
+    assert_eq!(
+        store.commit(&c).unwrap(),
+        CommitOutcome::StaleRevision {
+            table: "flights".into(),
+            key: "F3".into(),
+            expected: warrant_store::ABSENT,
+            actual: Some(created)
+        }
+    );
+    assert_eq!(store.turn("c1", "t1").unwrap(), None);
+    assert_eq!(store.record("reservations", "R1").unwrap().unwrap().revision, 1);
+}
+
+pub fn a_row_both_read_and_written_is_checked_by_its_write(fx: &Fixture) {
+    let mut store = fx.open();
+    seed(&mut *store);
+    let mut c = cancellation("t1");
+    // The engine leaves such a read out; a store given one still decides by the write alone.
+    c.reads.push(read("reservations", "R1", 1));
+    assert!(matches!(store.commit(&c).unwrap(), CommitOutcome::Committed { .. }));
+    assert_eq!(store.record("reservations", "R1").unwrap().unwrap().revision, 2);
+}
+
+/// A commit that read F1 races a commit that writes F1. Whichever order the database picks,
+/// the reader commits only if it comes first in commit order: a reader after the writer would
+/// have been decided from a row that was no longer there.
+pub fn a_commit_reading_a_row_and_a_writer_of_it_are_serialized(fx: &Fixture) {
+    let mut setup = fx.open();
+    seed(&mut *setup);
+    let mut stores = [fx.open(), fx.open()];
+    let (mut readers_first, mut readers_stale) = (0, 0);
+    for round in 1..=20_i64 {
+        let results = race(&mut stores, |store, thread| {
+            let mut c = commit(&format!("c{thread}"), &format!("r{round}"));
+            if thread == 0 {
+                c.reads.push(read("flights", "F1", round));
+            } else {
+                c.writes.push(write("flights", "F1", round, json!({"round": round})));
+            }
+            store.commit(&c).unwrap()
+        });
+        let CommitOutcome::Committed { seq: written } = results[1] else {
+            panic!("round {round}: the writer got {:?}", results[1]);
+        };
+        match &results[0] {
+            CommitOutcome::Committed { seq } => {
+                assert!(*seq < written, "round {round}: the reader committed after the writer");
+                readers_first += 1;
+            }
+            CommitOutcome::StaleRevision { table, key, expected, actual } => {
+                assert_eq!(
+                    (table.as_str(), key.as_str(), *expected, *actual),
+                    ("flights", "F1", round, Some(round + 1))
+                );
+                assert_eq!(setup.turn("c0", &format!("r{round}")).unwrap(), None);
+                readers_stale += 1;
+            }
+            other => panic!("round {round}: the reader got {other:?}"),
+        }
+        assert_eq!(setup.record("flights", "F1").unwrap().unwrap().revision, round + 1);
+    }
+    assert_eq!(readers_first + readers_stale, 20);
+}
