@@ -2,6 +2,12 @@
 //! events, interactions, the stored turn with its replay record), written by [`Ledger::commit`]
 //! in one transaction and read back by key or in commit order. The steps of a commit are
 //! written once, in `txn.rs`.
+//!
+//! Commit order is the order of sequence numbers. A commit that ended before another began
+//! has the lower number; two that overlapped (PostgreSQL lets them) may have either, and a
+//! commit that rolled back leaves a gap. A reader in order never sees a number while a lower
+//! one may still commit, so paging by the last number seen misses nothing, and the order of
+//! what was read never changes.
 
 use serde_json::Value;
 
@@ -65,6 +71,8 @@ pub trait Ledger: Send {
     fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError>;
 
     /// Stored turns in commit order with a sequence number above `after`, at most `limit`.
+    /// Paging with the last number seen as the next `after` misses no turn, also while others
+    /// commit: a turn whose commit is still open at a lower number is waited for.
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
 
     /// Stored turns newest first, with a sequence number below `before` (every turn when

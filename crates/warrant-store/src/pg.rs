@@ -1,9 +1,16 @@
 //! The store for more than one process or machine: PostgreSQL, every table in one schema.
 //! Commits run at READ COMMITTED and let each other through wherever they touch different
 //! rows; the expected-revision UPDATE decides between two writers of the same record (the
-//! second waits for the first, then finds the new revision and updates nothing). Two short
-//! advisory locks do the rest: one per turn key, so that a duplicate is found before anything
-//! else, and one per schema, taken last, so that sequence numbers follow commit order.
+//! second waits for the first, then finds the new revision and updates nothing). An advisory
+//! lock per turn key finds a duplicate before anything else.
+//!
+//! A turn's sequence number comes from the table's sequence, so commits take them side by
+//! side, and a number taken first may commit last, or never (a gap). Readers in order
+//! (`turns`, `recent_turns`) read only up to a horizon below which nothing is still open:
+//! before it takes its number, a commit holds a shared advisory lock keyed by the schema and
+//! by the sequence's last value (its floor, no higher than the number it takes), which other
+//! sessions see in `pg_locks`; a reader notes the last number taken, waits for every floor
+//! held then, and reads no further than that number. See `turn_horizon` (`pg/ledger.rs`).
 
 mod ladder;
 mod ledger;
@@ -27,8 +34,10 @@ use crate::txn::Settled;
 const LOCK_CREATE_SCHEMA: i32 = 0x5741_0001;
 const LOCK_MIGRATE: i32 = 0x5741_0002;
 const LOCK_TURN: i32 = 0x5741_0003;
-const LOCK_COMMIT_ORDER: i32 = 0x5741_0004;
 const LOCK_PROMOTION: i32 = 0x5741_0005;
+// 0x5741_0004 was a per-schema lock that kept sequence numbers in commit order by letting
+// one commit at a time take them; the floor locks below replaced it. A floor lock has the
+// one-key form: the schema's hash in its high half, the low half of the floor in its low one.
 
 /// PostgreSQL's limit on identifier length, in bytes.
 const MAX_SCHEMA_NAME: usize = 63;

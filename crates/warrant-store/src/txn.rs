@@ -68,12 +68,9 @@ pub(crate) trait Txn: LadderTxn {
     /// Answers the interaction if it is open; whether it did.
     fn answer(&mut self, answer: &Answer, turn: &str) -> Result<bool, StoreError>;
 
-    /// Waits until this transaction is the only one that may take sequence numbers until it
-    /// ends, so that sequence numbers follow commit order.
-    fn lock_commit_order(&mut self) -> Result<(), StoreError>;
-
     /// Inserts the turn and answers its sequence number, or `None` when (conversation, turn)
-    /// is taken.
+    /// is taken. Commits may take numbers side by side, so a backend that lets them do so keeps
+    /// its readers in order from reading past a number still open (`pg.rs`).
     fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError>;
 
     /// Inserts the event and answers its sequence number.
@@ -221,9 +218,7 @@ pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settle
             return Ok(Discard(Some(CommitOutcome::InteractionClosed { id })));
         }
     }
-    // Sequence numbers last: whatever waited on row locks above did so without holding up
-    // the commits of other conversations.
-    tx.lock_commit_order()?;
+    // Sequence numbers last: a commit holds its number open for as short a time as it can.
     let Some(seq) = tx.insert_turn(turn)? else {
         return Ok(Discard(None));
     };
@@ -264,7 +259,6 @@ pub(crate) fn report_outcome(
             StoreError::Corrupt { what: format!("an unconditional write was refused: {conflict}") }
         })?;
     }
-    tx.lock_commit_order()?;
     tx.insert_event(&report.event)?;
     Ok(Settled::Keep(OutcomeResult::Recorded))
 }

@@ -5,7 +5,7 @@ use postgres::error::SqlState;
 use postgres::{GenericClient, Row};
 use serde_json::Value;
 
-use super::{LOCK_COMMIT_ORDER, LOCK_MIGRATE, LOCK_TURN, PgStore, PgTxn, settle, violated};
+use super::{LOCK_MIGRATE, LOCK_TURN, PgStore, PgTxn, settle, violated};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
@@ -16,6 +16,32 @@ use crate::txn::{self, EffectInsert, Txn};
 
 const SELECT_TURN: &str = "SELECT seq, conversation, turn, request, response, replay
      FROM turns WHERE conversation = $1 AND turn = $2";
+
+/// The last sequence number a turn has taken, committed or not; 0 before the first.
+const LAST_TAKEN: &str = "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM turns_seq_seq";
+
+/// Waits for every commit of this schema that holds a floor lock (it may hold a sequence
+/// number and still be open), by asking for each floor exclusively, in key order so that two
+/// readers cannot wait for each other. One statement, outside a transaction: the locks it
+/// takes end with it.
+const WAIT_FOR_FLOORS: &str = "SELECT pg_advisory_xact_lock(k) FROM (
+         SELECT DISTINCT (hashtext($1)::bigint << 32) | objid::bigint AS k FROM pg_locks
+         WHERE locktype = 'advisory' AND objsubid = 1
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND classid::bigint = (hashtext($1)::bigint & 4294967295)
+         ORDER BY k
+     ) floors";
+
+/// Inserts a turn, its sequence number taken only once its floor lock is held: the floor is
+/// the sequence's last value, read before the lock and so no higher than the number taken.
+/// The INSERT reads its row from the locking query, so the number is taken after the lock.
+const INSERT_TURN: &str = "WITH floor AS (
+         SELECT pg_advisory_xact_lock_shared((hashtext($6)::bigint << 32) | (last_value & 4294967295))
+         FROM turns_seq_seq
+     )
+     INSERT INTO turns (conversation, turn, request, response, replay)
+     SELECT $1::text, $2::text, $3::json, $4::json, $5::json FROM floor
+     RETURNING seq";
 
 impl Ledger for PgStore {
     fn migrate(&mut self) -> Result<(), StoreError> {
@@ -183,10 +209,11 @@ impl Ledger for PgStore {
 
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let horizon = self.turn_horizon()?;
         self.query(
             "SELECT seq, conversation, turn, request, response, replay
-             FROM turns WHERE seq > $1 ORDER BY seq LIMIT $2",
-            &[&after, &limit],
+             FROM turns WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2",
+            &[&after, &limit, &horizon],
         )?
         .iter()
         .map(decode_turn)
@@ -195,10 +222,13 @@ impl Ledger for PgStore {
 
     fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError> {
         let (before, limit) = (before.unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+        // Below the horizon too: a turn still open there would later appear on a page already
+        // read past, not at the top of the newest one.
+        let horizon = self.turn_horizon()?;
         self.query(
             "SELECT seq, conversation, turn, request, response, replay
-             FROM turns WHERE seq < $1 ORDER BY seq DESC LIMIT $2",
-            &[&before, &limit],
+             FROM turns WHERE seq < $1 AND seq <= $3 ORDER BY seq DESC LIMIT $2",
+            &[&before, &limit, &horizon],
         )?
         .iter()
         .map(decode_turn)
@@ -227,6 +257,23 @@ impl Ledger for PgStore {
                 })
             })
             .collect()
+    }
+}
+
+impl PgStore {
+    /// The horizon of the turns: a sequence number at or below which every turn has committed
+    /// (and the next statement on this connection sees it) or rolled back, so a reader that
+    /// reads only up to it never skips a turn that commits later with a lower number.
+    ///
+    /// The last number taken is read first; a commit that took one at or below it held its
+    /// floor lock before taking it, so it is in `pg_locks` now unless it has ended, and the
+    /// reader waits for each floor held. Waiting ends once those commits end, which are short;
+    /// a commit that starts meanwhile takes a higher number.
+    pub(crate) fn turn_horizon(&mut self) -> Result<i64, StoreError> {
+        let taken: i64 = self.query_opt(LAST_TAKEN, &[])?.map(|row| row.try_get(0)).transpose()?.unwrap_or(0);
+        let statement = self.statements.get(&mut self.client, WAIT_FOR_FLOORS)?;
+        self.client.execute(&statement, &[&self.schema])?;
+        Ok(taken)
     }
 }
 
@@ -330,19 +377,11 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         Ok(updated == 1)
     }
 
-    fn lock_commit_order(&mut self) -> Result<(), StoreError> {
-        // Held until the transaction ends, so the next holder takes higher sequence numbers
-        // only once these rows are visible.
-        let schema = self.schema;
-        self.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_COMMIT_ORDER, &schema])?;
-        Ok(())
-    }
-
     fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
+        let schema = self.schema;
         let row = self.query_one(
-            "INSERT INTO turns (conversation, turn, request, response, replay)
-             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
-            &[&turn.conversation, &turn.turn, &turn.request, &turn.response, &turn.replay],
+            INSERT_TURN,
+            &[&turn.conversation, &turn.turn, &turn.request, &turn.response, &turn.replay, &schema],
         );
         if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("turns_conversation_turn_key") {
             return Ok(None);
@@ -370,8 +409,7 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
 
     fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError> {
         // NO KEY UPDATE, not UPDATE: a commit whose event names this effect takes a KEY SHARE
-        // lock on it while it holds the commit-order lock, and must not wait for this report,
-        // which itself waits for the commit-order lock.
+        // lock on it while it holds its floor lock, and need not wait for this report.
         let row = self.query_opt("SELECT outcome FROM effects WHERE id = $1 FOR NO KEY UPDATE", &[&effect])?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }

@@ -359,11 +359,6 @@ impl Txn for SqliteTxn<'_> {
         Ok(updated == 1)
     }
 
-    fn lock_commit_order(&mut self) -> Result<(), StoreError> {
-        // Held since the transaction began: BEGIN IMMEDIATE took the write lock.
-        Ok(())
-    }
-
     fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
         let seq = self
             .0

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod build;
+mod commit_order;
 mod concurrency;
 mod conformance;
 mod effect_rows;
