@@ -6,7 +6,8 @@
 //! same concurrency (the cost of HTTP itself).
 //!
 //! Run: `cargo bench -p warrant-server --bench load` (`WARRANT_LOAD_TURNS` turns per level,
-//! 2000 unless set; `WARRANT_LOAD_STORES=sqlite` or `postgres` for one store only). Under
+//! 2000 unless set; `WARRANT_LOAD_STORES=sqlite` or `postgres` for one store only;
+//! `WARRANT_LOAD_ENGINES` for a pool size other than the server's default). Under
 //! `cargo test --benches` it runs as a smoke test of itself, a few turns on SQLite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -18,7 +19,10 @@ use warrant_server::{Running, ServeConfig, StoreLocation, add_tenant};
 fn run(backend: &str, store: &str, tenant: &str, per_level: usize, levels: &[usize]) {
     let location = StoreLocation::parse(store).unwrap();
     let key = add_tenant(&location, tenant).unwrap();
-    let config = ServeConfig::new(common::contract(), store.to_owned(), "127.0.0.1:0".into());
+    let mut config = ServeConfig::new(common::contract(), store.to_owned(), "127.0.0.1:0".into());
+    if let Some(engines) = std::env::var("WARRANT_LOAD_ENGINES").ok().and_then(|n| n.parse().ok()) {
+        config.engines_per_tenant = engines;
+    }
     let engines = config.engines_per_tenant;
     let server = Running::start(&config).unwrap();
     let setup = engine_setup();
