@@ -324,7 +324,7 @@ impl EngineBuilder {
             }
             ModelSource::None => ModelPlan::none("none was asked for"),
         };
-        Ok(EngineSetup { contract, folder, model })
+        Ok(EngineSetup { contract: Arc::new(contract), folder, model })
     }
 
     /// An engine over the store `url` names.
@@ -387,7 +387,8 @@ fn budget_from_env(base: BudgetLimits, var: &dyn Fn(&str) -> Option<String>) -> 
 /// same model.
 #[derive(Debug, Clone)]
 pub struct EngineSetup {
-    contract: Contract,
+    /// Loaded once; every engine made by this setup shares it.
+    contract: Arc<Contract>,
     folder: PathBuf,
     model: ModelPlan,
 }
@@ -406,7 +407,18 @@ impl EngineSetup {
     /// An engine over `store`: migrated, seeded, with the model and the prompt versions the
     /// store's registry made active.
     pub fn build<S: Store>(&self, store: S) -> Result<Engine<S>, BuildError> {
-        let engine = Engine::new(self.contract.clone(), &self.folder, store)?;
+        let engine = Engine::new(Arc::clone(&self.contract), &self.folder, store)?;
+        self.with_model(engine)
+    }
+
+    /// Another engine over a store that [`EngineSetup::build`] of this setup has already made
+    /// ready, such as a second connection to the same database: the store is not migrated or
+    /// seeded again and no data file is read; only the active prompt versions are loaded.
+    pub fn attach<S: Store>(&self, store: S) -> Result<Engine<S>, BuildError> {
+        self.with_model(Engine::attached(Arc::clone(&self.contract), &self.folder, store))
+    }
+
+    fn with_model<S: Store>(&self, engine: Engine<S>) -> Result<Engine<S>, BuildError> {
         Ok(match self.model.setup() {
             Some(setup) => engine.with_model(setup)?,
             None => engine,

@@ -117,7 +117,8 @@ pub enum EngineError {
 /// The engine over one store. Made only by [`Engine::builder`]. It hands out no store: every
 /// write goes through a decision, and callers read through the few methods below.
 pub struct Engine<S: Store> {
-    contract: Contract,
+    /// Shared by every engine of one setup: loaded once, never copied per engine.
+    contract: std::sync::Arc<Contract>,
     folder: std::path::PathBuf,
     store: S,
     model: Option<ModelSetup>,

@@ -4,6 +4,7 @@
 //! builder.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use warrant_core::Contract;
 use warrant_store::{RecordDifference, Store};
@@ -14,11 +15,17 @@ use crate::{Engine, EngineError};
 
 impl<S: Store> Engine<S> {
     /// An engine for `contract` (loaded from `folder`) over `store`, migrated and seeded.
-    pub(crate) fn new(contract: Contract, folder: &Path, store: S) -> Result<Engine<S>, EngineError> {
-        let mut engine = Engine { contract, folder: folder.to_owned(), store, model: None };
+    pub(crate) fn new(contract: Arc<Contract>, folder: &Path, store: S) -> Result<Engine<S>, EngineError> {
+        let mut engine = Engine::attached(contract, folder, store);
         engine.store.migrate()?;
         engine.seed()?;
         Ok(engine)
+    }
+
+    /// An engine over a store that another engine of the same contract has migrated and
+    /// seeded (another connection to it): nothing is migrated, seeded or read.
+    pub(crate) fn attached(contract: Arc<Contract>, folder: &Path, store: S) -> Engine<S> {
+        Engine { contract, folder: folder.to_owned(), store, model: None }
     }
 
     /// Runs the turn's semantic checks through `model`, with the prompt versions the store's

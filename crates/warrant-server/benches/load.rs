@@ -1,154 +1,77 @@
-//! A load test on loopback with the retail example: turns per second and p50/p99 latency at
-//! concurrency 1, 4 and 16, on SQLite and on PostgreSQL, each beside `/health` at the same
-//! concurrency measured in the same run (the cost of HTTP itself). Run it by hand:
-//! `cargo bench -p warrant-server --bench load`; under `cargo test` it does nothing.
+//! A load test on loopback with the retail example, at concurrency 1, 4 and 16, on SQLite and
+//! on PostgreSQL. At each level it measures, in the same run and over the same kind of store,
+//! the same hold turns (cancel_pending_order, each a new conversation) made directly on engines
+//! (one per client thread, as the server's pool holds them) and through the service on
+//! keep-alive connections, with the service's share of the engine's rate; and `/health` at the
+//! same concurrency (the cost of HTTP itself).
+//!
+//! Run: `cargo bench -p warrant-server --bench load` (`WARRANT_LOAD_TURNS` turns per level,
+//! 2000 unless set; `WARRANT_LOAD_STORES=sqlite` or `postgres` for one store only;
+//! `WARRANT_LOAD_ENGINES` for a pool size other than the server's default). Under
+//! `cargo test --benches` it runs as a smoke test of itself, a few turns on SQLite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+mod common;
 
-use serde_json::json;
-
+use common::{Figures, engine_closed_loop, engine_setup, health_request, http_closed_loop, turn, turn_request};
 use warrant_server::{Running, ServeConfig, StoreLocation, add_tenant};
 
-/// A keep-alive HTTP/1.1 connection.
-struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).unwrap();
-        stream.set_nodelay(true).unwrap();
-        Conn { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
+fn run(backend: &str, store: &str, tenant: &str, per_level: usize, levels: &[usize]) {
+    let location = StoreLocation::parse(store).unwrap();
+    let key = add_tenant(&location, tenant).unwrap();
+    let mut config = ServeConfig::new(common::contract(), store.to_owned(), "127.0.0.1:0".into());
+    if let Some(engines) = std::env::var("WARRANT_LOAD_ENGINES").ok().and_then(|n| n.parse().ok()) {
+        config.engines_per_tenant = engines;
     }
-
-    fn send(&mut self, method: &str, path: &str, key: &str, body: &str) -> u16 {
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        self.writer.write_all(request.as_bytes()).unwrap();
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        let status = line.split(' ').nth(1).unwrap().parse().unwrap();
-        let mut length = 0;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).unwrap();
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        self.reader.read_exact(&mut body).unwrap();
-        status
-    }
-}
-
-/// Runs `per_thread` requests on each of `threads` connections; returns (requests per second,
-/// p50, p99).
-fn measure(
-    addr: SocketAddr,
-    threads: usize,
-    per_thread: usize,
-    request: impl Fn(usize, usize) -> (String, String) + Send + Sync + 'static,
-    key: &str,
-) -> (f64, Duration, Duration) {
-    let request = Arc::new(request);
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (request, barrier, key) = (request.clone(), barrier.clone(), key.to_owned());
-            std::thread::spawn(move || {
-                let mut conn = Conn::open(addr);
-                let mut latencies = Vec::with_capacity(per_thread);
-                barrier.wait();
-                for i in 0..per_thread {
-                    let (path, body) = request(t, i);
-                    let method = if body.is_empty() { "GET" } else { "POST" };
-                    let started = Instant::now();
-                    let status = conn.send(method, &path, &key, &body);
-                    latencies.push(started.elapsed());
-                    assert_eq!(status, 200, "{path}");
-                }
-                latencies
-            })
-        })
-        .collect();
-    barrier.wait();
-    let started = Instant::now();
-    let mut latencies: Vec<Duration> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
-    let elapsed = started.elapsed();
-    latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    (latencies.len() as f64 / elapsed.as_secs_f64(), at(0.50), at(0.99))
-}
-
-fn turn(conversation: &str) -> String {
-    json!({
-        "conversation": conversation, "turn": "t1", "actor": "yusuf_rossi_9620",
-        "at": "2026-11-29T15:00:00Z", "time_zone": "America/New_York", "locale": "en-US",
-        "entries": [{"kind": "user", "text": "Cancel it please."}],
-        "acts": [{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}],
-        "answers": [],
-    })
-    .to_string()
-}
-
-fn run(backend: &str, store: &str, tenant: &str, per_level: usize) {
-    let contract = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail/contract.toml");
-    let key = add_tenant(&StoreLocation::parse(store).unwrap(), tenant).unwrap();
-    let config = ServeConfig::new(contract, store.to_owned(), "127.0.0.1:0".into());
     let engines = config.engines_per_tenant;
     let server = Running::start(&config).unwrap();
-    let run_id = std::process::id();
-    for threads in [1, 4, 16] {
-        let per_thread = per_level / threads;
-        let (hrps, h50, h99) =
-            measure(server.addr, threads, per_thread * 4, |_, _| ("/health".into(), String::new()), &key);
-        let (trps, t50, t99) = measure(
-            server.addr,
-            threads,
-            per_thread,
-            move |t, i| ("/v1/turns".into(), turn(&format!("load{run_id}_{threads}_{t}_{i}"))),
-            &key,
-        );
+    let setup = engine_setup();
+    let id = std::process::id();
+    for &threads in levels {
+        let per_thread = (per_level / threads).max(1);
+        let bodies = |kind: &'static str| {
+            move |t: usize| (0..per_thread).map(|i| turn(&format!("{kind}{id}_{threads}_{t}_{i}"))).collect::<Vec<_>>()
+        };
+        let engine = engine_closed_loop(&setup, &location, tenant, threads, bodies("engine"));
+        let http = http_closed_loop(server.addr, threads, |t| {
+            bodies("http")(t).iter().map(|body| turn_request(&key, body)).collect()
+        });
+        let health: Figures =
+            http_closed_loop(server.addr, threads, |_| (0..per_thread * 4).map(|_| health_request()).collect());
         println!(
-            "{backend:<8} engines {engines}  c={threads:<2}  turns {trps:>7.1}/s  p50 {:>7.2} ms  p99 {:>7.2} ms   |  /health {hrps:>8.1}/s  p50 {:>6.3} ms  p99 {:>6.3} ms",
-            t50.as_secs_f64() * 1e3,
-            t99.as_secs_f64() * 1e3,
-            h50.as_secs_f64() * 1e3,
-            h99.as_secs_f64() * 1e3,
+            "{backend:<8} c={threads:<2} engine {}  |  http (pool {engines}) {}  = {:>5.1} %  |  /health {}",
+            engine.show(),
+            http.show(),
+            100.0 * http.rate / engine.rate,
+            health.show(),
         );
     }
 }
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("the load test runs under `cargo bench -p warrant-server --bench load`");
+    let measuring = common::measuring();
+    let per_level: usize = if measuring {
+        std::env::var("WARRANT_LOAD_TURNS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000)
+    } else {
+        8
+    };
+    let stores = std::env::var("WARRANT_LOAD_STORES").unwrap_or_else(|_| "sqlite,postgres".into());
+    let levels: &[usize] = if measuring { &[1, 4, 16] } else { &[1, 4] };
+    println!(
+        "each level: {per_level} hold turns on engines directly, the same through HTTP, 4x as many /health requests"
+    );
+    if stores.contains("sqlite") {
+        let dir = tempfile::tempdir().unwrap();
+        run("sqlite", &format!("sqlite:{}", dir.path().display()), "load", per_level, levels);
+    }
+    if !measuring || !stores.contains("postgres") {
         return;
     }
-    let per_level: usize = std::env::var("WARRANT_LOAD_TURNS").ok().and_then(|n| n.parse().ok()).unwrap_or(480);
-    println!(
-        "each level: {per_level} hold turns (cancel_pending_order, each a new conversation), 4x as many /health requests"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    run("sqlite", &format!("sqlite:{}", dir.path().display()), "load", per_level);
     let url =
         std::env::var("WARRANT_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let id = std::process::id();
     let (registry, tenant) = (format!("wsrv_load_reg_{id}"), format!("load_{id}"));
-    run("postgres", &format!("{url}?schema={registry}"), &tenant, per_level);
+    run("postgres", &format!("{url}?schema={registry}"), &tenant, per_level, levels);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {registry} CASCADE; DROP SCHEMA IF EXISTS t_{tenant} CASCADE"))

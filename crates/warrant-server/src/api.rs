@@ -315,7 +315,8 @@ pub(crate) fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>
             "send `Content-Type: application/json`".into(),
         ));
     }
-    String::from_utf8(body.to_vec())
+    // The collected body is handed over, not copied.
+    String::from_utf8(Vec::from(body))
         .map_err(|_| ApiError::bad(ReasonCode::InvalidInput, None, "the body is not UTF-8".into()))
 }
 
@@ -328,7 +329,7 @@ async fn health() -> axum::Json<Value> {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let mut response = state.inner.metrics.render().into_response();
+    let mut response = state.inner.metrics.render(state.inner.pools.opened()).into_response();
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
     response
 }
@@ -358,7 +359,7 @@ async fn post_turn(
                     }
                 }
             }
-            (StatusCode::OK, axum::Json(result.to_json())).into_response()
+            json_answer(StatusCode::OK, decided_json(response, *repeated))
         }
         TurnResult::Rejected(error) => {
             metrics.turn("rejected");
@@ -476,6 +477,34 @@ async fn post_render(
     }
 }
 
+/// A decided turn's answer as [`TurnResult::to_json`] has it, written straight from the
+/// response rather than through a `serde_json::Value` (field order is the same: the response's
+/// own, and `repeated` last).
+fn decided_json(response: &warrant_core::turn::TurnResponse, repeated: bool) -> Result<Vec<u8>, serde_json::Error> {
+    let mut bytes = serde_json::to_vec(response)?;
+    if repeated && bytes.pop_if(|b| *b == b'}').is_some() {
+        if bytes.len() > 1 {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(br#""repeated":true}"#);
+    }
+    Ok(bytes)
+}
+
+/// A JSON document written to bytes, as a response with `status`; a 500 if it could not be.
+fn json_answer(status: StatusCode, json: Result<Vec<u8>, serde_json::Error>) -> Response {
+    match json {
+        Ok(bytes) => {
+            let mut response = (status, bytes).into_response();
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        Err(e) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, e.to_string()).into_response()
+        }
+    }
+}
+
 /// A JSON document already written, as a 200 response.
 fn json_line(json: String) -> Response {
     let mut response = json.into_response();
@@ -563,4 +592,36 @@ async fn list_turns(
         })
         .collect();
     Ok(axum::Json(json!({"turns": turns, "next": next})).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// A real turn's answer, written straight from the response, is byte for byte the
+    /// `serde_json::Value` the engine's `to_json` gives, first time and repeated.
+    #[test]
+    fn a_decided_answer_is_written_as_to_json_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let contract = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail/contract.toml");
+        let store = warrant_store::SqliteStore::open(&dir.path().join("t.sqlite")).unwrap();
+        let mut engine = warrant_engine::Engine::builder()
+            .contract_file(contract)
+            .model(warrant_engine::ModelSource::None)
+            .build(store)
+            .unwrap();
+        let body = json!({"conversation": "c", "turn": "t1", "actor": "yusuf_rossi_9620",
+            "at": "2026-11-29T15:00:00Z", "time_zone": "America/New_York", "locale": "en-US",
+            "entries": [{"kind": "user", "text": "Cancel it please."}],
+            "acts": [{"op": "cancel_pending_order", "args": {"order_id": "#W6247578", "reason": "no longer needed"}}]});
+        let TurnResult::Decided { response, .. } = engine.turn(&body.to_string()).unwrap() else {
+            panic!("the turn was rejected")
+        };
+        for repeated in [false, true] {
+            let result = TurnResult::Decided { response: response.clone(), repeated };
+            let written = decided_json(&response, repeated).unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), result.to_json().to_string(), "repeated {repeated}");
+        }
+    }
 }

@@ -26,7 +26,13 @@ pub(crate) struct Metrics {
 
 fn bump(map: &Mutex<BTreeMap<String, u64>>, key: &str) {
     if let Ok(mut map) = map.lock() {
-        *map.entry(key.to_owned()).or_insert(0) += 1;
+        // The key is copied only the first time it is counted.
+        match map.get_mut(key) {
+            Some(count) => *count += 1,
+            None => {
+                map.insert(key.to_owned(), 1);
+            }
+        }
     }
 }
 
@@ -54,9 +60,16 @@ impl Metrics {
         self.sum_micros.fetch_add(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
-    /// The text exposition format, version 0.0.4.
-    pub(crate) fn render(&self) -> String {
+    /// The text exposition format, version 0.0.4, with the pool's store connections: `opened`
+    /// in all, `readied` of them the first of their tenant, which migrated and seeded its store.
+    pub(crate) fn render(&self, (opened, readied): (usize, usize)) -> String {
         let mut out = String::new();
+        for (name, help, value) in [
+            ("warrant_store_connections_opened_total", "Tenant store connections the pool opened.", opened),
+            ("warrant_store_readied_total", "Tenant stores migrated and seeded (once per tenant).", readied),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+        }
         let family = |out: &mut String, name: &str, help: &str, label: &str, map: &Mutex<BTreeMap<String, u64>>| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
             if let Ok(map) = map.lock() {

@@ -1,8 +1,11 @@
 //! A few engines per tenant, each with its own store connection, so that requests of one tenant
-//! run side by side on PostgreSQL while the synchronous engine stays off the async threads.
-//! Engines are made on first use and kept; one whose store failed is dropped, not reused.
+//! run side by side while the synchronous engine stays off the async threads. Engines are made
+//! on first use and kept; one whose store failed is dropped, not reused. The contract is loaded
+//! once for every tenant, and a tenant's store is migrated and seeded once, by its first engine:
+//! each later engine is only another connection to it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
@@ -37,6 +40,30 @@ pub enum PoolError {
 struct TenantPool {
     idle: Mutex<Vec<Engine<AnyStore>>>,
     permits: Arc<Semaphore>,
+    /// Whether the tenant's store has been made ready (migrated and seeded), held while the
+    /// first engine does it so that no second one does it too.
+    ready: Mutex<bool>,
+    /// Store connections opened, and of them those that made the store ready.
+    opened: AtomicUsize,
+    readied: AtomicUsize,
+}
+
+impl TenantPool {
+    /// A new engine over another connection to the tenant's store; the first one makes the
+    /// store ready, the rest attach to it.
+    fn open(&self, pools: &Pools, tenant: &TenantName) -> Result<Engine<AnyStore>, PoolError> {
+        let mut ready = self.ready.lock().map_err(|_| PoolError::Closed)?;
+        let store = pools.location.tenant_store(tenant)?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        if *ready {
+            drop(ready);
+            return Ok(pools.setup.attach(store)?);
+        }
+        let engine = pools.setup.build(store)?;
+        self.readied.fetch_add(1, Ordering::Relaxed);
+        *ready = true;
+        Ok(engine)
+    }
 }
 
 impl Drop for TenantPool {
@@ -86,9 +113,21 @@ impl Pools {
                 Arc::new(TenantPool {
                     idle: Mutex::new(Vec::new()),
                     permits: Arc::new(Semaphore::new(self.per_tenant)),
+                    ready: Mutex::new(false),
+                    opened: AtomicUsize::new(0),
+                    readied: AtomicUsize::new(0),
                 })
             })
             .clone())
+    }
+
+    /// How many store connections the pool has opened, over every tenant, and how many of them
+    /// made their tenant's store ready (migrated and seeded it): for `/metrics`.
+    pub(crate) fn opened(&self) -> (usize, usize) {
+        let Ok(tenants) = self.tenants.lock() else { return (0, 0) };
+        tenants.values().fold((0, 0), |(opened, readied), pool| {
+            (opened + pool.opened.load(Ordering::Relaxed), readied + pool.readied.load(Ordering::Relaxed))
+        })
     }
 
     /// Runs `f` with one of `tenant`'s engines on a blocking thread, waiting for a free engine
@@ -107,10 +146,7 @@ impl Pools {
             let reused = pool.idle.lock().map_err(|_| PoolError::Closed)?.pop();
             let mut engine = match reused {
                 Some(engine) => engine,
-                None => {
-                    let store = this.location.tenant_store(&tenant)?;
-                    this.setup.build(store)?
-                }
+                None => pool.open(&this, &tenant)?,
             };
             let result = f(&mut engine);
             // An engine whose store failed may hold a broken connection: let it go.

@@ -102,9 +102,13 @@ impl Registry {
                               AND NOT EXISTS (SELECT 1 FROM revocations WHERE revocations.name = tenants.name)";
         const PG: &str = "SELECT key_hash FROM tenants WHERE name = $1 \
                           AND NOT EXISTS (SELECT 1 FROM revocations WHERE revocations.name = tenants.name)";
+        // Read on every request: the statement is prepared once per SQLite connection, and on
+        // PostgreSQL sent with its parameter's type, one round trip without a prepare.
         Ok(match self {
-            Registry::Sqlite(conn) => conn.query_row(SQLITE, [name], |row| row.get(0)).optional()?,
-            Registry::Postgres(client) => client.query_opt(PG, &[&name])?.map(|row| row.get(0)),
+            Registry::Sqlite(conn) => conn.prepare_cached(SQLITE)?.query_row([name], |row| row.get(0)).optional()?,
+            Registry::Postgres(client) => {
+                client.query_typed_opt(PG, &[(&name, postgres::types::Type::TEXT)])?.map(|row| row.get(0))
+            }
         })
     }
 

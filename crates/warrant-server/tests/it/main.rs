@@ -11,6 +11,7 @@ mod ladder;
 mod openapi;
 mod outbound;
 mod outcomes;
+mod pool;
 mod records;
 mod review;
 
