@@ -8,8 +8,8 @@
 //! Python, so the HTTP client raises the very same ones), carrying the stable reason code and
 //! the field at fault.
 //!
-//! Tool definitions (`Gate.tools`, `tools`) come from the MCP gateway's generator
-//! (`warrant_mcp::tools`), the one `warrant tools` prints, so a model is offered exactly what
+//! Tool definitions (`Gate.tools`, `tools`) come from warrant-core's generator
+//! (`warrant_core::tools`), the one `warrant tools` prints, so a model is offered exactly what
 //! the contract checks.
 
 use std::sync::{Mutex, MutexGuard};
@@ -21,10 +21,10 @@ use serde_json::{Value, json};
 use warrant_core::Contract;
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
+use warrant_core::tools::ToolFormat;
 use warrant_engine::{
     BuildError, Engine, EngineError, OutboundResult, OutcomeReply, OutcomeRow, Submitted, TurnResult,
 };
-use warrant_mcp::ToolFormat;
 use warrant_store::{AnyStore, Precondition, RecordConflict};
 
 /// An error on its way to Python: the reason code, the field at fault and the message.
@@ -187,7 +187,7 @@ fn tool_list(contract: &Contract, format: &str) -> Result<Value, Refusal> {
             format!("`format` is `{format}`: give openai, anthropic or mcp"),
         )
     })?;
-    Ok(warrant_mcp::tools::render(&warrant_mcp::tools::definitions(contract), parsed))
+    Ok(warrant_core::tools::render(&warrant_core::tools::definitions(contract), parsed))
 }
 
 /// The rows of an outcome report, read as strictly as the route reads them.

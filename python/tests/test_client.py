@@ -3,6 +3,8 @@ byte for byte, and the same exceptions with the same codes and fields."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import RETAIL, Served, cancel, confirm
@@ -15,6 +17,7 @@ from warrant_gate import (
     RequestError,
     UnknownEffectError,
     WarrantError,
+    tools,
 )
 
 
@@ -57,3 +60,28 @@ def test_the_client_raises_the_gates_exceptions(served: Served) -> None:
     with pytest.raises(AuthError) as raised:
         Client(served.url, "wrt_acme.nope").turn(cancel("c"))
     assert (raised.value.code, raised.value.status) == ("unauthorized", 401)
+
+
+@pytest.mark.parametrize("format", ["openai", "anthropic", "mcp"])
+def test_the_client_hands_out_the_gates_tool_definitions(served: Served, sqlite_store: str, format: str) -> None:
+    embedded = Gate(RETAIL, sqlite_store).tools(format)  # type: ignore[call-overload]
+    with Client(served.url, served.key) as client:
+        over_http = client.tools(format)  # type: ignore[call-overload]
+    # The same JSON, keys in the same order, from `GET /v1/tools`.
+    assert json.dumps(over_http) == json.dumps(embedded)
+    listed = over_http["tools"] if format == "mcp" else over_http
+    assert len(listed) == len(tools(RETAIL, "mcp")["tools"]) > 0
+
+
+def test_the_clients_tools_default_and_refusal_are_the_gates(served: Served, sqlite_store: str) -> None:
+    gate = Gate(RETAIL, sqlite_store)
+    client = Client(served.url, served.key)
+    assert client.tools() == gate.tools()
+    for format in ["gemini", "OpenAI"]:
+        with pytest.raises(RequestError) as over_http:
+            client.tools(format)  # type: ignore[call-overload]
+        with pytest.raises(RequestError) as embedded:
+            gate.tools(format)  # type: ignore[call-overload]
+        assert (over_http.value.code, over_http.value.field, over_http.value.status) == ("invalid_input", "format", 400)
+        assert (embedded.value.code, embedded.value.field) == (over_http.value.code, over_http.value.field)
+        assert over_http.value.message == embedded.value.message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union, overload
 from urllib.parse import quote
 
 import httpx
@@ -86,6 +86,17 @@ class Client:
     def render(self, text: str) -> dict[str, Any]:
         """The numbered rendering of ``text`` (``POST /v1/render``)."""
         return self._post("/v1/render", {"text": text})
+
+    @overload
+    def tools(self, format: Literal["mcp"] = "mcp") -> dict[str, Any]: ...
+    @overload
+    def tools(self, format: Literal["openai", "anthropic"]) -> list[dict[str, Any]]: ...
+    def tools(self, format: str = "mcp") -> Union[dict[str, Any], list[dict[str, Any]]]:
+        """The contract's tool definitions in ``format`` (``GET /v1/tools?format=FORMAT``), as
+        ``Gate.tools(format)`` and ``warrant tools --format FORMAT`` give them for the contract
+        the service runs. A format that is not ``openai``, ``anthropic`` or ``mcp`` raises
+        ``RequestError`` (``invalid_input``, field ``format``)."""
+        return self._answer(self._http.get("/v1/tools", params={"format": format}))
 
     def replay(self) -> dict[str, Any]:
         """The service has no replay route: replay its store with ``warrant replay``."""

@@ -1,5 +1,5 @@
 //! `warrant mcp` (the MCP gateway, glue over warrant-mcp) and `warrant tools` (the contract's
-//! operations as tool definitions for function calling).
+//! operations as tool definitions for function calling, from `warrant_core::tools`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,10 +65,10 @@ pub(crate) struct McpArgs {
 }
 
 pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
-    let format = warrant_mcp::ToolFormat::parse(&args.format)
+    let format = warrant_core::tools::ToolFormat::parse(&args.format)
         .ok_or_else(|| Exit::Input(format!("`--format {}`: give openai, anthropic or mcp", args.format)))?;
     let contract = load_contract(&args.contract)?;
-    let tools = warrant_mcp::tools::render(&warrant_mcp::tools::definitions(&contract), format);
+    let tools = warrant_core::tools::render(&warrant_core::tools::definitions(&contract), format);
     let text = serde_json::to_string_pretty(&tools).map_err(|e| Exit::Input(e.to_string()))?;
     println!("{text}");
     Ok(())

@@ -35,6 +35,7 @@ pub mod schema;
 pub mod score;
 pub mod source;
 pub mod text;
+pub mod tools;
 pub mod turn;
 pub mod verdict;
 pub mod visibility;

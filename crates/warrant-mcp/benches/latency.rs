@@ -19,8 +19,9 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::json;
+use warrant_core::tools;
 use warrant_engine::Engine;
-use warrant_mcp::{Downstream, Gateway, GatewayConfig, match_tools, tools};
+use warrant_mcp::{Downstream, Gateway, GatewayConfig, match_tools};
 
 const ACTOR: &str = "fatima_johnson_7581";
 

@@ -22,7 +22,7 @@ use warrant_engine::{Engine, OutcomeReply, TurnResult};
 use warrant_store::AnyStore;
 
 use crate::call::{self, TurnFrame};
-use crate::tools::{self, ToolDef};
+use warrant_core::tools::{self, ToolDef};
 
 /// The `_meta` key under which a forwarded call carries its effect's idempotency key: a
 /// downstream that applies each key once performs a call at most once, even when the gateway

@@ -4,8 +4,8 @@
 //! user (an MCP elicitation) where the contract needs a confirmation or the user's own words,
 //! and forwards what commits, once, to the downstream MCP server that performs it.
 //!
-//! [`tools`] is the pure generator of tool definitions (also behind `warrant tools`), [`call`]
-//! the turns a call becomes, [`gateway`] the rmcp server and the downstream client, and
+//! The tool definitions it offers are warrant-core's ([`warrant_core::tools`], also behind
+//! `warrant tools`); [`call`] is the turns a call becomes, [`gateway`] the rmcp server and the downstream client, and
 //! [`http`] the streamable HTTP endpoint behind API keys, and [`serve_stdio`] and
 //! [`serve_http`] the whole gateway.
 
@@ -14,7 +14,6 @@
 pub mod call;
 pub mod gateway;
 pub mod http;
-pub mod tools;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,7 +24,7 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use warrant_engine::Engine;
 
 pub use gateway::{Downstream, Gateway, GatewayConfig, Swept, SweptEffect, ToolMatch, match_tools};
-pub use tools::{ToolDef, ToolFormat};
+pub use warrant_core::tools::{ToolDef, ToolFormat};
 
 /// What stops the gateway.
 #[derive(Debug, thiserror::Error)]

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use warrant_core::reason::ReasonCode;
 use warrant_core::report;
+use warrant_core::tools::{self, ToolFormat};
 use warrant_engine::{EngineError, OutcomeReply, OutcomeRow, Submitted, TurnResult};
 use warrant_store::RecordConflict;
 
@@ -40,6 +41,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
     ("POST", "/v1/render"),
+    ("GET", "/v1/tools"),
     ("GET", "/v1/records/{table}/{key}"),
     ("PUT", "/v1/records/{table}/{key}"),
     ("DELETE", "/v1/records/{table}/{key}"),
@@ -67,6 +69,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
         ("POST", "/v1/render") => post(post_render),
+        ("GET", "/v1/tools") => get(get_tools),
         ("GET", "/v1/records/{table}/{key}") => get(crate::records::get_record),
         ("PUT", "/v1/records/{table}/{key}") => put(crate::records::put_record),
         ("DELETE", "/v1/records/{table}/{key}") => delete(crate::records::delete_record),
@@ -503,6 +506,28 @@ fn json_answer(status: StatusCode, json: Result<Vec<u8>, serde_json::Error>) -> 
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ReasonCode::Internal, None, e.to_string()).into_response()
         }
     }
+}
+
+/// `GET /v1/tools?format=openai|anthropic|mcp`: the contract's operations as tool definitions,
+/// the JSON `warrant tools --format FORMAT` prints for the contract the service runs (`mcp`
+/// unless asked). Like the MCP gateway's `tools/list`, the list is the contract's, the same for
+/// every actor: what an actor may do is decided when a call is proposed.
+async fn get_tools(
+    State(state): State<AppState>,
+    Tenant(_): Tenant,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let pairs = query_pairs(query, &["format"])?;
+    let name = query_value::<String>(&pairs, "format", "a format")?.unwrap_or_else(|| "mcp".to_owned());
+    let format = ToolFormat::parse(&name).ok_or_else(|| {
+        ApiError::bad(
+            ReasonCode::InvalidInput,
+            Some("format"),
+            format!("`format` is `{name}`: give openai, anthropic or mcp"),
+        )
+    })?;
+    let definitions = tools::definitions(state.inner.pools.contract());
+    Ok(axum::Json(tools::render(&definitions, format)).into_response())
 }
 
 /// A JSON document already written, as a 200 response.

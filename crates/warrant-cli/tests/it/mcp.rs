@@ -132,7 +132,7 @@ fn outcomes(bench: &Bench) -> Vec<(String, Option<String>)> {
 /// The contract's writes: the tools that change records.
 fn writes() -> Vec<String> {
     let setup = Engine::builder().contract_file(root().join("examples/retail/contract.toml")).prepare().unwrap();
-    let defs = warrant_mcp::tools::definitions(setup.contract());
+    let defs = warrant_core::tools::definitions(setup.contract());
     defs.into_iter().filter(|d| !d.read_only).map(|d| d.name).collect()
 }
 

@@ -1,6 +1,6 @@
 //! The HTTP API through its router (`tower::ServiceExt::oneshot`) and over a real socket: the
-//! routes against the OpenAPI document, the JSON errors, tenant isolation, the review page in
-//! headless Chromium.
+//! routes against the OpenAPI document, the JSON errors, tenant isolation, the tool definitions,
+//! the review page in headless Chromium.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod api;
@@ -14,6 +14,7 @@ mod outcomes;
 mod pool;
 mod records;
 mod review;
+mod tools;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

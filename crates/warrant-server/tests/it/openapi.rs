@@ -358,6 +358,18 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     let (status, _) = c.refused(&app, render, Some(k), Some(r#"{"text":"a","kind":"user"}"#)).await;
     assert_eq!(status, 400);
 
+    // The tool definitions in each format, the default one, a format that is not one.
+    for format in ["openai", "anthropic", "mcp"] {
+        let uri = format!("/v1/tools?format={format}");
+        let (status, listed) = c.json(&app, ("GET", "/v1/tools", uri.as_str()), k, None).await;
+        let tools = if format == "mcp" { &listed["tools"] } else { &listed };
+        assert_eq!((status, tools.as_array().map(|t| !t.is_empty())), (200, Some(true)), "{format}: {listed}");
+    }
+    let (_, default) = c.json(&app, ("GET", "/v1/tools", "/v1/tools"), k, None).await;
+    assert!(default["tools"].is_array(), "{default}");
+    let (status, _) = c.refused(&app, ("GET", "/v1/tools", "/v1/tools?format=gemini"), Some(k), None).await;
+    assert_eq!(status, 400);
+
     let record_uri = "/v1/records/order/%23W6247578";
     let (status, record) = c.json(&app, ("GET", "/v1/records/{table}/{key}", record_uri), k, None).await;
     assert_eq!((status, &record["value"]["status"]), (200, &json!("cancelled")), "{record}");

@@ -1,12 +1,12 @@
 //! Tool definitions from the contract: the operations an agent may propose as tool calls (their
 //! `from` names the contract's act kind), each with a JSON Schema of its arguments made from
 //! their kinds. The same definitions are printed for function calling (`warrant tools --format
-//! openai|anthropic|mcp`) and listed by the gateway's `tools/list`, so what a model is offered
-//! is what the contract checks. Pure: no IO.
+//! openai|anthropic|mcp`) and listed by the MCP gateway's `tools/list` and handed out by the Python
+//! `Gate.tools`, so what a model is offered is what the contract checks. Pure: no IO.
 
+use crate::Contract;
+use crate::operation::{Arg, ArgKind, Operation};
 use serde_json::{Map, Value, json};
-use warrant_core::Contract;
-use warrant_core::operation::{Arg, ArgKind, Operation};
 
 /// The three shapes of a tool list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,7 +210,7 @@ pub fn render(defs: &[ToolDef], format: ToolFormat) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warrant_core::contract::ContractFiles;
+    use crate::contract::ContractFiles;
 
     const CONTRACT: &str = r#"
 [sources]
