@@ -9,6 +9,7 @@
 pub mod args;
 pub mod change;
 pub mod check;
+pub mod confirm;
 pub mod contract;
 #[cfg(feature = "corpus")]
 pub mod corpus;

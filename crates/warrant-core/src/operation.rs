@@ -10,6 +10,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use crate::check::ModelTask;
+use crate::confirm::ConfirmCopy;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::expressions::{self, CelValue, NamedExpressions, OpShapes, Root, ValueType};
 use crate::records::Table;
@@ -25,6 +26,9 @@ pub struct Operation {
     pub from: KindSet,
     /// Whether it needs the user's confirmation before it commits.
     pub consequential: bool,
+    /// The copy a held act is put to the user with (`confirm`), its placeholders the act's
+    /// exact argument values; only a consequential operation has one.
+    pub confirm: Option<ConfirmCopy>,
     /// The argument whose record is the Cedar resource; `None` means the actor's record.
     pub resource: Option<String>,
     /// Arguments in declaration order.
@@ -468,6 +472,7 @@ pub(crate) struct RawOperation {
     from: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     consequential: bool,
+    confirm: Option<Spanned<String>>,
     resource: Option<Spanned<String>>,
     #[serde(default)]
     args: BTreeMap<String, Spanned<RawArg>>,
@@ -637,10 +642,12 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         }
         let from = operation_kinds(scope, raw_op)?;
         let args = compile_args(scope, raw_op)?;
+        let confirm = compile_confirm(scope, raw_op, &args)?;
         let mut op = Operation {
             name: name.clone(),
             from,
             consequential: raw_op.consequential,
+            confirm,
             resource: None,
             args,
             derive: Vec::new(),
@@ -674,6 +681,25 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// The confirmation copy (`confirm`): on a consequential operation only, each placeholder one
+/// of its arguments; an error is placed at the copy.
+fn compile_confirm(
+    scope: &Scope<'_>,
+    raw_op: &RawOperation,
+    args: &[Arg],
+) -> Result<Option<ConfirmCopy>, ContractError> {
+    let Some(copy) = &raw_op.confirm else { return Ok(None) };
+    let bad = |message: String| {
+        let op = raw_op.name.get_ref().clone();
+        scope.at.error(copy.span().start, ContractErrorKind::BadOperation { op, message })
+    };
+    if !raw_op.consequential {
+        return Err(bad("`confirm` is the copy of a held act: it needs `consequential = true`".into()));
+    }
+    let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+    ConfirmCopy::parse(copy.get_ref(), &names).map(Some).map_err(bad)
 }
 
 /// A derived quantity: `expr` in the arithmetic of [`Expr`], or `cel` with its `type`.

@@ -76,7 +76,7 @@ async fn downstream(log: &std::path::Path) -> rmcp::service::RunningService<Role
             .arg(root().join("examples/retail/data"))
             .env("RETAIL_DOWNSTREAM_LOG", log);
     });
-    Downstream.serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
+    Downstream::default().serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
 }
 
 /// Milliseconds of each of `n` calls of `name` with `arguments` through `peer`.

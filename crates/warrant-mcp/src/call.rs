@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 use warrant_core::ReasonCode;
+use warrant_core::confirm;
 use warrant_core::id::derive_id;
 use warrant_core::operation::{ArgKind, Operation};
 use warrant_core::pointer;
@@ -44,27 +45,56 @@ pub fn answer_key(turn: &str) -> String {
     format!("{turn}.answer")
 }
 
-/// The names of `op`'s `text` arguments, which hold the user's words.
-pub fn text_args(op: &Operation) -> Vec<&str> {
-    op.args.iter().filter(|a| matches!(a.kind, ArgKind::Text { .. })).map(|a| a.name.as_str()).collect()
+/// An argument whose value the user, not the model, gives: a `text` argument's words, or the
+/// id of an `enum` the user must have said (`evidence`), picked from its closed `values`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked<'o> {
+    /// The argument's name.
+    pub name: &'o str,
+    /// The enum's closed values; `None` for words the user types.
+    pub values: Option<&'o [String]>,
+}
+
+/// The arguments of `op` that are asked of the user, in declaration order.
+pub fn asked_args(op: &Operation) -> Vec<Asked<'_>> {
+    op.args
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ArgKind::Text { .. } => Some(Asked { name: &a.name, values: None }),
+            ArgKind::Enum { values, evidence: true } => Some(Asked { name: &a.name, values: Some(values.as_slice()) }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the user gave for one asked argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserValue {
+    /// The argument's name.
+    pub name: String,
+    /// What the user typed, confirmed or picked.
+    pub text: String,
+    /// Whether it is an enum's id (the argument then carries it beside the pointer).
+    pub choice: bool,
 }
 
 /// The turn request of a call: its arguments as the act. `user_words` holds the value the user
-/// gave (or confirmed) for each text argument: they become the turn's user entry, and the
-/// argument a pointer to their words. A text argument the user did not give stays the
-/// model's plain value, which the engine does not take as the user's words.
+/// gave (or confirmed, or picked) for each asked argument: they become the turn's user entry,
+/// and the argument a pointer to their words (an enum's id beside it, under `value`). An
+/// argument the user did not give stays the model's plain value, which the engine does not
+/// take as the user's words.
 pub fn act_request(
     frame: &TurnFrame,
     turn: &str,
     at: &str,
     op: &str,
     args: &Map<String, Value>,
-    user_words: &[(String, String)],
+    user_words: &[UserValue],
 ) -> Value {
     let mut args = args.clone();
     let mut message = String::new();
     let mut words = 0;
-    for (name, text) in user_words {
+    for UserValue { name, text, choice } in user_words {
         if text.is_empty() {
             args.insert(name.clone(), Value::String(String::new()));
             continue;
@@ -75,7 +105,11 @@ pub fn act_request(
         message.push_str(text);
         let from = words + 1;
         words += pointer::numbered(text).len();
-        args.insert(name.clone(), json!({"ptr": [from, words], "copy": text}));
+        let mut value = json!({"ptr": [from, words], "copy": text});
+        if *choice {
+            value["value"] = json!(text);
+        }
+        args.insert(name.clone(), value);
     }
     let mut request = frame_request(frame, turn, at);
     if !message.is_empty() {
@@ -142,18 +176,18 @@ pub fn gateway_refusal(code: ReasonCode, field: &str, detail: &str) -> String {
     format!("warrant: refused; {} (field `{field}`): {detail}", code.as_str())
 }
 
-/// The confirmation copy of a held act: the operation and its exact arguments, one per line.
-pub fn confirmation_copy(op: &str, args: &Map<String, Value>) -> String {
-    let mut copy = format!("Confirm `{op}` with exactly these arguments?");
-    for (name, value) in args {
-        let shown = match value {
-            Value::String(s) => s.clone(),
-            Value::Object(map) if map.contains_key("copy") => {
-                map.get("copy").and_then(Value::as_str).unwrap_or_default().to_owned()
-            }
-            other => other.to_string(),
-        };
-        copy.push_str(&format!("\n- {name}: {shown}"));
+/// What a held act is put to the user with: the operation's confirmation copy (`confirm`)
+/// rendered with the act's exact arguments, or a line naming the operation where it has none;
+/// then each argument the act carries with its exact value, in declaration order.
+pub fn confirmation_copy(op: &Operation, args: &Map<String, Value>) -> String {
+    let mut copy = match &op.confirm {
+        Some(confirm) => confirm.render(args),
+        None => format!("Confirm `{}` with exactly these arguments?", op.name),
+    };
+    for arg in &op.args {
+        if let Some(value) = args.get(&arg.name) {
+            copy.push_str(&format!("\n- {}: {}", arg.name, confirm::shown(value)));
+        }
     }
     copy
 }
@@ -177,9 +211,18 @@ mod tests {
         let Value::Object(args) = json!({"order_id": "#W1", "address1": "model says", "address2": "x"}) else {
             panic!("an object")
         };
-        let words = vec![("address1".to_owned(), "12 Oak Lane".to_owned()), ("address2".to_owned(), String::new())];
+        let given = |name: &str, text: &str, choice| UserValue { name: name.into(), text: text.into(), choice };
+        let words = vec![
+            given("address1", "12 Oak Lane", false),
+            given("address2", "", false),
+            given("why", "by mistake", true),
+        ];
         let request = act_request(&frame(), "k1", "2026-12-01T00:00:00Z", "modify", &args, &words);
-        assert_eq!(request["entries"], json!([{"kind": "user", "text": "12 Oak Lane"}]));
+        assert_eq!(request["entries"], json!([{"kind": "user", "text": "12 Oak Lane | by mistake"}]));
+        assert_eq!(
+            request["acts"][0]["args"]["why"],
+            json!({"ptr": [4, 5], "copy": "by mistake", "value": "by mistake"})
+        );
         assert_eq!(request["acts"][0]["args"]["address1"], json!({"ptr": [1, 3], "copy": "12 Oak Lane"}));
         assert_eq!(request["acts"][0]["args"]["address2"], json!(""));
         assert_eq!(request["acts"][0]["args"]["order_id"], json!("#W1"));

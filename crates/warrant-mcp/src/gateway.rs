@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -12,9 +12,10 @@ use rmcp::model::{
     PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{ElicitationMode, Peer, RequestContext};
+use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
 use warrant_core::ReasonCode;
 use warrant_core::operation::Operation;
 use warrant_core::turn::{EffectOut, TurnResponse, Verdict};
@@ -75,14 +76,29 @@ pub fn match_tools(defs: Vec<ToolDef>, downstream: &[String]) -> ToolMatch {
     found
 }
 
-/// The downstream connection's client side: no capabilities, protocol pinned.
+/// The downstream connection's client side: no capabilities, protocol pinned. A
+/// `notifications/tools/list_changed` from the downstream is passed on to whoever waits on
+/// [`Downstream::changes`] (the gateway, [`Gateway::follow`]).
 #[derive(Debug, Clone, Default)]
-pub struct Downstream;
+pub struct Downstream {
+    changed: Arc<Notify>,
+}
+
+impl Downstream {
+    /// Notified each time the downstream says its tool list changed.
+    pub fn changes(&self) -> Arc<Notify> {
+        Arc::clone(&self.changed)
+    }
+}
 
 impl ClientHandler for Downstream {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("warrant", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
     }
 }
 
@@ -101,8 +117,13 @@ impl std::fmt::Debug for Gateway {
 struct Inner {
     engine: Arc<Mutex<Engine<AnyStore>>>,
     downstream: Peer<RoleClient>,
-    offered: Vec<ToolDef>,
+    /// The contract's tool definitions, matched again when the downstream's list changes.
+    declared: Vec<ToolDef>,
+    /// Those the downstream offers too, as last listed.
+    offered: RwLock<Vec<ToolDef>>,
     operations: BTreeMap<String, Operation>,
+    /// The clients that initialized a session, told when the offered tools change.
+    clients: Mutex<Vec<Peer<RoleServer>>>,
     config: GatewayConfig,
 }
 
@@ -128,8 +149,67 @@ impl Gateway {
         config: GatewayConfig,
     ) -> Gateway {
         let operations = engine.contract().operations().iter().map(|op| (op.name.clone(), op.clone())).collect();
-        let inner = Inner { engine: Arc::new(Mutex::new(engine)), downstream, offered, operations, config };
+        let declared = contract_tools(&engine);
+        let inner = Inner {
+            engine: Arc::new(Mutex::new(engine)),
+            downstream,
+            declared,
+            offered: RwLock::new(offered),
+            operations,
+            clients: Mutex::default(),
+            config,
+        };
         Gateway { inner: Arc::new(inner) }
+    }
+
+    /// The tools offered now.
+    pub fn offered(&self) -> Vec<ToolDef> {
+        self.inner.offered.read().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    fn offers(&self, name: &str) -> bool {
+        self.inner.offered.read().is_ok_and(|o| o.iter().any(|d| d.name == name))
+    }
+
+    /// Follows the downstream's tool list: each time `changes` is notified (the downstream sent
+    /// `notifications/tools/list_changed`), [`Gateway::relist`].
+    pub fn follow(&self, changes: Arc<Notify>) {
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            loop {
+                changes.notified().await;
+                match gateway.relist().await {
+                    Ok(found) => crate::report(&found),
+                    Err(e) => eprintln!("warrant mcp: the downstream's tools could not be listed again: {e}"),
+                }
+            }
+        });
+    }
+
+    /// Lists the downstream's tools again and matches them with the contract's, as at start: an
+    /// operation the downstream no longer offers is no longer listed and a call to it is
+    /// refused; one it offers again is listed again. Every client that initialized a session is
+    /// then sent `notifications/tools/list_changed`.
+    pub async fn relist(&self) -> Result<ToolMatch, String> {
+        let listed = self.inner.downstream.list_all_tools().await.map_err(|e| e.to_string())?;
+        let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+        let found = match_tools(self.inner.declared.clone(), &names);
+        if let Ok(mut offered) = self.inner.offered.write() {
+            offered.clone_from(&found.offered);
+        }
+        let clients = match self.inner.clients.lock() {
+            Ok(mut clients) => {
+                clients.retain(|c| !c.is_transport_closed());
+                clients.clone()
+            }
+            Err(_) => Vec::new(),
+        };
+        for client in clients {
+            if let Err(e) = client.notify_tool_list_changed().await {
+                tracing::warn!(error = %e, "a client was not told that the tools changed");
+            }
+        }
+        Ok(found)
     }
 
     fn frame(&self, who: &Who) -> TurnFrame {
@@ -225,21 +305,19 @@ impl Gateway {
             rmcp::model::NumberOrString::String(s) => format!("\"{s}\""),
         };
         let key = call::turn_key(&who.conversation, &id);
-        let Some(op) =
-            self.inner.offered.iter().any(|d| d.name == name).then(|| self.inner.operations.get(name)).flatten()
-        else {
+        let Some(op) = self.offers(name).then(|| self.inner.operations.get(name)).flatten() else {
             let detail = format!("`{name}` is not an operation the contract offers through this gateway");
             return refusal(call::gateway_refusal(ReasonCode::UnknownOperation, "name", &detail));
         };
         let elicit = cx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-        let texts = call::text_args(op);
+        let asked = call::asked_args(op);
         let mut user_words = Vec::new();
-        if !texts.is_empty() && elicit {
-            match self.ask_for_words(op, &texts, &args, cx).await {
+        if !asked.is_empty() && elicit {
+            match self.ask_for_words(op, &asked, &args, cx).await {
                 Ok(Some(words)) => user_words = words,
                 Ok(None) => {
                     let detail = "the user did not give the words";
-                    let field = texts.first().copied().unwrap_or_default();
+                    let field = asked.first().map(|a| a.name).unwrap_or_default();
                     return refusal(call::gateway_refusal(ReasonCode::DeclinedByUser, field, detail));
                 }
                 Err(e) => return refusal(e),
@@ -262,34 +340,43 @@ impl Gateway {
         }
     }
 
-    /// Asks the user for each text argument, the model's value offered as the default.
+    /// Asks the user for each asked argument: a text argument's words, the model's value
+    /// offered as the default; an enum's id from its closed values, the model's offered as the
+    /// default only when it is one of them.
     async fn ask_for_words(
         &self,
         op: &Operation,
-        texts: &[&str],
+        asked: &[call::Asked<'_>],
         args: &Map<String, Value>,
         cx: &RequestContext<RoleServer>,
-    ) -> Result<Option<Vec<(String, String)>>, String> {
+    ) -> Result<Option<Vec<call::UserValue>>, String> {
         let mut properties = Map::new();
-        for name in texts {
+        for call::Asked { name, values } in asked {
             let mut field = Map::new();
             field.insert("type".into(), json!("string"));
             field.insert("title".into(), json!(name));
-            if let Some(Value::String(model)) = args.get(*name) {
+            let model = args.get(*name).and_then(Value::as_str);
+            if let Some(values) = values {
+                field.insert("enum".into(), json!(values));
+            }
+            if let Some(model) = model.filter(|m| values.is_none_or(|v| v.iter().any(|x| x == m))) {
                 field.insert("default".into(), json!(model));
             }
             properties.insert((*name).to_owned(), Value::Object(field));
         }
-        let Value::Object(schema) = json!({"type": "object", "properties": properties, "required": texts}) else {
+        let names: Vec<&str> = asked.iter().map(|a| a.name).collect();
+        let Value::Object(schema) = json!({"type": "object", "properties": properties, "required": names}) else {
             return Err("warrant: the form did not build".into());
         };
-        let message = format!("`{}` takes these from your own words: type or confirm each.", op.name);
+        let message =
+            format!("`{}` takes these from you, not from the assistant: type, pick or confirm each.", op.name);
         let Some(content) = self.elicit(message, schema, cx).await? else { return Ok(None) };
-        let words = texts
+        let words = asked
             .iter()
-            .map(|name| {
-                let given = content.get(*name).and_then(Value::as_str).unwrap_or_default();
-                ((*name).to_owned(), given.to_owned())
+            .map(|a| call::UserValue {
+                name: a.name.to_owned(),
+                text: content.get(a.name).and_then(Value::as_str).unwrap_or_default().to_owned(),
+                choice: a.values.is_some(),
             })
             .collect();
         Ok(Some(words))
@@ -330,7 +417,10 @@ impl Gateway {
         let Some(interaction) = held.interactions.first() else {
             return refusal("warrant: held without an interaction".into());
         };
-        let copy = call::confirmation_copy(&interaction.op, &interaction.args);
+        let Some(op) = self.inner.operations.get(&interaction.op) else {
+            return refusal(format!("warrant: held `{}`, which the contract does not declare", interaction.op));
+        };
+        let copy = call::confirmation_copy(op, &interaction.args);
         let Value::Object(schema) = json!({
             "type": "object",
             "properties": {"decision": {"type": "string", "title": "Decision", "enum": interaction.options}},
@@ -378,6 +468,13 @@ impl Gateway {
         };
         match self.forward_once(effect).await {
             Ok(Forward::Performed { result, .. }) => Ending::Result(result),
+            Ok(Forward::Withdrawn) => {
+                let text = format!(
+                    "warrant: `{}` committed (effect `{}`), but the downstream no longer offers it: not forwarded; a gateway started when it is offered again forwards it once",
+                    effect.op, effect.id
+                );
+                refusal(text)
+            }
             Ok(Forward::Before(outcome)) => {
                 let text = format!("warrant: `{}` was performed before (effect `{}`: {outcome})", effect.op, effect.id);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -397,6 +494,9 @@ impl Gateway {
     async fn forward_once(&self, effect: &EffectOut) -> Result<Forward, String> {
         #[cfg(feature = "failpoints")]
         failpoint("before_claim");
+        if !self.offers(&effect.op) {
+            return Ok(Forward::Withdrawn);
+        }
         if let Some(outcome) = self.settle(effect.id.clone(), "unknown").await? {
             return Ok(Forward::Before(outcome));
         }
@@ -449,13 +549,17 @@ impl Gateway {
                 swept.unknown.push(SweptEffect { id: effect.id, op: effect.op, outcome: "unknown".into() });
                 continue;
             }
-            if !self.inner.offered.iter().any(|d| d.name == effect.op) {
+            if !self.offers(&effect.op) {
                 swept.not_offered.push(SweptEffect { id: effect.id, op: effect.op, outcome: String::new() });
                 continue;
             }
             let outcome = match self.forward_once(&effect).await? {
                 Forward::Performed { outcome, .. } => outcome.to_owned(),
                 Forward::Before(outcome) => outcome,
+                Forward::Withdrawn => {
+                    swept.not_offered.push(SweptEffect { id: effect.id, op: effect.op, outcome: String::new() });
+                    continue;
+                }
             };
             swept.forwarded.push(SweptEffect { id: effect.id, op: effect.op, outcome });
         }
@@ -510,6 +614,8 @@ enum Forward {
     },
     /// Not forwarded: the outcome recorded before.
     Before(String),
+    /// Not forwarded, nor claimed: the downstream no longer offers the operation.
+    Withdrawn,
 }
 
 /// One effect the start-up sweep found.
@@ -555,7 +661,7 @@ fn now() -> String {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("warrant", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Every tool call is a turn through warrant: checked by the contract, held for the user's confirmation where the contract says so, and performed once.",
@@ -572,7 +678,13 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.offered.iter().map(mcp_tool).collect()))
+        Ok(ListToolsResult::with_all_items(self.offered().iter().map(mcp_tool).collect()))
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        if let Ok(mut clients) = self.inner.clients.lock() {
+            clients.push(cx.peer);
+        }
     }
 
     async fn call_tool(

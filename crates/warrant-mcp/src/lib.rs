@@ -91,13 +91,18 @@ pub fn new_session_id() -> Result<String, McpError> {
 
 /// The engine, the downstream started and listed, the start-up report on stderr.
 async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
-    let engine = Engine::builder().contract_file(&options.contract).open(&options.store)?;
+    // Off the runtime: a model endpoint's blocking client may not be made (or dropped) on it.
+    let (contract, store) = (options.contract.clone(), options.store.clone());
+    let engine = tokio::task::spawn_blocking(move || Engine::builder().contract_file(contract).open(&store))
+        .await
+        .map_err(|e| McpError::Upstream(e.to_string()))??;
     let downstream = connect(&options.downstream).await?;
     let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
     let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
     let found = match_tools(gateway::contract_tools(&engine), &names);
     report(&found);
     let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
+    gateway.follow(downstream.service().changes());
     let swept = gateway.sweep().await.map_err(McpError::Downstream)?;
     report_swept(&swept);
     Ok((gateway, downstream))
@@ -118,7 +123,7 @@ async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
                 .stderr(std::process::Stdio::inherit())
                 .spawn()
                 .map_err(|e| McpError::Downstream(format!("`{program}`: {e}")))?;
-            Downstream.serve(transport).await.map_err(|e| failed(&e))
+            Downstream::default().serve(transport).await.map_err(|e| failed(&e))
         }
         DownstreamAt::Url(url) => {
             // reqwest is built without a crypto provider of its own: ring, as the model client.
@@ -128,7 +133,7 @@ async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
                 config = config.auth_header(token);
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            Downstream.serve(transport).await.map_err(|e| McpError::Downstream(format!("`{url}`: {e}")))
+            Downstream::default().serve(transport).await.map_err(|e| McpError::Downstream(format!("`{url}`: {e}")))
         }
     }
 }
@@ -209,8 +214,9 @@ fn report_swept(swept: &Swept) {
     }
 }
 
-/// The start-up report, on standard error.
-fn report(found: &ToolMatch) {
+/// The report of the tools matched, at start and whenever the downstream's list changes, on
+/// standard error.
+pub(crate) fn report(found: &ToolMatch) {
     let names = |defs: &[ToolDef]| defs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
     eprintln!("warrant mcp: offering {} tools: {}", found.offered.len(), names(&found.offered));
     for name in &found.missing_downstream {

@@ -31,11 +31,34 @@ struct Bench {
     dir: tempfile::TempDir,
     /// The downstream's URL, when it serves streamable HTTP instead of being the gateway's child.
     url: Option<String>,
+    /// The contract the gateway is started with: the retail example's, or a variant of it.
+    contract: PathBuf,
 }
 
 impl Bench {
     fn new() -> Bench {
-        Bench { dir: tempfile::tempdir().unwrap(), url: None }
+        let contract = root().join("examples/retail/contract.toml");
+        Bench { dir: tempfile::tempdir().unwrap(), url: None, contract }
+    }
+
+    /// A bench whose gateway runs the retail contract with `edits` made to its text (each
+    /// `(from, to)` found exactly once), beside links to the retail policies and data.
+    fn variant(edits: &[(&str, &str)]) -> Bench {
+        let mut bench = Bench::new();
+        let retail = root().join("examples/retail");
+        let mut text = std::fs::read_to_string(retail.join("contract.toml")).unwrap();
+        for (from, to) in edits {
+            assert_eq!(text.matches(from).count(), 1, "`{from}` is in the retail contract once");
+            text = text.replacen(from, to, 1);
+        }
+        let folder = bench.dir.path().join("contract");
+        std::fs::create_dir(&folder).unwrap();
+        for linked in ["data", "policies.cedar"] {
+            std::os::unix::fs::symlink(retail.join(linked), folder.join(linked)).unwrap();
+        }
+        bench.contract = folder.join("contract.toml");
+        std::fs::write(&bench.contract, text).unwrap();
+        bench
     }
 
     fn store(&self) -> String {
@@ -72,7 +95,7 @@ impl Bench {
             env!("CARGO_BIN_EXE_warrant").to_owned(),
             "mcp".into(),
             "--contract".into(),
-            retail.join("contract.toml").display().to_string(),
+            self.contract.display().to_string(),
             "--store".into(),
             self.store(),
             "--actor".into(),
@@ -118,8 +141,7 @@ fn call(name: &str, arguments: &Value) -> Value {
 
 /// Every effect the store holds, with its outcome.
 fn outcomes(bench: &Bench) -> Vec<(String, Option<String>)> {
-    let contract = root().join("examples/retail/contract.toml");
-    let mut engine = Engine::builder().contract_file(contract).open(&bench.store()).unwrap();
+    let mut engine = Engine::builder().contract_file(&bench.contract).open(&bench.store()).unwrap();
     let mut found = Vec::new();
     for turn in engine.turns(0, 10_000).unwrap() {
         for view in engine.turn_effects(&turn.conversation, &turn.turn).unwrap() {
@@ -553,4 +575,136 @@ fn a_call_the_client_cancels_while_the_user_is_asked_commits_nothing() {
     assert!(bench.performed().is_empty(), "a cancelled call is never forwarded");
     let read = vec![("get_order_details".to_owned(), Some("done".to_owned()))];
     assert_eq!(outcomes(&bench), read, "the cancelled write committed nothing");
+}
+
+/// The retail contract's cancellation and address change with a confirmation copy each.
+const COPIES: [(&str, &str); 2] = [
+    (
+        "name = \"cancel_pending_order\"\nfrom = [\"tool_call\"]\nconsequential = true\n",
+        "name = \"cancel_pending_order\"\nfrom = [\"tool_call\"]\nconsequential = true\nconfirm = \"Cancel order {order_id} ({reason})? Its payment is refunded.\"\n",
+    ),
+    (
+        "name = \"modify_pending_order_address\"\nfrom = [\"tool_call\"]\nconsequential = true\n",
+        "name = \"modify_pending_order_address\"\nfrom = [\"tool_call\"]\nconsequential = true\nconfirm = \"Ship order {order_id} to {address1}, {address2}, {city}, {state} {zip}, {country}?\"\n",
+    ),
+];
+
+/// The elicitation messages of one session's confirmations, in order.
+fn confirmations(out: &Value) -> Vec<String> {
+    let forms = out["elicitations"].as_array().unwrap();
+    forms.iter().filter(|e| e["fields"] == json!(["decision"])).map(|e| e["message"].as_str().unwrap().into()).collect()
+}
+
+#[test]
+fn a_held_act_is_put_to_the_user_with_the_contract_s_copy_and_the_exact_arguments() {
+    let bench = Bench::variant(&COPIES);
+    let calls = vec![new_address("123 Elm Street"), cancel(PENDING, "no longer needed")];
+    let plan = bench.session(FATIMA, Some("confirm"), json!({"address1": "77 Birch Road"}), calls);
+    let out = &run_client(bench.dir.path(), &[plan])[0];
+    assert!(texts(out).iter().all(|(is_error, text)| !is_error && text.ends_with(": performed")), "{out}");
+    // What the user typed, not what the model sent, in the copy.
+    let address = "Ship order #W8665881 to 77 Birch Road, Suite 641, Austin, TX 78712, USA?\n\
+        - address1: 77 Birch Road\n- address2: Suite 641\n- city: Austin\n- country: USA\n\
+        - order_id: #W8665881\n- state: TX\n- zip: 78712";
+    let cancelled = "Cancel order #W5199551 (no longer needed)? Its payment is refunded.\n\
+        - order_id: #W5199551\n- reason: no longer needed";
+    assert_eq!(confirmations(out), [address, cancelled]);
+    let performed = bench.performed();
+    assert_eq!(performed.len(), 2);
+    assert_eq!(performed[0]["arguments"]["address1"], "77 Birch Road", "the value shown is the value sent");
+}
+
+/// The retail contract with the cancellation's reason an enum the user must have said.
+const STATED_REASON: [(&str, &str); 1] = [(
+    "args.reason = { kind = \"enum\", values = [\"no longer needed\", \"ordered by mistake\"] }",
+    "args.reason = { kind = \"enum\", values = [\"no longer needed\", \"ordered by mistake\"], evidence = true }",
+)];
+
+#[test]
+fn an_enum_the_user_must_have_said_is_picked_by_the_user_from_its_closed_values() {
+    let mut edits = STATED_REASON.to_vec();
+    edits.extend(COPIES);
+    let model_said = cancel(PENDING, "no longer needed");
+    let picked = json!({"reason": "ordered by mistake"});
+
+    // With a model to check the user's words: the user's pick, not the model's, is what is
+    // checked, confirmed and performed.
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = std::sync::Arc::clone(&asked);
+    let base = crate::serve::model_endpoint_with(move |request| seen.lock().unwrap().push(request.clone()));
+    let bench = Bench::variant(&edits);
+    let model =
+        [("WARRANT_MODEL_BASE_URL", base.as_str()), ("WARRANT_MODEL", "smollm2"), ("WARRANT_MODEL_KEY", "sk-x")];
+    let plan = bench.session_with(FATIMA, Some("confirm"), picked.clone(), vec![model_said.clone()], &model, None);
+    let out = &run_client(bench.dir.path(), &[plan])[0];
+    let (is_error, text) = &texts(out)[0];
+    assert!(!is_error && text.ends_with(": performed"), "{text}");
+    let form = &out["elicitations"][0];
+    assert_eq!(form["fields"], json!(["reason"]), "{out}");
+    assert_eq!(form["schema"]["reason"]["enum"], json!(["no longer needed", "ordered by mistake"]), "{out}");
+    assert_eq!(form["schema"]["reason"]["default"], "no longer needed", "the model's value, only offered");
+    assert_eq!(
+        confirmations(out),
+        [
+            "Cancel order #W5199551 (ordered by mistake)? Its payment is refunded.\n- order_id: #W5199551\n- reason: ordered by mistake"
+        ]
+    );
+    assert_eq!(bench.performed()[0]["arguments"]["reason"], "ordered by mistake");
+    let questions = asked.lock().unwrap().clone();
+    assert!(!questions.is_empty(), "the user's words were checked");
+    for question in &questions {
+        assert_eq!(question["response_format"]["json_schema"]["name"], "value_stated", "{question}");
+        let data = question["messages"][1]["content"].as_str().unwrap();
+        assert!(data.contains(r#""value":"ordered by mistake""#), "{data}");
+    }
+
+    // Without a model the user's pick cannot be checked: asked, never forwarded. Without
+    // elicitation there are no words of the user at all: asked, never forwarded.
+    let bench = Bench::variant(&edits);
+    let unchecked = bench.session(FATIMA, Some("confirm"), picked, vec![model_said.clone()]);
+    let unasked = bench.session(FATIMA, None, json!({}), vec![model_said]);
+    let outs = run_client(bench.dir.path(), &[unchecked, unasked]);
+    for out in &outs {
+        let (is_error, text) = &texts(out)[0];
+        assert!(*is_error && text.contains("asked") && text.contains("(field `args.reason`)"), "{text}");
+        assert!(confirmations(out).is_empty(), "{out}");
+    }
+    assert_eq!(outs[0]["elicitations"][0]["fields"], json!(["reason"]));
+    assert!(bench.performed().is_empty(), "an unchecked reason is never forwarded");
+    assert!(outcomes(&bench).is_empty(), "nothing committed");
+}
+
+#[test]
+fn a_downstream_s_changed_tool_list_is_read_again_reported_and_passed_on() {
+    let bench = Bench::new();
+    let products = json_file("products.json");
+    let product = products.as_object().unwrap().keys().next().unwrap().clone();
+    let toggle = json!({"name": "get_product_details", "arguments": {"product_id": product}, "then_list": true});
+    let log = bench.dir.path().join("gateway.log");
+    let calls = vec![toggle.clone(), cancel(PENDING, "no longer needed"), toggle, cancel(PENDING, "no longer needed")];
+    let env = [("RETAIL_DOWNSTREAM_TOGGLE_ON", product.as_str())];
+    let mut plan = bench.session_with(FATIMA, Some("confirm"), json!({}), calls, &env, None);
+    plan["server_log"] = json!(log.display().to_string());
+    let out = &run_client(bench.dir.path(), &[plan])[0];
+    let results = out["results"].as_array().unwrap();
+    let tools = |value: &Value| -> BTreeSet<String> {
+        value.as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect()
+    };
+    let before = tools(&out["tools"]);
+    assert!(before.contains("cancel_pending_order"), "{out}");
+    // Withdrawn downstream: the gateway tells its client, no longer lists it, refuses a call.
+    assert_eq!(results[0]["list_changed"], true, "{out}");
+    let withdrawn = tools(&results[0]["tools_after"]);
+    let mut expected = before.clone();
+    expected.remove("cancel_pending_order");
+    assert_eq!(withdrawn, expected, "the undeclared `wipe_all_orders` is not listed either");
+    assert!(results[1]["is_error"] == true && results[1]["text"].as_str().unwrap().contains("unknown_operation"));
+    // Offered again: listed again, and a call goes through.
+    assert_eq!(results[2]["list_changed"], true, "{out}");
+    assert_eq!(tools(&results[2]["tools_after"]), before);
+    assert!(results[3]["text"].as_str().unwrap().ends_with(": performed"), "{out}");
+    assert_eq!(bench.performed().len(), 1, "only the call made while it was offered");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("operation `cancel_pending_order` is not offered by the downstream: not listed"), "{said}");
+    assert!(said.contains("downstream tool `wipe_all_orders` is not declared by the contract"), "{said}");
 }

@@ -181,6 +181,14 @@ fn postgres_two_servers_given_duplicate_and_conflicting_turns_commit_every_effec
 /// would (`value_stated`: stated; `claims_coverage`: nothing unlisted), and counts what it was
 /// asked, by schema; returns its base URL.
 fn model_endpoint(asked: Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    model_endpoint_with(move |request| {
+        let schema = request["response_format"]["json_schema"]["name"].as_str().unwrap_or("").to_owned();
+        asked.lock().unwrap().push(schema);
+    })
+}
+
+/// [`model_endpoint`], handing each request it is sent to `seen`.
+pub(crate) fn model_endpoint_with(seen: impl Fn(&Value) + Send + 'static) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -206,7 +214,7 @@ fn model_endpoint(asked: Arc<std::sync::Mutex<Vec<String>>>) -> String {
                 "claims_coverage" => r#"{"unlisted_claim":"no"}"#,
                 _ => "not an answer",
             };
-            asked.lock().unwrap().push(schema);
+            seen(&request);
             let reply = json!({"choices": [{"message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 40, "completion_tokens": 9}})
             .to_string();

@@ -11,6 +11,8 @@ other, each:
   "cancel_after": seconds (optional): the user never answers a confirmation, and the client
               cancels each call after this long (a `notifications/cancelled` to the server),
   "server_log": a file the stdio server's standard error is written to (optional)
+A call may hold "then_list": true: after it, the client waits (up to 30 s) for the server's
+`notifications/tools/list_changed` and lists the tools again, into the result's "tools_after".
 Prints a JSON list, one object per session: the protocol version, the tool names listed, every
 elicitation's message and fields, and each call's isError and text; or the error that ended it
 (the gateway killed under it).
@@ -27,12 +29,18 @@ from mcp.client.streamable_http import streamable_http_client
 plans = json.load(open(sys.argv[1]))
 plan = {}
 seen = []
+changed = None  # an anyio.Event per call, made inside the event loop
+
+
+async def on_message(message):
+    if changed is not None and isinstance(message, types.ToolListChangedNotification):
+        changed.set()
 
 
 async def on_elicit(context, params):
     schema = params.requested_schema
     props = schema.get("properties", {}) if isinstance(schema, dict) else schema.model_dump()["properties"]
-    seen.append({"message": params.message, "fields": sorted(props)})
+    seen.append({"message": params.message, "fields": sorted(props), "schema": props})
     if "decision" in props and plan.get("cancel_after") is not None:
         await anyio.sleep(3600)  # the user walks away; the call is cancelled meanwhile
     if "decision" in props:
@@ -44,11 +52,13 @@ async def on_elicit(context, params):
 
 async def session(read, write):
     callback = on_elicit if plan.get("decision") is not None else None
-    async with ClientSession(read, write, elicitation_callback=callback) as s:
+    global changed
+    async with ClientSession(read, write, elicitation_callback=callback, message_handler=on_message) as s:
         init = await s.initialize()
         tools = await s.list_tools()
         results = []
         for call in plan["calls"]:
+            changed = anyio.Event()
             if plan.get("cancel_after") is not None:
                 r = None
                 with anyio.move_on_after(plan["cancel_after"]):
@@ -60,6 +70,11 @@ async def session(read, write):
                 r = await s.call_tool(call["name"], call.get("arguments", {}))
             texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
             results.append({"is_error": bool(r.is_error), "text": "\n".join(texts)})
+            if call.get("then_list"):
+                with anyio.move_on_after(30):
+                    await changed.wait()
+                results[-1]["list_changed"] = changed.is_set()
+                results[-1]["tools_after"] = [t.name for t in (await s.list_tools()).tools]
         offered = init.capabilities.model_dump(exclude_none=True)
         return {"protocol": init.protocol_version, "capabilities": sorted(offered),
                 "tools": [t.name for t in tools.tools], "results": results}
