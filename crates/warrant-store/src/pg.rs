@@ -5,6 +5,7 @@
 //! advisory locks do the rest: one per turn key, so that a duplicate is found before anything
 //! else, and one per schema, taken last, so that sequence numbers follow commit order.
 
+mod history;
 mod ladder;
 mod ledger;
 mod outbox;

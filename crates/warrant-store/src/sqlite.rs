@@ -3,6 +3,7 @@
 //! (`BEGIN IMMEDIATE`), so writers are serialized, sequence numbers follow commit order by
 //! construction, and a writer never fails to upgrade a read lock halfway through.
 
+mod history;
 mod ladder;
 mod ledger;
 mod outbox;
