@@ -516,6 +516,7 @@ impl<'a> Eval<'a> {
                 (None, "today", _) => Value::String(self.clock.today().to_string()),
                 (None, "time_zone", _) => Value::String(self.clock.time_zone.iana_name().unwrap_or("UTC").to_owned()),
                 (None, "ledger", _) => self.ledger_json(work)?,
+                (None, "history", _) => self.history_json(work)?,
                 _ => return Ok(None),
             },
         };
@@ -648,6 +649,31 @@ impl<'a> Eval<'a> {
         }
         entries.extend(work.turn_events.iter().map(entry));
         Ok(Value::Array(entries))
+    }
+
+    /// The history of each row a `record` argument names, as CEL reads it: by argument, the
+    /// row's committed events of every conversation in commit order (then this turn's earlier
+    /// committed acts on it), each as `{"operation", "args", "actor", "at", "conversation",
+    /// "outcome"}` (`outcome` null until one is reported). The events read are facts of the
+    /// decision.
+    fn history_json(&self, work: &mut Workspace<'_>) -> Result<Value, Finding> {
+        let mut by_argument = serde_json::Map::new();
+        for (name, value) in self.args {
+            let Checked::Record(row) = value else { continue };
+            let events = work.row_events(row)?;
+            let entries = events.iter().map(|e| {
+                serde_json::json!({
+                    "operation": e.event.kind,
+                    "args": e.event.payload.get("args").cloned().unwrap_or(Value::Null),
+                    "actor": e.event.payload.get("actor").cloned().unwrap_or(Value::Null),
+                    "at": e.at,
+                    "conversation": e.conversation,
+                    "outcome": e.outcome,
+                })
+            });
+            by_argument.insert(name.clone(), Value::Array(entries.collect()));
+        }
+        Ok(Value::Object(by_argument))
     }
 
     /// Derives every declared quantity of `op`, in order.

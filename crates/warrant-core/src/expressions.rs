@@ -15,8 +15,9 @@ use crate::schema::{Field, Kind};
 
 /// Names every CEL expression may read besides an operation's own: the turn's instant (a
 /// timestamp), its local date (`YYYY-MM-DD`) and its IANA time zone, the actor's row, and the
-/// conversation's ledger (its committed effects).
-pub const TURN_NAMES: [&str; 5] = ["now", "today", "time_zone", "actor", "ledger"];
+/// conversation's ledger (its committed effects), and the history of each row a `record`
+/// argument names (its committed effects in every conversation), by argument.
+pub const TURN_NAMES: [&str; 6] = ["now", "today", "time_zone", "actor", "ledger", "history"];
 
 /// The `key` every row is given as CEL and Cedar see it.
 static KEY: Field = Field { kind: Kind::Text, optional: false };
@@ -212,7 +213,7 @@ pub(crate) fn check_named(
             if !(TURN_NAMES.contains(&name) || named.get(name).is_some() || args.contains(name)) {
                 let message = format!(
                     "`{name}` is not a name: no operation has that argument, and it is no named expression nor one \
-                     of `now`, `today`, `time_zone`, `actor`, `ledger`"
+                     of `now`, `today`, `time_zone`, `actor`, `ledger`, `history`"
                 );
                 return Err(bad_named(at, n.place.offset(used.offset), &n.name, &message));
             }
@@ -367,6 +368,9 @@ impl Shapes for OpShapes<'_> {
             "now" | "today" | "time_zone" => Shape::Scalar,
             "ledger" if fields.is_empty() => Shape::List,
             "ledger" => Shape::Unknown,
+            "history" if fields.is_empty() => Shape::Map,
+            "history" if fields.len() == 1 => Shape::List,
+            "history" => Shape::Unknown,
             _ if self.named.get(root).is_some() => Shape::Unknown,
             _ => Shape::Unbound,
         }

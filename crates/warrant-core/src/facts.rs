@@ -83,6 +83,39 @@ pub trait Facts {
         let _ = conversation;
         Err(FactError(format!("no ledger is served here: events of `{kind}` cannot be read")))
     }
+
+    /// The committed events of `row`, of every conversation, in commit order: those of the
+    /// effects whose steps changed the row or that hold it, for the `history` expressions read.
+    /// A source without a ledger cannot say: it fails closed.
+    fn row_events(&self, row: &RowRef) -> Result<Vec<RowEvent>, FactError> {
+        Err(FactError(format!(
+            "no ledger is served here: the events of row `{}` of `{}` cannot be read",
+            row.key, row.table
+        )))
+    }
+}
+
+/// A committed event of a row, with where and when it was committed and how its effect ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowEvent {
+    /// The event (its kind is the operation's name).
+    pub event: EventRecord,
+    /// The conversation that committed it.
+    pub conversation: String,
+    /// The instant of the turn that committed it (its `at`, RFC 3339).
+    pub at: String,
+    /// Its effect's outcome once one is reported (`done`, `failed`, `unknown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+/// The committed events a decision read of one row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowHistory {
+    /// The row.
+    pub row: RowRef,
+    /// Its committed events, in commit order.
+    pub events: Vec<RowEvent>,
 }
 
 /// A committed fact for the ledger.

@@ -32,7 +32,7 @@ use crate::request::{TurnRequest, ValidRequest};
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
 
-pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowRef};
+pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowEvent, RowHistory, RowRef};
 pub use crate::verdict::{Finding, Reason, Verdict};
 use crate::workspace::{ABSENT_REVISION, Slot};
 pub use crate::workspace::{RowView, Workspace};
@@ -206,6 +206,10 @@ pub struct FactsRead {
     /// is free.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingRead>,
+    /// The committed events of rows that expressions read through `history`, of every
+    /// conversation (the turn's own are not among them: a replay makes those again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<RowHistory>,
 }
 
 /// Everything a turn decided.
@@ -420,6 +424,8 @@ impl<'f> TurnState<'f> {
         for (kind, read) in &work.events {
             facts_read.events.entry(kind.clone()).or_insert_with(|| read.clone());
         }
+        facts_read.history =
+            work.history.iter().map(|(row, events)| RowHistory { row: row.clone(), events: events.clone() }).collect();
         // Only the rows found held: a row not on the record is free to a replay, as it was.
         for (row, effect) in &work.pending {
             if effect.is_some() {
@@ -720,8 +726,17 @@ fn commit(
         payload: json!({"actor": request.actor, "args": checked}),
         effect: Some(id.clone()),
     };
-    // Later acts of the turn read it in the ledger.
+    // Later acts of the turn read it in the ledger, and in the history of each row it changed
+    // or holds.
     state.work.turn_events.push(event.clone());
+    let touched = changed.rows.iter().chain(&changed.holds).cloned().collect();
+    let committed = RowEvent {
+        event: event.clone(),
+        conversation: request.conversation.clone(),
+        at: request.at.clone(),
+        outcome: None,
+    };
+    state.work.turn_history.push((touched, committed));
     state.events.push(event);
     state.response.effects.push(effect.clone());
     state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes, holds: changed.holds });
@@ -1271,6 +1286,7 @@ pub struct RecordedFacts {
     promotions: Vec<PromotionRecord>,
     events: BTreeMap<String, Vec<EventRecord>>,
     pending: BTreeMap<RowRef, Option<String>>,
+    history: BTreeMap<RowRef, Vec<RowEvent>>,
 }
 
 impl RecordedFacts {
@@ -1290,6 +1306,9 @@ impl RecordedFacts {
         facts.events.clone_from(&read.events);
         for read in &read.pending {
             facts.pending.insert(read.row.clone(), read.effect.clone());
+        }
+        for read in &read.history {
+            facts.history.insert(read.row.clone(), read.events.clone());
         }
         facts
     }
@@ -1326,5 +1345,11 @@ impl Facts for RecordedFacts {
             .get(kind)
             .cloned()
             .ok_or_else(|| FactError(format!("events of `{kind}` are not on the replay record")))
+    }
+
+    fn row_events(&self, row: &RowRef) -> Result<Vec<RowEvent>, FactError> {
+        self.history.get(row).cloned().ok_or_else(|| {
+            FactError(format!("the events of row `{}` of `{}` are not on the replay record", row.key, row.table))
+        })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::change::{self, RowChange};
-use crate::facts::{EventRecord, Facts, Interaction, RowRef};
+use crate::facts::{EventRecord, Facts, Interaction, RowEvent, RowRef};
 use crate::reason::ReasonCode;
 use crate::records::Record;
 use crate::verdict::Finding;
@@ -49,6 +49,11 @@ pub struct Workspace<'f> {
     pub(crate) events: BTreeMap<String, Vec<EventRecord>>,
     /// The events of this turn's acts committed so far, in order.
     pub(crate) turn_events: Vec<EventRecord>,
+    /// The committed events of rows read so far (every conversation's), by row.
+    pub(crate) history: BTreeMap<RowRef, Vec<RowEvent>>,
+    /// The events of this turn's acts committed so far, each with the rows its effect changed
+    /// or holds.
+    pub(crate) turn_history: Vec<(Vec<RowRef>, RowEvent)>,
 }
 
 impl std::fmt::Debug for Workspace<'_> {
@@ -69,7 +74,25 @@ impl<'f> Workspace<'f> {
             conversation: String::new(),
             events: BTreeMap::new(),
             turn_events: Vec::new(),
+            history: BTreeMap::new(),
+            turn_history: Vec::new(),
         }
+    }
+
+    /// The committed events of `row` in every conversation, in commit order, read once per
+    /// turn, then this turn's own that changed or hold it. A ledger that cannot be read refuses
+    /// the act.
+    pub(crate) fn row_events(&mut self, row: &RowRef) -> Result<Vec<RowEvent>, Finding> {
+        if !self.history.contains_key(row) {
+            let found = self.facts.row_events(row).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable)
+                    .detail(format!("the events of row `{}` of `{}`: {e}", row.key, row.table))
+            })?;
+            self.history.insert(row.clone(), found);
+        }
+        let mut events = self.history.get(row).cloned().unwrap_or_default();
+        events.extend(self.turn_history.iter().filter(|(rows, _)| rows.contains(row)).map(|(_, e)| e.clone()));
+        Ok(events)
     }
 
     /// The conversation's committed events of `kind`, in commit order, read once per turn. A

@@ -1,12 +1,12 @@
-//! The facts served to the core: stored rows, interactions, promotions and the conversation's
-//! events, read from the store while a decision is made.
+//! The facts served to the core: stored rows, interactions, promotions, the conversation's
+//! events and a row's committed events, read from the store while a decision is made.
 
 use std::cell::RefCell;
 
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::LedgerFacts;
 use warrant_core::records::Record;
-use warrant_core::turn::{EventRecord, FactError, Facts, Interaction, RowRef};
+use warrant_core::turn::{EventRecord, FactError, Facts, Interaction, RowEvent, RowRef};
 use warrant_store::{InteractionState, Store};
 
 use crate::{guards, outbound};
@@ -53,5 +53,24 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
         let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
         let ledger = outbound::StoreLedger { store: RefCell::new(&mut **store), conversation };
         LedgerFacts::events(&ledger, kind)
+    }
+
+    fn row_events(&self, row: &RowRef) -> Result<Vec<RowEvent>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let rows = store.row_events(&row.table, &row.key).map_err(|e| FactError(e.to_string()))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| RowEvent {
+                event: EventRecord {
+                    id: r.event.id,
+                    kind: r.event.kind,
+                    payload: r.event.payload,
+                    effect: r.event.effect,
+                },
+                conversation: r.event.conversation,
+                at: r.at,
+                outcome: r.outcome,
+            })
+            .collect())
     }
 }

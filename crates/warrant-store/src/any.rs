@@ -10,7 +10,7 @@ use crate::{
     Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, LadderStore, Lease, Ledger, NewJob, Outbox,
     OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
     PromptPromotionRow, PromptRegistry, PromptRow, Record, RecordDifference, RecordError, Records, RetryPolicy,
-    SqliteStore, StoreError, StoredTurn,
+    RowEventRow, SqliteStore, StoreError, StoredTurn,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -65,6 +65,7 @@ forward!(Ledger {
     fn turns(&mut self, after: i64, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn recent_turns(&mut self, before: Option<i64>, limit: usize) -> Result<Vec<StoredTurn>, StoreError>;
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+    fn row_events(&mut self, table: &str, key: &str) -> Result<Vec<RowEventRow>, StoreError>;
 });
 
 forward!(Records {

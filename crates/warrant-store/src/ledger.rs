@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, CommitOutcome, OutcomeReport, OutcomeResult};
 use crate::error::StoreError;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
 
 /// The ledger of a store: the schema, the records, and every turn's commit.
 pub trait Ledger: Send {
@@ -81,4 +81,9 @@ pub trait Ledger: Send {
 
     /// Events in commit order, of every conversation or of one.
     fn events(&mut self, conversation: Option<&str>) -> Result<Vec<EventRow>, StoreError>;
+
+    /// The committed events of the row `key` of `table`, of every conversation, in commit
+    /// order: the event of each effect whose changes name the row or that holds it, with the
+    /// instant of the turn that committed it and the effect's outcome once reported.
+    fn row_events(&mut self, table: &str, key: &str) -> Result<Vec<RowEventRow>, StoreError>;
 }

@@ -12,6 +12,7 @@
 //! sessions see in `pg_locks`; a reader notes the last number taken, waits for every floor
 //! held then, and reads no further than that number. See `turn_horizon` (`pg/ledger.rs`).
 
+mod history;
 mod ladder;
 mod ledger;
 mod outbox;

@@ -110,6 +110,17 @@ pub struct EventRow {
     pub effect: Option<String>,
 }
 
+/// A committed event of a row, as [`Ledger::row_events`](crate::Ledger::row_events) reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowEventRow {
+    /// The event.
+    pub event: EventRow,
+    /// The instant of the turn that committed it, as its request gave it (RFC 3339).
+    pub at: String,
+    /// The outcome of its effect once one is reported (`done`, `failed`, `unknown`).
+    pub outcome: Option<String>,
+}
+
 /// A version of a model task's prompt: its content hash and its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptRow {

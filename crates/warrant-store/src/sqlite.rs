@@ -6,6 +6,7 @@
 //! commits arriving together are made durable by one sync.
 
 mod group;
+mod history;
 mod ladder;
 mod ledger;
 mod outbox;

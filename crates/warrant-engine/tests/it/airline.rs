@@ -19,7 +19,8 @@ use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
 use warrant_store::SqliteStore;
 use warrant_store::prelude::*;
 
-pub use crate::retail::{decide, overwrite, verdict};
+use crate::conformance::{Mutation, Tally, attempt};
+pub use crate::conformance::{decide, overwrite, verdict};
 
 /// The airline example's folder.
 pub fn airline_dir() -> PathBuf {
@@ -224,57 +225,31 @@ pub fn propose_and_confirm<S: Store>(
     }
 }
 
-/// A change to a row (table, key, change) made before a mutated act and undone after it.
-type DataChange = (&'static str, String, Box<dyn Fn(&mut Value)>);
-
-struct Mutation {
-    name: &'static str,
-    kwargs: Map<String, Value>,
-    data: Vec<DataChange>,
-    /// The reason code, and the rule where the refusal is by policy.
-    expect: (&'static str, Option<&'static str>),
-}
-
-impl Mutation {
-    /// A mutation of the arguments alone, refused by structure with `code`.
-    fn refused(name: &'static str, kwargs: Map<String, Value>, code: &'static str) -> Mutation {
-        Mutation { name, kwargs, data: vec![], expect: (code, None) }
-    }
-
-    /// A mutation of the arguments alone, forbidden by the policy `rule`.
-    fn forbidden(name: &'static str, kwargs: Map<String, Value>, rule: &'static str) -> Mutation {
-        Mutation { name, kwargs, data: vec![], expect: ("forbidden_by_policy", Some(rule)) }
-    }
-}
+/// An airline mutation may be refused or asked (a question is no effect either).
+const REFUSED_OR_ASKED: &[Verdict] = &[Verdict::Refuse, Verdict::Ask];
 
 #[derive(Default)]
 struct Counts {
     refused_by_the_policy: usize,
     writes: usize,
     committed: usize,
-    mutations: BTreeMap<&'static str, (usize, usize)>,
     fields_compared: usize,
     fields_differing_as_listed: usize,
     rows_compared: usize,
 }
 
-/// Decides a mutated act: its data changes made beside the engine before it, undone after it.
-fn attempt(
+/// Decides a mutated act as `user` in `conversation`, and tallies it.
+fn try_mutation(
     engine: &mut Engine<SqliteStore>,
     outside: &mut SqliteStore,
     (user, conversation, turn, op): (&str, &str, &str, &str),
     mutation: &Mutation,
-) -> TurnResponse {
-    let mut saved = Vec::new();
-    for (c, (table, key, change)) in mutation.data.iter().enumerate() {
-        saved.push((table, key, row(engine, table, key)));
-        overwrite(outside, table, key, |v| change(v), &format!("{turn}-a{c}"));
-    }
-    let response = decide(engine, &request(user, conversation, turn, op, &mutation.kwargs));
-    for (c, (table, key, value)) in saved.into_iter().enumerate().rev() {
-        overwrite(outside, table, key, |v| *v = value, &format!("{turn}-b{c}"));
-    }
-    response
+    tally: &mut Tally,
+) {
+    let response = attempt(engine, outside, mutation, turn, |engine, kwargs| {
+        decide(engine, &request(user, conversation, turn, op, kwargs))
+    });
+    tally.record(mutation, &response, turn);
 }
 
 /// The row as it stands, from the engine's store.
@@ -324,12 +299,13 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             "unknown_record",
         ));
         if not_cancelled {
-            out.push(Mutation {
-                name: "a cancelled reservation",
-                kwargs: kwargs.clone(),
-                data: vec![("reservation", rid.clone(), Box::new(|v: &mut Value| v["status"] = json!("cancelled")))],
-                expect: ("forbidden_by_policy", Some("reservation_is_cancelled")),
-            });
+            out.push(
+                Mutation::forbidden("a cancelled reservation", kwargs.clone(), "reservation_is_cancelled").with_data(
+                    "reservation",
+                    &rid,
+                    |v: &mut Value| v["status"] = json!("cancelled"),
+                ),
+            );
         }
     }
     let segments: Vec<(String, String)> = reservation["flights"]
@@ -351,20 +327,14 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             ));
             let airline_cancelled = segments.iter().any(|s| status_of(s) == "cancelled");
             if !airline_cancelled {
-                out.push(Mutation {
-                    name: "old economy without insurance",
-                    kwargs: kwargs.clone(),
-                    data: vec![(
-                        "reservation",
-                        rid.clone(),
-                        Box::new(|v: &mut Value| {
+                out.push(
+                    Mutation::forbidden("old economy without insurance", kwargs.clone(), "cancellation_not_allowed")
+                        .with_data("reservation", &rid, |v: &mut Value| {
                             v["cabin"] = json!("economy");
                             v["insurance"] = json!("no");
                             v["created_at"] = json!("2024-05-01T10:00:00");
                         }),
-                    )],
-                    expect: ("forbidden_by_policy", Some("cancellation_not_allowed")),
-                });
+                );
                 out.push(Mutation::forbidden(
                     "an airline cancellation that did not happen",
                     with("reason", json!("airline cancelled flight")),
@@ -372,16 +342,13 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
                 ));
             }
             if let Some((number, date)) = segments.iter().find(|s| status_of(s) != "cancelled").cloned() {
-                out.push(Mutation {
-                    name: "a segment already flown",
-                    kwargs: kwargs.clone(),
-                    data: vec![(
+                out.push(
+                    Mutation::forbidden("a segment already flown", kwargs.clone(), "segment_already_flown").with_data(
                         "flight",
-                        number,
-                        Box::new(move |v: &mut Value| v["dates"][&date] = json!({"status": "landed"})),
-                    )],
-                    expect: ("forbidden_by_policy", Some("segment_already_flown")),
-                });
+                        &number,
+                        move |v: &mut Value| v["dates"][&date] = json!({"status": "landed"}),
+                    ),
+                );
             }
         }
         "update_reservation_baggages" => {
@@ -413,16 +380,16 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             let fee = 50 * (nonfree - old_nonfree).max(0);
             if let (true, Some(gift)) = (fee > 0, of_source("gift_card")) {
                 let card = gift.clone();
-                out.push(Mutation {
-                    name: "a gift card that cannot cover",
-                    kwargs: with("payment_id", json!(gift)),
-                    data: vec![(
-                        "user",
-                        user_key.clone(),
-                        Box::new(move |v: &mut Value| v["payment_methods"][&card]["amount"] = json!(0)),
-                    )],
-                    expect: ("forbidden_by_policy", Some("gift_card_balance_too_low")),
-                });
+                out.push(
+                    Mutation::forbidden(
+                        "a gift card that cannot cover",
+                        with("payment_id", json!(gift)),
+                        "gift_card_balance_too_low",
+                    )
+                    .with_data("user", &user_key, move |v: &mut Value| {
+                        v["payment_methods"][&card]["amount"] = json!(0)
+                    }),
+                );
             }
             out.push(Mutation::refused(
                 "a foreign payment method",
@@ -444,66 +411,84 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
                 new.iter().filter(|f| !(same_cabin && segments.contains(f))).cloned().collect();
             if let Some((number, date)) = not_kept.first().cloned() {
                 let on = date.clone();
-                out.push(Mutation {
-                    name: "a flight not on sale",
-                    kwargs: kwargs.clone(),
-                    data: vec![(
+                out.push(
+                    Mutation::forbidden("a flight not on sale", kwargs.clone(), "flight_not_available").with_data(
                         "flight",
-                        number.clone(),
-                        Box::new(move |v: &mut Value| v["dates"][&on] = json!({"status": "delayed"})),
-                    )],
-                    expect: ("forbidden_by_policy", Some("flight_not_available")),
-                });
+                        &number,
+                        move |v: &mut Value| v["dates"][&on] = json!({"status": "delayed"}),
+                    ),
+                );
                 let in_cabin = cabin.clone();
-                out.push(Mutation {
-                    name: "not enough seats",
-                    kwargs: kwargs.clone(),
-                    data: vec![(
-                        "flight",
-                        number,
-                        Box::new(move |v: &mut Value| v["dates"][&date]["available_seats"][&in_cabin] = json!(0)),
-                    )],
-                    expect: ("forbidden_by_policy", Some("not_enough_seats")),
-                });
+                out.push(Mutation::forbidden("not enough seats", kwargs.clone(), "not_enough_seats").with_data(
+                    "flight",
+                    &number,
+                    move |v: &mut Value| v["dates"][&date]["available_seats"][&in_cabin] = json!(0),
+                ));
             }
             if reservation["cabin"] != "basic_economy" && same_cabin && new != segments {
-                out.push(Mutation {
-                    name: "basic economy flights changed",
-                    kwargs: with("cabin", json!("basic_economy")),
-                    data: vec![(
-                        "reservation",
-                        rid.clone(),
-                        Box::new(|v: &mut Value| v["cabin"] = json!("basic_economy")),
-                    )],
-                    expect: ("forbidden_by_policy", Some("basic_economy_flights_cannot_change")),
-                });
+                out.push(
+                    Mutation::forbidden(
+                        "basic economy flights changed",
+                        with("cabin", json!("basic_economy")),
+                        "basic_economy_flights_cannot_change",
+                    )
+                    .with_data("reservation", &rid, |v: &mut Value| v["cabin"] = json!("basic_economy")),
+                );
             }
-            out.push(Mutation {
-                name: "another origin",
-                kwargs: kwargs.clone(),
-                data: vec![("reservation", rid.clone(), Box::new(|v: &mut Value| v["origin"] = json!("ZZZ")))],
-                expect: ("forbidden_by_policy", Some("origin_destination_or_trip_type_changed")),
-            });
+            out.push(
+                Mutation::forbidden("another origin", kwargs.clone(), "origin_destination_or_trip_type_changed")
+                    .with_data("reservation", &rid, |v: &mut Value| v["origin"] = json!("ZZZ")),
+            );
             if new.len() >= 2 {
                 let first = new[0].0.clone();
-                out.push(Mutation {
-                    name: "segments that do not connect",
-                    kwargs: kwargs.clone(),
-                    data: vec![("flight", first, Box::new(|v: &mut Value| v["destination"] = json!("ZZZ")))],
-                    expect: ("forbidden_by_policy", Some("segments_do_not_connect")),
-                });
+                out.push(
+                    Mutation::forbidden("segments that do not connect", kwargs.clone(), "segments_do_not_connect")
+                        .with_data("flight", &first, |v: &mut Value| v["destination"] = json!("ZZZ")),
+                );
             }
             if let Some((number, date)) = segments.iter().find(|s| !new.contains(s)).cloned() {
-                out.push(Mutation {
-                    name: "a flown segment changed",
-                    kwargs: kwargs.clone(),
-                    data: vec![(
-                        "flight",
-                        number,
-                        Box::new(move |v: &mut Value| v["dates"][&date] = json!({"status": "landed"})),
-                    )],
-                    expect: ("forbidden_by_policy", Some("flown_segment_cannot_change")),
-                });
+                out.push(
+                    Mutation::forbidden("a flown segment changed", kwargs.clone(), "flown_segment_cannot_change")
+                        .with_data("flight", &number, move |v: &mut Value| {
+                            v["dates"][&date] = json!({"status": "landed"})
+                        }),
+                );
+            }
+            // A change that costs more, paid by a gift card left with a dollar less than it.
+            let price = |(n, date): &(String, String)| {
+                let kept = same_cabin && segments.contains(&(n.clone(), date.clone()));
+                let old = reservation["flights"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|s| s["flight_number"] == n.as_str() && s["date"] == date.as_str());
+                match (kept, old) {
+                    (true, Some(s)) => s["price"].as_f64().unwrap_or(0.0),
+                    _ => flight_on(d, n, date)["prices"][&cabin].as_f64().unwrap_or(0.0),
+                }
+            };
+            // Prices as stored, which may be written `143.0`.
+            let passengers =
+                f64::from(u32::try_from(reservation["passengers"].as_array().map_or(0, Vec::len)).unwrap());
+            let paid: f64 = reservation["flights"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s["price"].as_f64().unwrap_or(0.0))
+                .sum();
+            let difference = passengers * (new.iter().map(price).sum::<f64>() - paid);
+            if let (true, Some(gift)) = (difference >= 1.0, of_source("gift_card")) {
+                let card = gift.clone();
+                out.push(
+                    Mutation::forbidden(
+                        "a gift card that cannot cover",
+                        with("payment_id", json!(gift)),
+                        "gift_card_balance_too_low",
+                    )
+                    .with_data("user", &user_key, move |v: &mut Value| {
+                        v["payment_methods"][&card]["amount"] = json!(difference - 1.0)
+                    }),
+                );
             }
             if let Some(certificate) = of_source("certificate") {
                 out.push(Mutation::forbidden(
@@ -536,12 +521,11 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             let mut more = passengers.clone();
             if more.len() < 5 {
                 more.push(json!({"first_name": "Ana", "last_name": "Lee", "dob": "1990-01-01"}));
-                out.push(Mutation {
-                    name: "another passenger",
-                    kwargs: with("passengers", Value::Array(more)),
-                    data: vec![],
-                    expect: ("forbidden_by_policy", Some("passenger_count_cannot_change")),
-                });
+                out.push(Mutation::forbidden(
+                    "another passenger",
+                    with("passengers", Value::Array(more)),
+                    "passenger_count_cannot_change",
+                ));
             }
             let six: Vec<Value> = passengers.iter().cycle().take(6).cloned().collect();
             out.push(Mutation::refused("six passengers", with("passengers", Value::Array(six)), "too_many_items"));
@@ -549,7 +533,7 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
         "book_reservation" => book_mutations(d, kwargs, &user_key, &methods, &foreign_method, &mut out),
         _ => {}
     }
-    out
+    out.into_iter().map(|m| m.answered(REFUSED_OR_ASKED)).collect()
 }
 
 fn book_mutations(
@@ -575,39 +559,30 @@ fn book_mutations(
         out.push(Mutation::refused("another user's booking", with("user_id", json!(other)), "unknown_record"));
     }
     let on = date.clone();
-    out.push(Mutation {
-        name: "a flight not on sale",
-        kwargs: kwargs.clone(),
-        data: vec![(
-            "flight",
-            number.clone(),
-            Box::new(move |v: &mut Value| v["dates"][&on]["status"] = json!("on time")),
-        )],
-        expect: ("forbidden_by_policy", Some("flight_not_available")),
-    });
+    out.push(Mutation::forbidden("a flight not on sale", kwargs.clone(), "flight_not_available").with_data(
+        "flight",
+        &number,
+        move |v: &mut Value| v["dates"][&on]["status"] = json!("on time"),
+    ));
     let (on, in_cabin) = (date.clone(), cabin.clone());
-    out.push(Mutation {
-        name: "not enough seats",
-        kwargs: kwargs.clone(),
-        data: vec![(
-            "flight",
-            number.clone(),
-            Box::new(move |v: &mut Value| v["dates"][&on]["available_seats"][&in_cabin] = json!(0)),
-        )],
-        expect: ("forbidden_by_policy", Some("not_enough_seats")),
-    });
+    out.push(Mutation::forbidden("not enough seats", kwargs.clone(), "not_enough_seats").with_data(
+        "flight",
+        &number,
+        move |v: &mut Value| v["dates"][&on]["available_seats"][&in_cabin] = json!(0),
+    ));
     out.push(Mutation::forbidden(
         "an itinerary ending elsewhere",
         with("destination", json!("ZZZ")),
         "itinerary_does_not_match_the_trip",
     ));
     if flights.len() >= 2 {
-        out.push(Mutation {
-            name: "segments that do not connect",
-            kwargs: kwargs.clone(),
-            data: vec![("flight", number.clone(), Box::new(|v: &mut Value| v["destination"] = json!("ZZZ")))],
-            expect: ("forbidden_by_policy", Some("segments_do_not_connect")),
-        });
+        out.push(
+            Mutation::forbidden("segments that do not connect", kwargs.clone(), "segments_do_not_connect").with_data(
+                "flight",
+                &number,
+                |v: &mut Value| v["destination"] = json!("ZZZ"),
+            ),
+        );
     }
     let six: Vec<Value> = kwargs["passengers"].as_array().unwrap().iter().cycle().take(6).cloned().collect();
     out.push(Mutation::refused("six passengers", with("passengers", Value::Array(six)), "too_many_items"));
@@ -618,12 +593,11 @@ fn book_mutations(
         || methods[payments[0]["payment_id"].as_str().unwrap()]["amount"].as_i64().unwrap()
             > payments[0]["amount"].as_i64().unwrap()
     {
-        out.push(Mutation {
-            name: "payments that do not add up",
-            kwargs: with("payment_methods", Value::Array(more)),
-            data: vec![],
-            expect: ("forbidden_by_policy", Some("payments_do_not_add_up")),
-        });
+        out.push(Mutation::forbidden(
+            "payments that do not add up",
+            with("payment_methods", Value::Array(more)),
+            "payments_do_not_add_up",
+        ));
     }
     out.push(Mutation::forbidden(
         "a free bag charged",
@@ -632,16 +606,10 @@ fn book_mutations(
     ));
     if let Some(stored) = payments.iter().find(|p| source(&p["payment_id"]) != "credit_card") {
         let id = stored["payment_id"].as_str().unwrap().to_owned();
-        out.push(Mutation {
-            name: "a balance that does not cover",
-            kwargs: kwargs.clone(),
-            data: vec![(
-                "user",
-                user_key.to_owned(),
-                Box::new(move |v: &mut Value| v["payment_methods"][&id]["amount"] = json!(0)),
-            )],
-            expect: ("forbidden_by_policy", Some("balance_does_not_cover_payment")),
-        });
+        out.push(
+            Mutation::forbidden("a balance that does not cover", kwargs.clone(), "balance_does_not_cover_payment")
+                .with_data("user", user_key, move |v: &mut Value| v["payment_methods"][&id]["amount"] = json!(0)),
+        );
     }
     // Four more gift cards, a dollar each, in place of four dollars of the first payment.
     if payments[0]["amount"].as_i64().unwrap() > 4 {
@@ -651,20 +619,18 @@ fn book_mutations(
         for card in &cards {
             split.push(json!({"payment_id": card, "amount": 1}));
         }
-        out.push(Mutation {
-            name: "four gift cards",
-            kwargs: with("payment_methods", Value::Array(split)),
-            data: vec![(
-                "user",
-                user_key.to_owned(),
-                Box::new(move |v: &mut Value| {
-                    for card in &cards {
-                        v["payment_methods"][card] = json!({"source": "gift_card", "amount": 100, "id": card});
-                    }
-                }),
-            )],
-            expect: ("forbidden_by_policy", Some("at_most_three_gift_cards")),
-        });
+        out.push(
+            Mutation::forbidden(
+                "four gift cards",
+                with("payment_methods", Value::Array(split)),
+                "at_most_three_gift_cards",
+            )
+            .with_data("user", user_key, move |v: &mut Value| {
+                for card in &cards {
+                    v["payment_methods"][card] = json!({"source": "gift_card", "amount": 100, "id": card});
+                }
+            }),
+        );
     }
     // A second card or certificate (added to the profile) paying a dollar of the first payment.
     for (kind, rule, id) in [
@@ -677,22 +643,20 @@ fn book_mutations(
         let mut split = payments.clone();
         split[0]["amount"] = json!(payments[0]["amount"].as_i64().unwrap() - 1);
         split.push(json!({"payment_id": id, "amount": 1}));
-        out.push(Mutation {
-            name: if kind == "credit_card" { "two credit cards" } else { "two certificates" },
-            kwargs: with("payment_methods", Value::Array(split)),
-            data: vec![(
-                "user",
-                user_key.to_owned(),
-                Box::new(move |v: &mut Value| {
-                    v["payment_methods"][id] = if kind == "credit_card" {
-                        json!({"source": "credit_card", "brand": "visa", "last_four": "0000", "id": id})
-                    } else {
-                        json!({"source": "certificate", "amount": 100, "id": id})
-                    };
-                }),
-            )],
-            expect: ("forbidden_by_policy", Some(rule)),
-        });
+        out.push(
+            Mutation::forbidden(
+                if kind == "credit_card" { "two credit cards" } else { "two certificates" },
+                with("payment_methods", Value::Array(split)),
+                rule,
+            )
+            .with_data("user", user_key, move |v: &mut Value| {
+                v["payment_methods"][id] = if kind == "credit_card" {
+                    json!({"source": "credit_card", "brand": "visa", "last_four": "0000", "id": id})
+                } else {
+                    json!({"source": "certificate", "amount": 100, "id": id})
+                };
+            }),
+        );
     }
     let mut foreign = payments.clone();
     foreign[0]["payment_id"] = json!(foreign_method);
@@ -761,6 +725,7 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
     let tasks: Vec<Value> = serde_json::from_value(read_json("tasks_test.json")).unwrap();
     let expected: Vec<Value> = serde_json::from_value(read_json("expected_effects.json")).unwrap();
     let mut counts = Counts::default();
+    let mut tally = Tally::default();
     let mut failures = Vec::new();
     let mut refused = BTreeSet::new();
     for (t, task) in tasks.iter().enumerate() {
@@ -820,19 +785,18 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
             user_row["__key"] = json!(user);
             for (m, mutation) in mutations(&d, op, &kwargs, &reservation, &user_row).into_iter().enumerate() {
                 let turn = format!("{turn}-m{m}");
-                let response = attempt(&mut engine, &mut outside, (&user, &conversation, &turn, op), &mutation);
-                record(&mut counts, &mut failures, &mutation, &response, &turn);
+                try_mutation(&mut engine, &mut outside, (&user, &conversation, &turn, op), &mutation, &mut tally);
             }
             counts.writes += 1;
-            counts.mutations.entry("no confirmation").or_default().0 += 1;
             let before_user = row(&mut engine, "user", &user);
             let before_reservation = reservation_id.as_ref().map(|r| (r.clone(), row(&mut engine, "reservation", r)));
             match propose_and_confirm(&mut engine, &user, &conversation, &turn, op, &kwargs) {
                 Ok(_) => {
                     counts.committed += 1;
-                    counts.mutations.entry("no confirmation").or_default().1 += 1;
+                    tally.count("no confirmation", true);
                 }
                 Err(why) => {
+                    tally.count("no confirmation", false);
                     failures.push(format!("task {t} write {w} `{op}`: {why}"));
                     continue;
                 }
@@ -892,7 +856,8 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
             }
         }
     }
-    certificates(&d, &mut counts, &mut failures);
+    certificates(&d, &mut tally);
+    gift_card_fee(&mut tally);
     println!(
         "airline conformance: {} of {} τ-bench writes committed after confirmation; {} refused by the rule they break ({})",
         counts.committed,
@@ -908,27 +873,93 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
         println!("    listed: `{op}` `{field}`: {why}");
     }
     println!("    listed: every later write of such a reservation, `{}`: {}", STALE_CABIN.0, STALE_CABIN.1);
-    let mut total = (0, 0);
-    for (name, (tried, held)) in &counts.mutations {
-        println!("  {name}: {held} of {tried} refused or held with the rule's reason");
-        total.0 += tried;
-        total.1 += held;
-    }
-    println!("  mutations: {} of {} named their broken rule", total.1, total.0);
+    let apart: Vec<&str> = BY_VISIBILITY.iter().map(|(name, _)| *name).collect();
+    let total = tally.print(&apart);
+    let hidden = tally.of(&apart);
+    println!(
+        "  refused by visibility, as rows that do not exist ({}): {} of {}",
+        BY_VISIBILITY.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", "),
+        hidden.1,
+        hidden.0
+    );
+    let rules = policy_rules();
+    // A rule no committed write can be mutated to break (a delay's certificate before any
+    // change) is named by the tasks' own writes that break it.
+    let unrefused: Vec<&String> =
+        rules.iter().filter(|r| !tally.rules.contains_key(r.as_str()) && !refused.contains(*r)).collect();
+    println!(
+        "  rules: {} of the policy's {} refused a mutation or a task's write naming them",
+        rules.len() - unrefused.len(),
+        rules.len()
+    );
+    failures.append(&mut tally.failures);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(unrefused.is_empty(), "no mutation was refused naming {unrefused:?}");
     assert_eq!(counts.writes + counts.refused_by_the_policy, 56, "every write action of the test tasks is exercised");
     assert_eq!(counts.refused_by_the_policy, BREAKS_THE_POLICY.len());
     assert_eq!(counts.committed, counts.writes);
     assert_eq!((counts.committed, counts.refused_by_the_policy), (46, 10));
-    for name in MUTATIONS_TRIED {
-        assert!(counts.mutations.get(name).is_some_and(|(tried, _)| *tried > 0), "no mutation `{name}` was tried");
+    assert_eq!(total, (MUTATIONS_NAMING_THEIR_RULE, MUTATIONS_NAMING_THEIR_RULE));
+    assert_eq!(hidden, (MUTATIONS_HIDDEN_BY_VISIBILITY, MUTATIONS_HIDDEN_BY_VISIBILITY));
+    tally.assert_tried(&MUTATIONS_TRIED);
+    tally.assert_tried(&apart);
+}
+
+/// How many mutations are tried and must be refused naming the rule they break, and how many
+/// break the rule that a user acts only on their own rows.
+const MUTATIONS_NAMING_THEIR_RULE: usize = 481;
+const MUTATIONS_HIDDEN_BY_VISIBILITY: usize = 47;
+
+/// The mutations that break the airline's rule that a user sees and changes only their own
+/// profile and reservations, with what they name. That rule is said by visibility, not by a
+/// Cedar rule: the actor table's rows are each their own actor's, and a reservation is its
+/// `user_id`'s (`owner`). Another user's row is refused as `unknown_record`, exactly as a row
+/// that does not exist, before any policy runs, so no verdict tells one user whether another's
+/// reservation exists; a Cedar rule saying the same could never fire, so the policy has none.
+/// They are counted apart from the mutations that name the rule they break.
+const BY_VISIBILITY: [(&str, &str); 3] = [
+    ("another user's reservation", "a reservation whose `user_id` is another user"),
+    ("another user's booking", "a booking for another user's profile"),
+    ("another user's certificate", "a certificate to another user's profile"),
+];
+
+/// Every rule `@id` of the airline's policy.
+fn policy_rules() -> BTreeSet<String> {
+    let policies = std::fs::read_to_string(airline_dir().join("policies.cedar")).unwrap();
+    policies
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("@id(\"").and_then(|r| r.strip_suffix("\")")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// No task's baggage write charges a fee, so a gift card too low for one is tried on a write
+/// that does: two gold economy passengers with six bags checked add a seventh, nonfree, paid
+/// $50 from a gift card holding $282, which a balance of $49 cannot cover.
+fn gift_card_fee(tally: &mut Tally) {
+    let (mut engine, dir) = airline_engine();
+    let mut outside = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+    let user = "lucas_sanchez_1853";
+    let kwargs: Map<String, Value> = json!({"reservation_id": "LH9KMJ", "total_baggages": 7, "nonfree_baggages": 1,
+        "payment_id": "gift_card_6216249"})
+    .as_object()
+    .unwrap()
+    .clone();
+    let emptied = Mutation::forbidden("a gift card that cannot cover", kwargs.clone(), "gift_card_balance_too_low")
+        .with_data("user", user, |v: &mut Value| v["payment_methods"]["gift_card_6216249"]["amount"] = json!(49))
+        .answered(REFUSED_OR_ASKED);
+    try_mutation(&mut engine, &mut outside, (user, "c-fee", "fee-m0", "update_reservation_baggages"), &emptied, tally);
+    let confirmed = propose_and_confirm(&mut engine, user, "c-fee", "fee", "update_reservation_baggages", &kwargs);
+    tally.count("no confirmation", confirmed.is_ok());
+    if let Err(why) = confirmed {
+        tally.failures.push(format!("the baggage fee the policy allows: {why}"));
     }
 }
 
 /// None of the tasks' certificates keeps the policy, so its rules are mutated on one that does:
 /// a gold member's reservation (`TR4EDM`, two passengers) one of whose flights the airline
 /// cancelled, $100 per passenger.
-fn certificates(d: &Data, counts: &mut Counts, failures: &mut Vec<String>) {
+fn certificates(d: &Data, tally: &mut Tally) {
     let (mut engine, dir) = airline_engine();
     let mut outside = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
     let user = "juan_brown_1657";
@@ -947,44 +978,39 @@ fn certificates(d: &Data, counts: &mut Counts, failures: &mut Vec<String>) {
     let list = [
         Mutation::refused("another user's certificate", with("user_id", json!(other)), "unknown_record"),
         Mutation::forbidden("a certificate of another amount", with("amount", json!(150)), "certificate_amount_wrong"),
-        Mutation {
-            name: "a complaint that is not true",
-            kwargs: {
+        Mutation::forbidden(
+            "a complaint that is not true",
+            {
                 let mut k = with("complaint", json!("delayed flight"));
                 k.insert("amount".into(), json!(100));
                 k
             },
-            data: vec![],
-            expect: ("forbidden_by_policy", Some("complaint_not_true")),
-        },
-        Mutation {
-            name: "a member not eligible",
-            kwargs: kwargs.clone(),
-            data: vec![("user", user.to_owned(), Box::new(|v: &mut Value| v["membership"] = json!("regular")))],
-            expect: ("forbidden_by_policy", Some("certificate_not_eligible")),
-        },
+            "complaint_not_true",
+        ),
+        Mutation::forbidden("a member not eligible", kwargs.clone(), "certificate_not_eligible").with_data(
+            "user",
+            user,
+            |v: &mut Value| v["membership"] = json!("regular"),
+        ),
     ];
     for (m, mutation) in list.into_iter().enumerate() {
+        let mutation = mutation.answered(REFUSED_OR_ASKED);
         let turn = format!("cert-m{m}");
-        let response = attempt(&mut engine, &mut outside, (user, "c-cert", &turn, "send_certificate"), &mutation);
-        record(counts, failures, &mutation, &response, &turn);
+        try_mutation(&mut engine, &mut outside, (user, "c-cert", &turn, "send_certificate"), &mutation, tally);
     }
-    counts.mutations.entry("no confirmation").or_default().0 += 1;
-    match propose_and_confirm(&mut engine, user, "c-cert", "cert", "send_certificate", &kwargs) {
-        Ok(_) => counts.mutations.entry("no confirmation").or_default().1 += 1,
-        Err(why) => failures.push(format!("the certificate the policy allows: {why}")),
+    let confirmed = propose_and_confirm(&mut engine, user, "c-cert", "cert", "send_certificate", &kwargs);
+    tally.count("no confirmation", confirmed.is_ok());
+    if let Err(why) = confirmed {
+        tally.failures.push(format!("the certificate the policy allows: {why}"));
     }
 }
 
-/// Every kind of mutation the test makes that the tasks give a case for; each must have been
-/// tried at least once (no committed baggage write charges a fee, so a gift card too low for
-/// one is tried only where one is charged).
-const MUTATIONS_TRIED: [&str; 33] = [
-    "another user's certificate",
+/// Every kind of mutation the test makes that names the rule it breaks; each must have been
+/// tried at least once.
+const MUTATIONS_TRIED: [&str; 31] = [
     "a certificate of another amount",
     "a complaint that is not true",
     "a member not eligible",
-    "another user's reservation",
     "an unknown reservation",
     "a cancelled reservation",
     "a reason outside the set",
@@ -1008,28 +1034,9 @@ const MUTATIONS_TRIED: [&str; 33] = [
     "too many segments",
     "another passenger",
     "six passengers",
-    "another user's booking",
     "an itinerary ending elsewhere",
     "payments that do not add up",
     "a balance that does not cover",
+    "a gift card that cannot cover",
     "no confirmation",
 ];
-
-fn record(counts: &mut Counts, failures: &mut Vec<String>, mutation: &Mutation, response: &TurnResponse, turn: &str) {
-    let entry = counts.mutations.entry(mutation.name).or_default();
-    entry.0 += 1;
-    let (v, codes, policies) = verdict(response);
-    let (want_code, want_policy) = mutation.expect;
-    let ok = matches!(v, Verdict::Refuse | Verdict::Ask)
-        && codes.iter().any(|c| c == want_code)
-        && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
-    if ok {
-        entry.1 += 1;
-    } else {
-        failures.push(format!(
-            "{turn} `{}`: expected {want_code} {want_policy:?}, got {v:?} {codes:?} {policies:?} {:?}",
-            mutation.name, response.acts[0].reasons
-        ));
-    }
-    assert!(response.effects.is_empty(), "{turn}: a mutation authorized an effect");
-}

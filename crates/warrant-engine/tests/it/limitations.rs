@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use warrant_core::turn::Verdict;
-use warrant_engine::load_contract;
+use warrant_engine::{ModelSetup, ModelSource, load_contract};
 use warrant_model::{ChatAnswer, ChatRequest, Provider, ProviderError};
-use warrant_store::SqliteStore;
+use warrant_store::{Precondition, SqliteStore};
 
 use crate::airline::{
-    NOW, airline_dir, airline_engine, airline_engine_with, answer, decide, overwrite, propose_and_confirm, request,
-    verdict,
+    NOW, Stated, airline_dir, airline_engine, airline_engine_with, answer, decide, overwrite, propose_and_confirm,
+    request, verdict,
 };
 
 /// A gold member's economy reservation without insurance, booked at 2024-05-14 23:13 EST (less
@@ -262,9 +262,69 @@ fn the_contract_language_is_documented() {
     ] {
         assert!(page.contains(&format!("`{kind}`")), "docs/contract.md does not document the argument kind `{kind}`");
     }
-    for topic in
-        ["derive", "[expressions]", "effect", "context.args", "context.derived", "row(", "ledger", "context.now"]
-    {
+    for topic in [
+        "derive",
+        "[expressions]",
+        "effect",
+        "context.args",
+        "context.derived",
+        "row(",
+        "ledger",
+        "history",
+        "context.now",
+    ] {
         assert!(page.contains(topic), "docs/contract.md does not mention `{topic}`");
     }
+}
+
+/// The airline contract with `changed_or_cancelled` read from the reservation's `history`
+/// (its committed effects in every conversation) in place of the conversation's ledger, each
+/// field of the event tested; in a folder of its own, with an engine over a new SQLite file.
+fn history_engine() -> (warrant_engine::Engine<SqliteStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = std::fs::read_to_string(airline_dir().join("contract.toml")).unwrap();
+    let ledger = r#"cel = """ledger.exists(e, e.operation in ['cancel_reservation', 'update_reservation_flights']
+    && e.args.reservation_id == reservation_id.key)""""#;
+    assert!(contract.contains(ledger), "the airline contract reads the ledger for a delay's certificate");
+    let history = r#"cel = """history.reservation_id.exists(e, e.operation == 'cancel_reservation'
+    && e.args.reservation_id == reservation_id.key && e.actor == 'juan_brown_1657' && e.conversation == 'c1'
+    && e.at == '2024-05-15T15:01:00-05:00' && timestamp(e.at) < now && e.outcome == null)""""#;
+    std::fs::write(dir.path().join("contract.toml"), contract.replacen(ledger, history, 1)).unwrap();
+    std::fs::copy(airline_dir().join("policies.cedar"), dir.path().join("policies.cedar")).unwrap();
+    std::os::unix::fs::symlink(airline_dir().join("data"), dir.path().join("data")).unwrap();
+    let (contract, folder) = load_contract(&dir.path().join("contract.toml")).unwrap();
+    let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
+    let model = ModelSource::Setup(ModelSetup::new(Box::new(Stated), "test-model"));
+    (crate::build(contract, &folder, store, model), dir)
+}
+
+#[test]
+fn the_resources_committed_events_reach_policy_from_any_conversation() {
+    let (mut engine, _dir) = history_engine();
+    // The system of record's own write (a fixture commit would be a turn no replay can read).
+    let flight = engine.record("flight", "HAT298").unwrap().unwrap();
+    let mut delayed = flight.value.clone();
+    delayed["dates"]["2024-05-26"] = json!({"status": "delayed"});
+    engine.put_record("flight", "HAT298", &delayed, Precondition::IfMatch(flight.revision)).unwrap();
+    let certificate = args(json!({"user_id": USER, "amount": 100, "reservation_id": RESERVATION,
+        "complaint": "delayed flight"}));
+    let later = |request: Value| at(request, "2024-05-15T16:00:00-05:00");
+    // Nothing committed on the reservation yet.
+    let early = decide(&mut engine, &later(request(USER, "c2", "t1", "send_certificate", &certificate)));
+    assert_eq!(verdict(&early).2, vec!["delay_certificate_before_change_or_cancel".to_owned()]);
+    // Cancelled in one conversation (confirmed at 15:01), the certificate is sent in another,
+    // whose ledger holds nothing: the reservation's own history says it was cancelled, by whom,
+    // where and when.
+    propose_and_confirm(&mut engine, USER, "c1", "t2", "cancel_reservation", &cancel()).unwrap();
+    let held = decide(&mut engine, &later(request(USER, "c2", "t3", "send_certificate", &certificate)));
+    assert_eq!(verdict(&held).0, Verdict::Hold, "{:?}", held.acts[0].reasons);
+    let confirmed = decide(&mut engine, &later(answer(USER, "t3-yes", "c2", &held.interactions[0].id)));
+    assert_eq!(verdict(&confirmed).0, Verdict::Commit, "{:?}", confirmed.acts[0].reasons);
+    // The events read are on the replay record: every turn decides again from it alone.
+    let stored = engine.stored_turn("c2", "t3-yes").unwrap().unwrap();
+    let history = &stored.replay["facts"]["history"];
+    assert_eq!(history[0]["row"], json!({"table": "reservation", "key": RESERVATION}), "{history}");
+    assert_eq!(history[0]["events"][0]["event"]["kind"], "cancel_reservation", "{history}");
+    let report = engine.replay().unwrap();
+    assert_eq!(report.turns, report.identical, "{:?}", report.changes);
 }

@@ -1,10 +1,11 @@
-//! Integration tests of the engine over real stores: the retail and airline conformance suites,
-//! a test per limitation of issue 17, the turn's lifecycle (idempotency, confirmation, outcomes,
-//! replay), and the dispatcher.
+//! Integration tests of the engine over real stores: the retail and airline conformance suites
+//! (on one harness, `conformance.rs`), a test per limitation of issue 17, the turn's lifecycle
+//! (idempotency, confirmation, outcomes, replay), and the dispatcher.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod airline;
 mod checks;
+mod conformance;
 mod created_rows;
 mod dispatch;
 mod endpoint;

@@ -3,15 +3,13 @@
 //! and mutated versions that break exactly one precondition are refused or held with the reason
 //! that names the broken rule. The counts are printed.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
 use warrant_core::pointer;
-use warrant_core::turn::{TurnResponse, Verdict};
-use warrant_engine::{Engine, TurnResult};
+use warrant_core::turn::Verdict;
+use warrant_store::SqliteStore;
 use warrant_store::prelude::*;
-use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, StoredTurn};
 
+use crate::conformance::{Mutation, Tally, attempt, decide, verdict};
 use crate::{data, retail_engine};
 
 const WRITES: [&str; 7] = [
@@ -82,66 +80,11 @@ fn answer(user: &str, turn: &str, conversation: &str, interaction: &str) -> Valu
     })
 }
 
-pub fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
-    match engine.turn(&request.to_string()).expect("the engine runs") {
-        TurnResult::Decided { response, .. } => response,
-        TurnResult::Rejected(error) => panic!("request rejected: {error}\n{request}"),
-    }
-}
-
-/// The verdict and the codes and rules of the first act.
-pub fn verdict(response: &TurnResponse) -> (Verdict, Vec<String>, Vec<String>) {
-    let act = response.acts.first().expect("one act");
-    (
-        act.verdict,
-        act.reasons.iter().map(|r| r.code.as_str().to_owned()).collect(),
-        act.reasons.iter().flat_map(|r| r.policies.clone()).collect(),
-    )
-}
-
-/// Overwrites a row directly (a change made outside the gate, e.g. by the deployment).
-pub fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl FnOnce(&mut Value), tag: &str) {
-    let record = store.record(table, key).unwrap().unwrap();
-    let mut value = record.value.clone();
-    change(&mut value);
-    let commit = Commit {
-        turn: StoredTurn {
-            seq: 0,
-            conversation: "fixture".into(),
-            turn: format!("fixture-{tag}"),
-            request: json!({}),
-            response: json!({}),
-            replay: json!({}),
-        },
-        writes: vec![RecordWrite { table: table.into(), key: key.into(), expected_revision: record.revision, value }],
-        effects: vec![],
-        events: vec![],
-        opened: vec![],
-        answered: vec![],
-        findings: vec![],
-        reads: vec![],
-        holds: vec![],
-    };
-    assert!(matches!(store.commit(&commit).unwrap(), CommitOutcome::Committed { .. }));
-}
-
-/// A change to a row (table, key, change) made before a mutated act and undone after it.
-type DataChange = (String, String, Box<dyn Fn(&mut Value)>);
-
-struct Mutation {
-    name: &'static str,
-    kwargs: Map<String, Value>,
-    /// A change to the data before the act, undone after it.
-    data: Option<DataChange>,
-    expect: (Verdict, &'static str, Option<&'static str>),
-}
-
 #[derive(Default)]
 struct Counts {
     refused_as_in_the_benchmark: usize,
     writes: usize,
     committed: usize,
-    mutations: BTreeMap<&'static str, (usize, usize)>,
 }
 
 /// Mutations of one write that each break exactly one precondition.
@@ -170,45 +113,28 @@ fn mutations(
             kwargs.contains_key("item_ids"),
             d.orders.iter().find(|(_, o)| o["user_id"] != user && o["status"] == status.as_str()),
         ) {
-            out.push(Mutation {
-                name: "another user's order",
-                kwargs: with("order_id", json!(other.0)),
-                data: None,
-                expect: (Verdict::Refuse, "unknown_record", None),
-            });
+            out.push(Mutation::refused("another user's order", with("order_id", json!(other.0)), "unknown_record"));
         }
         let wrong = if status == "pending" { "delivered" } else { "pending" };
         let rule = if op.contains("pending") { "order_not_pending" } else { "order_not_delivered" };
-        out.push(Mutation {
-            name: "a wrong status",
-            kwargs: kwargs.clone(),
-            data: Some(("order".into(), order_id.clone(), Box::new(move |v: &mut Value| v["status"] = json!(wrong)))),
-            expect: (Verdict::Refuse, "forbidden_by_policy", Some(rule)),
-        });
-        out.push(Mutation {
-            name: "an unknown order",
-            kwargs: with("order_id", json!("#W0000000")),
-            data: None,
-            expect: (Verdict::Refuse, "unknown_record", None),
-        });
+        out.push(Mutation::forbidden("a wrong status", kwargs.clone(), rule).with_data(
+            "order",
+            order_id,
+            move |v: &mut Value| v["status"] = json!(wrong),
+        ));
+        out.push(Mutation::refused("an unknown order", with("order_id", json!("#W0000000")), "unknown_record"));
     }
     if kwargs.contains_key("reason") {
-        out.push(Mutation {
-            name: "a reason outside the set",
-            kwargs: with("reason", json!("changed my mind")),
-            data: None,
-            expect: (Verdict::Refuse, "not_in_closed_set", None),
-        });
+        out.push(Mutation::refused(
+            "a reason outside the set",
+            with("reason", json!("changed my mind")),
+            "not_in_closed_set",
+        ));
     }
     if let Some(Value::Array(items)) = kwargs.get("item_ids") {
         let mut unknown = items.clone();
         unknown[0] = json!("0000000000");
-        out.push(Mutation {
-            name: "an unknown item",
-            kwargs: with("item_ids", Value::Array(unknown)),
-            data: None,
-            expect: (Verdict::Refuse, "not_a_member", None),
-        });
+        out.push(Mutation::refused("an unknown item", with("item_ids", Value::Array(unknown)), "not_a_member"));
         let in_order: Vec<&str> = order
             .as_ref()
             .map(|o| o["items"].as_array().unwrap().iter().map(|i| i["item_id"].as_str().unwrap()).collect())
@@ -216,12 +142,7 @@ fn mutations(
         if let Some(foreign) = d.items.keys().find(|k| !in_order.contains(&k.as_str())) {
             let mut list = items.clone();
             list[0] = json!(foreign);
-            out.push(Mutation {
-                name: "a foreign item",
-                kwargs: with("item_ids", Value::Array(list)),
-                data: None,
-                expect: (Verdict::Refuse, "not_a_member", None),
-            });
+            out.push(Mutation::refused("a foreign item", with("item_ids", Value::Array(list)), "not_a_member"));
         }
         // An item named more often than the order holds it.
         let mut repeated = items.clone();
@@ -236,19 +157,13 @@ fn mutations(
             }
             let mut k = with("item_ids", Value::Array(repeated));
             k.insert("new_item_ids".into(), Value::Array(new_repeated));
-            out.push(Mutation {
-                name: "an item beyond its count",
-                kwargs: k,
-                data: None,
-                expect: (Verdict::Refuse, "not_a_member", None),
-            });
+            out.push(Mutation::refused("an item beyond its count", k, "not_a_member"));
         } else {
-            out.push(Mutation {
-                name: "an item beyond its count",
-                kwargs: with("item_ids", Value::Array(repeated)),
-                data: None,
-                expect: (Verdict::Refuse, "not_a_member", None),
-            });
+            out.push(Mutation::refused(
+                "an item beyond its count",
+                with("item_ids", Value::Array(repeated)),
+                "not_a_member",
+            ));
         }
     }
     if let (Some(Value::Array(old)), Some(Value::Array(new))) = (kwargs.get("item_ids"), kwargs.get("new_item_ids")) {
@@ -257,33 +172,30 @@ fn mutations(
         {
             let mut list = new.clone();
             list[0] = json!(other);
-            out.push(Mutation {
-                name: "a new item of another product",
-                kwargs: with("new_item_ids", Value::Array(list)),
-                data: None,
-                expect: (Verdict::Refuse, "pair_mismatch", None),
-            });
+            out.push(Mutation::refused(
+                "a new item of another product",
+                with("new_item_ids", Value::Array(list)),
+                "pair_mismatch",
+            ));
         }
         if let Some((unavailable, _)) =
             d.items.iter().find(|(_, i)| i["product_id"] == old_product && i["available"] == false)
         {
             let mut list = new.clone();
             list[0] = json!(unavailable);
-            out.push(Mutation {
-                name: "an unavailable new item",
-                kwargs: with("new_item_ids", Value::Array(list)),
-                data: None,
-                expect: (Verdict::Refuse, "requirement_unmet", None),
-            });
+            out.push(Mutation::refused(
+                "an unavailable new item",
+                with("new_item_ids", Value::Array(list)),
+                "requirement_unmet",
+            ));
         }
         let mut short = new.clone();
         short.push(new[0].clone());
-        out.push(Mutation {
-            name: "lists of unequal length",
-            kwargs: with("new_item_ids", Value::Array(short)),
-            data: None,
-            expect: (Verdict::Refuse, "list_length_mismatch", None),
-        });
+        out.push(Mutation::refused(
+            "lists of unequal length",
+            with("new_item_ids", Value::Array(short)),
+            "list_length_mismatch",
+        ));
     }
     if kwargs.contains_key("payment_method_id") {
         let own: Vec<String> = d.users[user]["payment_methods"].as_object().unwrap().keys().cloned().collect();
@@ -293,12 +205,11 @@ fn mutations(
             .flat_map(|u| u["payment_methods"].as_object().unwrap().keys().cloned())
             .find(|k| !own.contains(k))
             .unwrap();
-        out.push(Mutation {
-            name: "a foreign payment method",
-            kwargs: with("payment_method_id", json!(foreign)),
-            data: None,
-            expect: (Verdict::Refuse, "not_a_member", None),
-        });
+        out.push(Mutation::refused(
+            "a foreign payment method",
+            with("payment_method_id", json!(foreign)),
+            "not_a_member",
+        ));
         if matches!(op, "modify_pending_order_items" | "exchange_delivered_order_items") {
             let difference: f64 = {
                 let price = |id: &Value| d.items[id.as_str().unwrap()]["price"].as_f64().unwrap();
@@ -308,18 +219,15 @@ fn mutations(
             };
             let gift = own.iter().find(|k| k.starts_with("gift_card_")).cloned();
             if let (true, Some(gift)) = (difference > 0.0, gift) {
-                let user_key = user.to_owned();
                 let card = gift.clone();
-                out.push(Mutation {
-                    name: "a gift card that cannot cover",
-                    kwargs: with("payment_method_id", json!(gift)),
-                    data: Some((
-                        "user".into(),
-                        user_key,
-                        Box::new(move |v: &mut Value| v["payment_methods"][&card]["balance"] = json!(0)),
-                    )),
-                    expect: (Verdict::Refuse, "forbidden_by_policy", Some("gift_card_cannot_cover")),
-                });
+                out.push(
+                    Mutation::forbidden(
+                        "a gift card that cannot cover",
+                        with("payment_method_id", json!(gift)),
+                        "gift_card_cannot_cover",
+                    )
+                    .with_data("user", user, move |v: &mut Value| v["payment_methods"][&card]["balance"] = json!(0)),
+                );
             }
         }
         if op == "return_delivered_order_items" {
@@ -329,23 +237,17 @@ fn mutations(
                 .unwrap_or("")
                 .to_owned();
             if let Some(other) = own.iter().find(|k| **k != original && !k.starts_with("gift_card_")) {
-                out.push(Mutation {
-                    name: "a refund to another method",
-                    kwargs: with("payment_method_id", json!(other)),
-                    data: None,
-                    expect: (Verdict::Refuse, "forbidden_by_policy", Some("refund_to_another_method")),
-                });
+                out.push(Mutation::forbidden(
+                    "a refund to another method",
+                    with("payment_method_id", json!(other)),
+                    "refund_to_another_method",
+                ));
             }
         }
     }
     if op == "modify_user_address" {
         let other = d.users.keys().find(|k| *k != user).unwrap();
-        out.push(Mutation {
-            name: "another user's address",
-            kwargs: with("user_id", json!(other)),
-            data: None,
-            expect: (Verdict::Refuse, "unknown_record", None),
-        });
+        out.push(Mutation::refused("another user's address", with("user_id", json!(other)), "unknown_record"));
     }
     out
 }
@@ -357,6 +259,7 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
         serde_json::from_str(&std::fs::read_to_string(crate::retail_dir().join("data/tasks_test.json")).unwrap())
             .unwrap();
     let mut counts = Counts::default();
+    let mut tally = Tally::default();
     let mut failures = Vec::new();
     for (t, task) in tasks.iter().enumerate() {
         let writes: Vec<&Value> = task["actions"]
@@ -391,31 +294,24 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
             // Mutations first, each against the data as it stands before the real write.
             for (m, mutation) in mutations(&d, user, op, kwargs, &mut outside).into_iter().enumerate() {
                 let turn = format!("t{t}-w{w}-m{m}");
-                if let Some((table, key, change)) = &mutation.data {
-                    let saved = engine.record(table, key).unwrap().unwrap().value;
-                    overwrite(&mut outside, table, key, |v| change(v), &format!("{turn}-a"));
-                    let response = decide(&mut engine, &request(user, &turn, op, &mutation.kwargs));
-                    overwrite(&mut outside, table, key, |v| *v = saved, &format!("{turn}-b"));
-                    record(&mut counts, &mut failures, &mutation, &response, &turn);
-                } else {
-                    let response = decide(&mut engine, &request(user, &turn, op, &mutation.kwargs));
-                    record(&mut counts, &mut failures, &mutation, &response, &turn);
-                }
+                let response = attempt(&mut engine, &mut outside, &mutation, &turn, |engine, kwargs| {
+                    decide(engine, &request(user, &turn, op, kwargs))
+                });
+                tally.record(&mutation, &response, &turn);
             }
             counts.writes += 1;
             let turn = format!("t{t}-w{w}");
             let held = decide(&mut engine, &request(user, &turn, op, kwargs));
             let (v, codes, _) = verdict(&held);
-            let entry = counts.mutations.entry("no confirmation").or_default();
-            entry.0 += 1;
-            if v != Verdict::Hold || codes != ["confirmation_required"] {
+            let is_held = v == Verdict::Hold && codes == ["confirmation_required"];
+            tally.count("no confirmation", is_held);
+            if !is_held {
                 failures.push(format!(
                     "task {t} write {w} `{op}`: expected hold, got {v:?} {codes:?} {:?}",
                     held.acts[0].reasons
                 ));
                 continue;
             }
-            entry.1 += 1;
             let interaction = held.interactions[0].id.clone();
             let confirmed =
                 decide(&mut engine, &answer(user, &format!("{turn}-yes"), &format!("c-{turn}"), &interaction));
@@ -434,13 +330,8 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
         "retail conformance: {} of {} τ-bench writes committed after confirmation; {} more refused with the rule the benchmark's own tool enforces",
         counts.committed, counts.writes, counts.refused_as_in_the_benchmark
     );
-    let mut total = (0, 0);
-    for (name, (tried, held)) in &counts.mutations {
-        println!("  {name}: {held} of {tried} refused or held with the rule's reason");
-        total.0 += tried;
-        total.1 += held;
-    }
-    println!("  mutations: {} of {} named their broken rule", total.1, total.0);
+    let total = tally.print(&[]);
+    failures.append(&mut tally.failures);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert_eq!(
         counts.writes + counts.refused_as_in_the_benchmark,
@@ -449,7 +340,8 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
     );
     assert_eq!(counts.refused_as_in_the_benchmark, BREAKS_A_PRECONDITION.len());
     assert_eq!(counts.committed, counts.writes);
-    for name in [
+    assert_eq!(total, (1274, 1274), "every mutation named its broken rule");
+    tally.assert_tried(&[
         "another user's order",
         "a wrong status",
         "a reason outside the set",
@@ -460,26 +352,5 @@ fn every_tau_bench_write_commits_and_each_broken_precondition_is_refused() {
         "a foreign payment method",
         "a gift card that cannot cover",
         "no confirmation",
-    ] {
-        assert!(counts.mutations.get(name).is_some_and(|(tried, _)| *tried > 0), "no mutation `{name}` was tried");
-    }
-}
-
-fn record(counts: &mut Counts, failures: &mut Vec<String>, mutation: &Mutation, response: &TurnResponse, turn: &str) {
-    let entry = counts.mutations.entry(mutation.name).or_default();
-    entry.0 += 1;
-    let (v, codes, policies) = verdict(response);
-    let (want_verdict, want_code, want_policy) = mutation.expect;
-    let ok = v == want_verdict
-        && codes.iter().any(|c| c == want_code)
-        && want_policy.is_none_or(|p| policies.iter().any(|q| q == p));
-    if ok {
-        entry.1 += 1;
-    } else {
-        failures.push(format!(
-            "{turn} `{}`: expected {want_verdict:?} {want_code} {want_policy:?}, got {v:?} {codes:?} {policies:?} {:?}",
-            mutation.name, response.acts[0].reasons
-        ));
-    }
-    assert!(response.effects.is_empty(), "{turn}: a mutation authorized an effect");
+    ]);
 }

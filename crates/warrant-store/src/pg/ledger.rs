@@ -10,7 +10,7 @@ use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, Ou
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -257,6 +257,10 @@ impl Ledger for PgStore {
                 })
             })
             .collect()
+    }
+
+    fn row_events(&mut self, table: &str, key: &str) -> Result<Vec<RowEventRow>, StoreError> {
+        self.read_row_events(table, key)
     }
 }
 

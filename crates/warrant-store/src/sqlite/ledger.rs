@@ -9,7 +9,7 @@ use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, Ou
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -242,6 +242,10 @@ impl Ledger for SqliteStore {
                 Ok(EventRow { seq, id, conversation, kind, payload, effect })
             })
             .collect()
+    }
+
+    fn row_events(&mut self, table: &str, key: &str) -> Result<Vec<RowEventRow>, StoreError> {
+        self.read_row_events(table, key)
     }
 }
 

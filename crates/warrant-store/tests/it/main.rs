@@ -12,6 +12,7 @@ mod effect_rows;
 mod fixture;
 mod group;
 mod guards;
+mod history;
 mod outbox;
 mod reads;
 mod records;
@@ -70,6 +71,7 @@ conformance! {
     conformance::an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing,
     conformance::recent_turns_come_newest_first_before_a_cursor,
     guards::a_commit_stores_its_findings_with_the_turn,
+    history::a_row_s_events_are_those_of_the_effects_that_changed_or_hold_it,
     guards::a_rolled_back_commit_stores_no_findings,
     guards::a_finding_is_audited_once_with_a_label_that_fits_its_kind,
     guards::sampling_the_same_reply_twice_adds_it_once,
