@@ -1,6 +1,8 @@
-//! Stored facts as the core sees them: rows by key, interactions, committed events, and the
-//! [`Facts`] trait through which the engine (or a replay) supplies them.
+//! Stored facts as the core sees them: rows by key, interactions, committed events, the
+//! [`Facts`] trait through which the engine (or a replay) supplies them, and [`FactsMemo`], which
+//! serves a turn's later decisions what its first one read.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -138,4 +140,140 @@ pub struct PendingRead {
     pub row: RowRef,
     /// The effect without effect steps whose outcome had not arrived, if any.
     pub effect: Option<String>,
+}
+
+/// The facts one decision read, kept to serve the decisions of the same turn after it: a turn
+/// decided again with the answers of its checks (a round at a time) reads each fact from its
+/// source once. Only facts read without error are kept; a source's error is asked again.
+///
+/// Keep one only while the source cannot have changed for the turn: a turn decided again after
+/// a commit conflict starts a new one, so that it reads what the commit found.
+#[derive(Debug, Default)]
+pub struct FactsMemo {
+    records: RefCell<BTreeMap<(String, String), Option<Record>>>,
+    interactions: RefCell<BTreeMap<String, Option<Interaction>>>,
+    promotions: RefCell<BTreeMap<Subject, Option<PromotionRecord>>>,
+    pending: RefCell<BTreeMap<RowRef, Option<String>>>,
+    events: RefCell<BTreeMap<(String, String), Vec<EventRecord>>>,
+}
+
+impl FactsMemo {
+    /// `source`'s facts, each read once and then served from this memo.
+    pub fn over<'a>(&'a self, source: &'a dyn Facts) -> MemoFacts<'a> {
+        MemoFacts { memo: self, source }
+    }
+}
+
+/// A source of facts seen through a [`FactsMemo`] ([`FactsMemo::over`]).
+pub struct MemoFacts<'a> {
+    memo: &'a FactsMemo,
+    source: &'a dyn Facts,
+}
+
+impl std::fmt::Debug for MemoFacts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoFacts").field("memo", self.memo).finish_non_exhaustive()
+    }
+}
+
+/// The kept answer for `key`, or the source's, kept if it is one.
+fn kept<K: Ord, V: Clone>(
+    memo: &RefCell<BTreeMap<K, V>>,
+    key: K,
+    read: impl FnOnce() -> Result<V, FactError>,
+) -> Result<V, FactError> {
+    if let Some(found) = memo.borrow().get(&key) {
+        return Ok(found.clone());
+    }
+    let found = read()?;
+    memo.borrow_mut().insert(key, found.clone());
+    Ok(found)
+}
+
+impl Facts for MemoFacts<'_> {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        kept(&self.memo.records, (table.to_owned(), key.to_owned()), || self.source.record(table, key))
+    }
+
+    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {
+        kept(&self.memo.interactions, id.to_owned(), || self.source.interaction(id))
+    }
+
+    fn promotion(&self, subject: &Subject) -> Result<Option<PromotionRecord>, FactError> {
+        kept(&self.memo.promotions, subject.clone(), || self.source.promotion(subject))
+    }
+
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        kept(&self.memo.pending, row.clone(), || self.source.pending_effect(row))
+    }
+
+    fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+        kept(&self.memo.events, (conversation.to_owned(), kind.to_owned()), || self.source.events(conversation, kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A source that counts its reads and fails the first read of `flaky`.
+    struct Counting {
+        reads: Cell<usize>,
+        flaky: Cell<bool>,
+    }
+
+    impl Facts for Counting {
+        fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+            self.reads.set(self.reads.get() + 1);
+            if key == "flaky" && self.flaky.replace(false) {
+                return Err(FactError("not now".into()));
+            }
+            let value = json!({"read": self.reads.get()});
+            Ok((key != "none").then(|| Record { table: table.into(), key: key.into(), revision: 1, value }))
+        }
+        fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+            self.reads.set(self.reads.get() + 1);
+            Ok(None)
+        }
+        fn events(&self, _: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
+            self.reads.set(self.reads.get() + 1);
+            Ok(vec![EventRecord { id: "e".into(), kind: kind.into(), payload: json!({}), effect: None }])
+        }
+    }
+
+    #[test]
+    fn each_fact_is_read_once_and_served_as_it_was_read() {
+        let source = Counting { reads: Cell::new(0), flaky: Cell::new(true) };
+        let memo = FactsMemo::default();
+        let first = memo.over(&source).record("order", "a").unwrap();
+        // A later decision, through a new view of the same memo, gets the first read again.
+        let again = memo.over(&source).record("order", "a").unwrap();
+        assert_eq!(first, again);
+        assert_eq!(source.reads.get(), 1);
+        // A row that does not exist is kept as absent; other facts are kept by their own keys.
+        let view = memo.over(&source);
+        assert_eq!(view.record("order", "none").unwrap(), None);
+        assert_eq!(view.record("order", "none").unwrap(), None);
+        assert_eq!(view.interaction("i").unwrap(), None);
+        assert_eq!(view.interaction("i").unwrap(), None);
+        assert_eq!(view.events("c", "k").unwrap(), view.events("c", "k").unwrap());
+        assert_eq!(view.events("c", "other").unwrap()[0].kind, "other");
+        assert_eq!(source.reads.get(), 5);
+        // A different row of the same table is its own read.
+        assert_ne!(view.record("user", "a").unwrap(), first);
+        assert_eq!(source.reads.get(), 6);
+    }
+
+    #[test]
+    fn a_fact_that_could_not_be_read_is_asked_again() {
+        let source = Counting { reads: Cell::new(0), flaky: Cell::new(true) };
+        let memo = FactsMemo::default();
+        assert!(memo.over(&source).record("order", "flaky").is_err());
+        assert!(memo.over(&source).record("order", "flaky").unwrap().is_some());
+        assert_eq!(source.reads.get(), 2);
+    }
 }

@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use cedar_policy::{
-    Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet, Request,
-    RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
+    ActionConstraint, Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId,
+    PolicySet, Request, RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
 };
 use miette::Diagnostic;
 use serde_json::Value;
@@ -41,6 +42,101 @@ pub struct Policies {
     /// Where each policy was written, by its id in `set` (`{file index}:{Cedar's id}`), so that
     /// nothing a user reads names a policy by that internal id.
     origins: BTreeMap<String, PolicyOrigin>,
+    /// For each operation, the policies whose scope can name its action, in `set`'s order: the
+    /// only ones that can permit, forbid or err for it (the schema gives actions no groups, so
+    /// `action in [...]` holds only for the actions listed). Built once, when the contract loads.
+    by_action: BTreeMap<String, PolicySet>,
+    /// The rows' entities built so far, shared by every clone of the contract.
+    entities: Arc<EntityCache>,
+}
+
+/// How many rows' Cedar entities [`EntityCache`] keeps. Past it, the half used longest ago is
+/// dropped.
+pub const ENTITY_CACHE_ROWS: usize = 1024;
+
+/// Cedar entities built from stored rows, by table and key, each with the revision and the value
+/// it was built from. An entry serves a row only at that revision and with an equal value, so
+/// what it serves is exactly what building the entity again would give: a contract shared by two
+/// stores, or facts that reuse a revision, get no other row's attributes. Pure data: no clock, no
+/// IO; its size is bounded by [`ENTITY_CACHE_ROWS`].
+#[derive(Default)]
+struct EntityCache {
+    entries: Mutex<EntityEntries>,
+}
+
+#[derive(Default)]
+struct EntityEntries {
+    rows: BTreeMap<(String, String), CachedEntity>,
+    /// A counter of lookups: the use each entry saw last, for dropping the oldest.
+    clock: u64,
+}
+
+#[derive(Clone)]
+struct CachedEntity {
+    revision: i64,
+    value: Arc<Value>,
+    entity: Entity,
+    used: u64,
+}
+
+impl std::fmt::Debug for EntityCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = self.entries.lock().map(|e| e.rows.len()).unwrap_or_default();
+        f.debug_struct("EntityCache").field("rows", &rows).finish()
+    }
+}
+
+impl EntityCache {
+    /// The entity built from `value` at `revision` of row `key` of `table`, if one is kept.
+    fn get(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>) -> Option<Entity> {
+        let (kept, entity) = {
+            let mut entries = self.entries.lock().ok()?;
+            entries.clock += 1;
+            let clock = entries.clock;
+            let found = entries.rows.get_mut(&(table.to_owned(), key.to_owned()))?;
+            if found.revision != revision {
+                return None;
+            }
+            found.used = clock;
+            (found.value.clone(), found.entity.clone())
+        };
+        // Compared outside the lock: a revision reused with another value is another row.
+        (Arc::ptr_eq(&kept, value) || *kept == **value).then_some(entity)
+    }
+
+    fn insert(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>, entity: &Entity) {
+        let Ok(mut entries) = self.entries.lock() else { return };
+        if entries.rows.len() >= ENTITY_CACHE_ROWS {
+            let mut uses: Vec<u64> = entries.rows.values().map(|e| e.used).collect();
+            uses.sort_unstable();
+            let median = uses.get(uses.len() / 2).copied().unwrap_or_default();
+            entries.rows.retain(|_, e| e.used > median);
+        }
+        entries.clock += 1;
+        let used = entries.clock;
+        entries.rows.insert(
+            (table.to_owned(), key.to_owned()),
+            CachedEntity { revision, value: value.clone(), entity: entity.clone(), used },
+        );
+    }
+}
+
+/// A request's principal and resource as Cedar entities; `resource` is `None` when it is the
+/// principal itself.
+pub(crate) struct RequestEntities {
+    pub(crate) principal: Entity,
+    pub(crate) resource: Option<Entity>,
+}
+
+/// A stored row as a policy request's principal or resource: its table, Cedar type, key and
+/// value, and, when the value is the row as read (no effect of the turn changed it), the revision
+/// it was read at, under which its entity is kept and reused.
+pub(crate) struct RowEntity<'a> {
+    pub(crate) table: &'a str,
+    pub(crate) entity_type: &'a str,
+    pub(crate) key: &'a str,
+    pub(crate) value: &'a Arc<Value>,
+    pub(crate) stored: Option<i64>,
 }
 
 /// Where a policy was written: its `@id`, its file as the contract names it, and its line.
@@ -194,9 +290,34 @@ impl Policies {
                 count += 1;
             }
         }
-        let policies = Policies { set, count, origins };
+        let mut policies = Policies { set, count, origins, ..Policies::default() };
         policies.validate(schema, &starts)?;
+        policies.by_action = policies.split_by_action(schema).map_err(PolicyLoadError::Schema)?;
         Ok(policies)
+    }
+
+    /// For each action of `schema`, the policies whose action scope can name it, in `set`'s
+    /// order, so that a decision evaluates those alone and reports their errors in the order the
+    /// whole set would.
+    fn split_by_action(&self, schema: &Value) -> Result<BTreeMap<String, PolicySet>, String> {
+        let actions = schema.get("").and_then(|ns| ns.get("actions")).and_then(Value::as_object);
+        let mut by_action = BTreeMap::new();
+        for name in actions.into_iter().flat_map(|a| a.keys()) {
+            let action = uid("Action", name)?;
+            let mut set = PolicySet::new();
+            for policy in self.set.policies() {
+                let applies = match policy.action_constraint() {
+                    ActionConstraint::Any => true,
+                    ActionConstraint::Eq(one) => one == action,
+                    ActionConstraint::In(list) => list.contains(&action),
+                };
+                if applies {
+                    set.add(policy.clone()).map_err(|e| e.to_string())?;
+                }
+            }
+            by_action.insert(name.clone(), set);
+        }
+        Ok(by_action)
     }
 
     /// Validates every policy against the schema, reporting the first error in file order.
@@ -281,7 +402,46 @@ impl Policies {
         resource: &PolicyEntity,
         context: Value,
     ) -> PolicyDecision {
-        match self.try_decide(principal, action, resource, context) {
+        let build = || -> Result<RequestEntities, String> {
+            let principal_uid = uid(&principal.entity_type, &principal.id)?;
+            let resource_uid = uid(&resource.entity_type, &resource.id)?;
+            uid("Action", action)?;
+            let same = resource_uid == principal_uid;
+            let principal = entity(principal_uid, &principal.attrs)?;
+            let resource = if same { None } else { Some(entity(resource_uid, &resource.attrs)?) };
+            Ok(RequestEntities { principal, resource })
+        };
+        match build() {
+            Ok(entities) => self.decide_entities(entities, action, context),
+            Err(message) => PolicyDecision::Error(message),
+        }
+    }
+
+    /// The Cedar entity of a stored row: kept by its table, key and revision once built (from
+    /// `attrs`, the row's attributes in the form [`Policies::decide`] takes), and reused while
+    /// the row is at that revision with an equal value. A row an effect of the turn changed is
+    /// built each time and not kept.
+    pub(crate) fn row_entity(&self, row: &RowEntity<'_>, attrs: impl FnOnce() -> Value) -> Result<Entity, String> {
+        if let Some(revision) = row.stored
+            && let Some(kept) = self.entities.get(row.table, row.key, revision, row.value)
+        {
+            return Ok(kept);
+        }
+        let built = entity(uid(row.entity_type, row.key)?, &attrs())?;
+        if let Some(revision) = row.stored {
+            self.entities.insert(row.table, row.key, revision, row.value, &built);
+        }
+        Ok(built)
+    }
+
+    /// An entity that is no stored row (the anonymous actor), built each time.
+    pub(crate) fn plain_entity(entity_type: &str, id: &str, attrs: &Value) -> Result<Entity, String> {
+        entity(uid(entity_type, id)?, attrs)
+    }
+
+    /// Decides one request between built entities.
+    pub(crate) fn decide_entities(&self, entities: RequestEntities, action: &str, context: Value) -> PolicyDecision {
+        match self.try_decide(entities, action, context) {
             Ok(decision) => decision,
             Err(message) => PolicyDecision::Error(message),
         }
@@ -289,25 +449,22 @@ impl Policies {
 
     fn try_decide(
         &self,
-        principal: &PolicyEntity,
+        RequestEntities { principal, resource }: RequestEntities,
         action: &str,
-        resource: &PolicyEntity,
         context: Value,
     ) -> Result<PolicyDecision, String> {
-        let principal_uid = uid(&principal.entity_type, &principal.id)?;
-        let resource_uid = uid(&resource.entity_type, &resource.id)?;
+        let principal_uid = principal.uid();
+        let resource_uid = resource.as_ref().map_or_else(|| principal_uid.clone(), Entity::uid);
         let action_uid = uid("Action", action)?;
-        let mut entities = vec![entity(principal_uid.clone(), &principal.attrs)?];
-        if resource_uid != principal_uid {
-            entities.push(entity(resource_uid.clone(), &resource.attrs)?);
-        }
-        let entities = Entities::from_entities(entities, None).map_err(|e| e.to_string())?;
+        let entities =
+            Entities::from_entities([principal].into_iter().chain(resource), None).map_err(|e| e.to_string())?;
         let Value::Object(pairs) = context else { return Err("the context is not an object".into()) };
         let context = Context::from_pairs(pairs.iter().filter_map(|(k, v)| restricted(v).map(|r| (k.clone(), r))))
             .map_err(|e| e.to_string())?;
         let request =
             Request::new(principal_uid, action_uid, resource_uid, context, None).map_err(|e| e.to_string())?;
-        let response = Authorizer::new().is_authorized(&request, &self.set, &entities);
+        let set = self.by_action.get(action).unwrap_or(&self.set);
+        let response = Authorizer::new().is_authorized(&request, set, &entities);
         let errors: Vec<String> = response
             .diagnostics()
             .errors()
@@ -474,6 +631,81 @@ forbid(principal, action == Action::"cancel", resource) unless { resource.status
             assert!(message.contains(says), "{text}: {message}");
             assert!(!message.contains("0:policy"), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn each_action_is_decided_by_its_own_policies_as_by_the_whole_set() {
+        let policies = compile(POLICIES).unwrap();
+        // `other` is named by one forbid alone; `cancel` by all three policies.
+        assert_eq!(policies.by_action.get("other").map(|s| s.policies().count()), Some(1));
+        assert_eq!(policies.by_action.get("cancel").map(|s| s.policies().count()), Some(3));
+        let mut whole = policies.clone();
+        whole.by_action.clear();
+        let alice = entity("User", "alice", json!({"key": "alice"}));
+        for order in [
+            json!({"key": "#1", "user_id": "alice", "status": "pending"}),
+            json!({"key": "#1", "user_id": "bob", "status": "delivered"}),
+            json!({"key": "#1", "user_id": "alice"}),
+            json!({"key": "#1"}),
+        ] {
+            let order = entity("Order", "#1", order);
+            for action in ["cancel", "other"] {
+                assert_eq!(
+                    policies.decide(&alice, action, &order, json!({})),
+                    whole.decide(&alice, action, &order, json!({})),
+                    "{action} {order:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_s_entity_is_built_once_per_revision_and_only_for_an_equal_value() {
+        let policies = compile(POLICIES).unwrap();
+        let built = std::cell::Cell::new(0);
+        let decide = |revision: Option<i64>, order: Value| {
+            let value = Arc::new(order);
+            let row = RowEntity { table: "order", entity_type: "Order", key: "#1", value: &value, stored: revision };
+            let resource = policies
+                .row_entity(&row, || {
+                    built.set(built.get() + 1);
+                    (*value).clone()
+                })
+                .unwrap();
+            let principal = Policies::plain_entity("User", "alice", &json!({"key": "alice"})).unwrap();
+            policies.decide_entities(RequestEntities { principal, resource: Some(resource) }, "cancel", json!({}))
+        };
+        let pending = json!({"key": "#1", "user_id": "alice", "status": "pending"});
+        assert_eq!(decide(Some(3), pending.clone()), PolicyDecision::Permit);
+        assert_eq!(decide(Some(3), pending.clone()), PolicyDecision::Permit);
+        assert_eq!(built.get(), 1);
+        // The same revision with another value (another store, or facts that reuse revisions)
+        // is built again and decided on its own value.
+        let delivered = json!({"key": "#1", "user_id": "alice", "status": "delivered"});
+        assert_eq!(decide(Some(3), delivered.clone()), PolicyDecision::Forbid(vec!["order_not_pending".into()]));
+        assert_eq!(built.get(), 2);
+        // A new revision is built again; a value an effect changed is built each time, not kept.
+        assert_eq!(decide(Some(4), pending.clone()), PolicyDecision::Permit);
+        assert_eq!(built.get(), 3);
+        assert_eq!(decide(None, delivered.clone()), PolicyDecision::Forbid(vec!["order_not_pending".into()]));
+        assert_eq!(decide(None, delivered), PolicyDecision::Forbid(vec!["order_not_pending".into()]));
+        assert_eq!(built.get(), 5);
+        assert_eq!(decide(Some(4), pending), PolicyDecision::Permit);
+        assert_eq!(built.get(), 5);
+    }
+
+    #[test]
+    fn the_entity_cache_stays_within_its_bound() {
+        let cache = EntityCache::default();
+        let built = Policies::plain_entity("Order", "#1", &json!({})).unwrap();
+        let value = Arc::new(json!({}));
+        for i in 0..ENTITY_CACHE_ROWS * 3 {
+            cache.insert("order", &i.to_string(), 1, &value, &built);
+            // The row used last is kept through every drop.
+            assert!(cache.get("order", "0", 1, &value).is_some(), "{i}");
+        }
+        let rows = cache.entries.lock().unwrap().rows.len();
+        assert!(rows <= ENTITY_CACHE_ROWS && rows > ENTITY_CACHE_ROWS / 4, "{rows}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::operation::ArgKind;
 use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, TextPointer};
-use crate::policy::{PolicyDecision, PolicyEntity};
+use crate::policy::{Policies, PolicyDecision, RequestEntities, RowEntity};
 use crate::reason::ReasonCode;
 use crate::records::{Record, cedar_attrs};
 use crate::request::Draft;
@@ -971,6 +971,61 @@ struct ActorRecord<'a> {
     record: Option<&'a RowView>,
 }
 
+/// The principal and the resource (`None`: the principal itself) as Cedar entities; an entity
+/// Cedar refuses is the inner error, a resource that cannot be read the outer one.
+fn policy_entities(
+    contract: &Contract,
+    work: &mut Workspace<'_>,
+    op: &crate::operation::Operation,
+    actor: ActorRecord<'_>,
+    checked: &BTreeMap<String, Checked>,
+) -> Result<Result<RequestEntities, String>, Finding> {
+    let currency = contract.currency();
+    // A row as Cedar reads it: its typed instants and dates as datetimes.
+    let policy_attrs = |table: &crate::records::Table, key: &str, value: &Value| {
+        let mut attrs = cedar_attrs(table, key, value, currency);
+        crate::records::cedar_datetimes(table, &mut attrs);
+        attrs
+    };
+    let policies = contract.policies();
+    // Built once per row revision and reused (`Policies::row_entity`).
+    let entity_of = |table: &crate::records::Table, key: &str, view: &RowView| {
+        let row = RowEntity {
+            table: &table.name,
+            entity_type: &table.entity,
+            key,
+            value: &view.value,
+            stored: view.unchanged.then_some(view.revision),
+        };
+        policies.row_entity(&row, || policy_attrs(table, key, &view.value))
+    };
+    let actor_table = contract.actor_table().and_then(|t| contract.table(t));
+    let principal_uid = match (actor.record, actor_table, actor.row) {
+        (Some(_), Some(table), Some(row)) => (table.entity.as_str(), row.key.as_str()),
+        _ => ("Actor", ""),
+    };
+    // The resource's row, unless it is the principal itself.
+    let resource = match op.resource.as_ref().and_then(|r| checked.get(r)) {
+        Some(Checked::Record(row)) => {
+            let record = work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+            let table = contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
+            (principal_uid != (table.entity.as_str(), row.key.as_str())).then_some((table, row, record))
+        }
+        _ => None,
+    };
+    let principal = match (actor.record, actor_table, actor.row) {
+        (Some(record), Some(table), Some(row)) => entity_of(table, &row.key, record),
+        _ => Policies::plain_entity("Actor", "", &json!({})),
+    };
+    let entities = principal.and_then(|principal| match &resource {
+        Some((table, row, record)) => {
+            Ok(RequestEntities { principal, resource: Some(entity_of(table, &row.key, record)?) })
+        }
+        None => Ok(RequestEntities { principal, resource: None }),
+    });
+    Ok(entities)
+}
+
 /// Policy: the principal, the resource and the context (arguments, derived quantities, members,
 /// the turn's clock) given to Cedar; anything but a permit takes the act away.
 fn decide_policy(
@@ -982,32 +1037,8 @@ fn decide_policy(
 ) -> Result<(), Finding> {
     let currency = contract.currency();
     let checked = eval.args;
-    // A row as Cedar reads it: its typed instants and dates as datetimes.
-    let policy_attrs = |table: &crate::records::Table, key: &str, value: &Value| {
-        let mut attrs = cedar_attrs(table, key, value, currency);
-        crate::records::cedar_datetimes(table, &mut attrs);
-        attrs
-    };
-    let principal = match (actor.record, contract.actor_table().and_then(|t| contract.table(t)), actor.row) {
-        (Some(record), Some(table), Some(row)) => PolicyEntity {
-            entity_type: table.entity.clone(),
-            id: row.key.clone(),
-            attrs: policy_attrs(table, &row.key, &record.value),
-        },
-        _ => PolicyEntity { entity_type: "Actor".into(), id: String::new(), attrs: json!({}) },
-    };
-    let resource = match op.resource.as_ref().and_then(|r| checked.get(r)) {
-        Some(Checked::Record(row)) => {
-            let record = work.row(row)?.ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            let table = contract.table(&row.table).ok_or_else(|| Finding::refuse(ReasonCode::UnknownRecord))?;
-            PolicyEntity {
-                entity_type: table.entity.clone(),
-                id: row.key.clone(),
-                attrs: policy_attrs(table, &row.key, &record.value),
-            }
-        }
-        _ => principal.clone(),
-    };
+    let policies = contract.policies();
+    let entities = policy_entities(contract, work, op, actor, checked)?;
     let mut context_args = Map::new();
     let mut members = Map::new();
     for (name, value) in checked {
@@ -1040,7 +1071,12 @@ fn decide_policy(
     let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
     let context = json!({"args": context_args, "derived": policy_derived(op, eval), "members": members,
                          "now": now, "today": today, "time_zone": time_zone});
-    match contract.policies().decide(&principal, &op.name, &resource, context) {
+    // An entity Cedar refuses errs, as it did when Cedar was handed the rows with the context.
+    let entities = match entities {
+        Ok(built) => built,
+        Err(message) => return Err(Finding::refuse(ReasonCode::PolicyError).detail(message)),
+    };
+    match policies.decide_entities(entities, &op.name, context) {
         PolicyDecision::Permit => Ok(()),
         PolicyDecision::Forbid(policies) => {
             let mut finding = Finding::refuse(ReasonCode::ForbiddenByPolicy);

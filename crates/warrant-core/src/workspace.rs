@@ -19,6 +19,8 @@ pub const ABSENT_REVISION: i64 = 0;
 pub(crate) struct Slot {
     /// The row as read from the facts (`None` when it does not exist).
     pub(crate) read: Option<Record>,
+    /// The value read, shared: `current` is this very allocation until an effect changes it.
+    pub(crate) base: Option<Arc<Value>>,
     /// The working value after this turn's effects so far, shared until an effect changes it
     /// (so that taking a snapshot before each act costs no copy of the rows).
     pub(crate) current: Option<Arc<Value>>,
@@ -31,6 +33,8 @@ pub struct RowView {
     pub revision: i64,
     /// The value after this turn's effects so far.
     pub value: Arc<Value>,
+    /// Whether `value` is the row as read at `revision`: no effect of this turn has changed it.
+    pub unchanged: bool,
 }
 
 /// The rows a turn has read, with the changes its effects have made so far.
@@ -118,14 +122,20 @@ impl<'f> Workspace<'f> {
                 Finding::refuse(ReasonCode::FactUnavailable)
                     .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
-            let current = read.as_ref().map(|r| Arc::new(r.value.clone()));
-            self.rows.insert(row.clone(), Slot { read, current });
+            let base = read.as_ref().map(|r| Arc::new(r.value.clone()));
+            self.rows.insert(row.clone(), Slot { read, current: base.clone(), base });
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
-            (Some(read), Some(current)) => Some(RowView { revision: read.revision, value: current.clone() }),
+            (Some(read), Some(current)) => Some(RowView {
+                revision: read.revision,
+                value: current.clone(),
+                unchanged: slot.base.as_ref().is_some_and(|base| Arc::ptr_eq(base, current)),
+            }),
             // Created by an effect of this turn: read as absent.
-            (None, Some(current)) => Some(RowView { revision: ABSENT_REVISION, value: current.clone() }),
+            (None, Some(current)) => {
+                Some(RowView { revision: ABSENT_REVISION, value: current.clone(), unchanged: false })
+            }
             _ => None,
         })
     }
@@ -243,12 +253,7 @@ impl<'f> Workspace<'f> {
         for (row, slot) in &mut self.rows {
             match snapshot.remove(row) {
                 Some(current) => slot.current = current,
-                None => {
-                    let read = slot.read.as_ref().map(|r| &r.value);
-                    if slot.current.as_deref() != read {
-                        slot.current = read.map(|v| Arc::new(v.clone()));
-                    }
-                }
+                None => slot.current.clone_from(&slot.base),
             }
         }
     }

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use warrant_core::check::CheckAnswers;
+use warrant_core::facts::FactsMemo;
 use warrant_core::outbound::GateAnswers;
 use warrant_core::reason::ReasonCode;
 use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
@@ -114,7 +115,9 @@ impl<S: Store> Engine<S> {
         let mut gathered = Gathered::default();
         let budget = self.model.as_ref().map(ModelSetup::turn_budget);
         for _ in 0..MAX_ATTEMPTS {
-            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref());
+            // Each attempt reads the store afresh: one after a conflict sees what the commit found.
+            let memo = FactsMemo::default();
+            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo);
             let commit = to_commit(&Decided {
                 valid,
                 decision: &decision,
@@ -142,14 +145,16 @@ impl<S: Store> Engine<S> {
     }
 
     /// Decides the turn, then decides it again with the answers of the checks and of the
-    /// outbound gate's questions it needs, a round at a time.
+    /// outbound gate's questions it needs, a round at a time, each decision after the first
+    /// served from `memo` the facts the ones before it read.
     fn decide_answering(
         &mut self,
         valid: &ValidRequest,
         gathered: &mut Gathered,
         budget: Option<&warrant_model::TurnBudget>,
+        memo: &FactsMemo,
     ) -> Decision {
-        let mut decision = self.decide(valid, gathered);
+        let mut decision = self.decide(valid, gathered, memo);
         // Step 4: the checks the acts that passed structure need, run at once; deciding
         // again with their answers can only take away. An act whose effects came only
         // with an answer may need checks of its own, hence the few rounds; what is still
@@ -163,7 +168,7 @@ impl<S: Store> Engine<S> {
             let round = model::run(self.model.as_ref(), budget, &missing);
             gathered.answers.extend(round.answers);
             gathered.calls.extend(round.calls);
-            decision = self.decide(valid, gathered);
+            decision = self.decide(valid, gathered, memo);
         }
         // Step 7: the outbound gate's questions about the reply (its coverage checks, its
         // one rewrite), answered one round at a time; what stays unanswered has failed.
@@ -181,18 +186,19 @@ impl<S: Store> Engine<S> {
             let (round, round_calls) = outbound::answer(self.model.as_ref(), budget, &open);
             gathered.gate_answers.extend(round);
             gathered.calls.extend(round_calls);
-            decision = self.decide(valid, gathered);
+            decision = self.decide(valid, gathered, memo);
         }
         decision
     }
 
-    /// One decision over the stored facts with the answers gathered so far.
-    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered) -> Decision {
-        let facts = StoreFacts::new(&mut self.store);
+    /// One decision over the stored facts (those read before through `memo`) with the answers
+    /// gathered so far.
+    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered, memo: &FactsMemo) -> Decision {
+        let store = StoreFacts::new(&mut self.store);
         warrant_core::turn::decide_answered(
             &self.contract,
             valid,
-            &facts,
+            &memo.over(&store),
             &gathered.conflicts,
             &gathered.answers,
             &gathered.gate_answers,
