@@ -155,6 +155,7 @@ pub struct FactsMemo {
     promotions: RefCell<BTreeMap<Subject, Option<PromotionRecord>>>,
     pending: RefCell<BTreeMap<RowRef, Option<String>>>,
     events: RefCell<BTreeMap<(String, String), Vec<EventRecord>>>,
+    row_events: RefCell<BTreeMap<RowRef, Vec<RowEvent>>>,
 }
 
 impl FactsMemo {
@@ -209,6 +210,10 @@ impl Facts for MemoFacts<'_> {
 
     fn events(&self, conversation: &str, kind: &str) -> Result<Vec<EventRecord>, FactError> {
         kept(&self.memo.events, (conversation.to_owned(), kind.to_owned()), || self.source.events(conversation, kind))
+    }
+
+    fn row_events(&self, row: &RowRef) -> Result<Vec<RowEvent>, FactError> {
+        kept(&self.memo.row_events, row.clone(), || self.source.row_events(row))
     }
 }
 

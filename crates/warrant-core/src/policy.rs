@@ -50,7 +50,7 @@ pub struct Policies {
     entities: Arc<EntityCache>,
 }
 
-/// How many rows' Cedar entities [`EntityCache`] keeps. Past it, the half used longest ago is
+/// How many rows' Cedar entities the entity cache keeps. Past it, the half used longest ago is
 /// dropped.
 pub const ENTITY_CACHE_ROWS: usize = 1024;
 

@@ -105,10 +105,11 @@ pub fn act_request(
         message.push_str(text);
         let from = words + 1;
         words += pointer::numbered(text).len();
-        let mut value = json!({"ptr": [from, words], "copy": text});
-        if *choice {
-            value["value"] = json!(text);
-        }
+        let value = if *choice {
+            json!({"ptr": [from, words], "copy": text, "value": text})
+        } else {
+            json!({"ptr": [from, words], "copy": text})
+        };
         args.insert(name.clone(), value);
     }
     let mut request = frame_request(frame, turn, at);
