@@ -210,12 +210,7 @@ fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
         Ok(Settled::Keep(Some(outcome)) | Settled::Discard(Some(outcome))) => Ok(outcome),
         // The turn's unique constraint fired: only another connection's commit could have
         // stored it, and this transaction has held the write lock since it began.
-        Ok(Settled::Keep(None) | Settled::Discard(None)) => {
-            let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
-            ledger::read_turn(conn, conversation, turn)?
-                .map(CommitOutcome::Duplicate)
-                .ok_or_else(|| txn::vanished(conversation, turn))
-        }
+        Ok(Settled::Keep(None) | Settled::Discard(None)) => ledger::duplicate(conn, commit),
         Err(e) => Err(e),
     })
 }

@@ -175,11 +175,7 @@ impl Ledger for SqliteStore {
         if let Some(outcome) = settle(tx, settled)? {
             return Ok(outcome);
         }
-        let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
-        match read_turn(&self.conn, conversation, turn)? {
-            Some(stored) => Ok(CommitOutcome::Duplicate(stored)),
-            None => Err(txn::vanished(conversation, turn)),
-        }
+        duplicate(&self.conn, commit)
     }
 
     fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError> {
@@ -464,6 +460,13 @@ fn decode_turn(raw: RawTurn) -> Result<StoredTurn, StoreError> {
         conversation,
         turn,
     })
+}
+
+/// A commit whose turn is already stored (its unique constraint fired): the stored turn, read
+/// back, or an error if it is not there after all.
+pub(super) fn duplicate(conn: &Connection, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+    let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
+    read_turn(conn, conversation, turn)?.map(CommitOutcome::Duplicate).ok_or_else(|| txn::vanished(conversation, turn))
 }
 
 pub(super) fn read_turn(conn: &Connection, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
