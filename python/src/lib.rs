@@ -184,7 +184,7 @@ fn tool_list(contract: &Contract, format: &str) -> Result<Value, Refusal> {
         Refusal::new(
             ReasonCode::InvalidInput,
             Some("format"),
-            format!("`format` is `{format}`: give openai, anthropic or mcp"),
+            format!("`format` is `{format}`: give {}", ToolFormat::CHOICES),
         )
     })?;
     Ok(warrant_core::tools::render(&warrant_core::tools::definitions(contract), parsed))

@@ -65,8 +65,9 @@ pub(crate) struct McpArgs {
 }
 
 pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
-    let format = warrant_core::tools::ToolFormat::parse(&args.format)
-        .ok_or_else(|| Exit::Input(format!("`--format {}`: give openai, anthropic or mcp", args.format)))?;
+    let format = warrant_core::tools::ToolFormat::parse(&args.format).ok_or_else(|| {
+        Exit::Input(format!("`--format {}`: give {}", args.format, warrant_core::tools::ToolFormat::CHOICES))
+    })?;
     let contract = load_contract(&args.contract)?;
     let tools = warrant_core::tools::render(&warrant_core::tools::definitions(&contract), format);
     let text = serde_json::to_string_pretty(&tools).map_err(|e| Exit::Input(e.to_string()))?;

@@ -20,7 +20,10 @@ pub enum ToolFormat {
 }
 
 impl ToolFormat {
-    /// `openai`, `anthropic` or `mcp`; anything else is `None`.
+    /// The formats' names as an error message lists them.
+    pub const CHOICES: &'static str = "openai, anthropic or mcp";
+
+    /// The format named `name` (`openai`, `anthropic` or `mcp`); anything else is `None`.
     pub fn parse(name: &str) -> Option<ToolFormat> {
         match name {
             "openai" => Some(ToolFormat::OpenAi),

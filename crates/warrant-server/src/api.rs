@@ -523,7 +523,7 @@ async fn get_tools(
         ApiError::bad(
             ReasonCode::InvalidInput,
             Some("format"),
-            format!("`format` is `{name}`: give openai, anthropic or mcp"),
+            format!("`format` is `{name}`: give {}", ToolFormat::CHOICES),
         )
     })?;
     let definitions = tools::definitions(state.inner.pools.contract());
