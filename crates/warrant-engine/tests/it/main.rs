@@ -20,23 +20,19 @@ mod record_writes;
 mod records;
 mod related_rows;
 mod retail;
+mod retail_cases;
 mod reverts;
 mod turn_checks;
 mod user_words;
 mod visibility;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::Value;
 use warrant_core::Contract;
 use warrant_engine::{Engine, ModelSource, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
 
-/// The retail example's folder.
-pub fn retail_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail")
-}
+pub use retail_cases::{Data, data, retail_dir};
 
 /// An engine for `contract` (loaded from `folder`) over `store`, made as every engine is: by
 /// the builder.
@@ -55,31 +51,6 @@ pub fn retail_engine_with(model: ModelSource) -> (Engine<SqliteStore>, tempfile:
     let (contract, folder) = load_contract(&retail_dir().join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
     (build(contract, &folder, store, model), dir)
-}
-
-/// The retail data, for building cases.
-#[derive(Debug)]
-pub struct Data {
-    pub orders: BTreeMap<String, Value>,
-    pub users: BTreeMap<String, Value>,
-    /// Every variant, keyed by item id, with its `product_id`.
-    pub items: BTreeMap<String, Value>,
-}
-
-pub fn data() -> Data {
-    let read = |name: &str| -> BTreeMap<String, Value> {
-        serde_json::from_str(&std::fs::read_to_string(retail_dir().join("data").join(name)).unwrap()).unwrap()
-    };
-    let products = read("products.json");
-    let mut items = BTreeMap::new();
-    for (product_id, product) in &products {
-        for (item_id, variant) in product["variants"].as_object().unwrap() {
-            let mut v = variant.clone();
-            v["product_id"] = Value::String(product_id.clone());
-            items.insert(item_id.clone(), v);
-        }
-    }
-    Data { orders: read("orders.json"), users: read("users.json"), items }
 }
 
 /// A PostgreSQL schema no other test uses (named by process id and a counter), dropped when the
