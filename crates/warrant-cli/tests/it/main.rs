@@ -2,6 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod check;
+// The engine's conformance harness and retail cases, shared so that the gateway's tests play
+// the same mutations; not every helper of theirs is used here.
+#[path = "../../../warrant-engine/tests/it/conformance.rs"]
+#[allow(dead_code, reason = "the engine's harness, of which the gateway's tests use a part")]
+mod conformance;
 mod corpus;
 mod delivery;
 mod docs;
@@ -15,6 +20,9 @@ mod prompts;
 mod receiver;
 mod records;
 mod render;
+#[path = "../../../warrant-engine/tests/it/retail_cases.rs"]
+#[allow(dead_code, reason = "the engine's retail cases, of which the gateway's tests use a part")]
+mod retail_cases;
 mod score;
 mod serve;
 mod service;

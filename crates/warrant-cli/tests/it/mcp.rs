@@ -4,13 +4,18 @@
 //! The Python comes from `WARRANT_MCP_PYTHON` or `target/mcp-venv` (`.ci/run` makes it from
 //! PyPI); without it these tests fail, naming what to install.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
+use warrant_core::turn::Verdict;
 use warrant_engine::Engine;
+use warrant_store::AnyStore;
+use warrant_store::Precondition;
 
+use crate::conformance::{Expect, Mutation, Tally, decide, verdict};
+use crate::retail_cases::{BREAKS_A_PRECONDITION, WRITES, answer, data, mutations, request};
 use crate::root;
 
 /// The interpreter with the `mcp` package.
@@ -163,72 +168,183 @@ fn json_file(name: &str) -> Value {
 }
 
 /// The actor of a write: the owner of its order, else the user it names, else the task's.
-fn actor_of(orders: &Value, task: &Value, kwargs: &Value) -> String {
-    let owner = kwargs["order_id"].as_str().and_then(|o| orders[o]["user_id"].as_str());
+fn actor_of(orders: &BTreeMap<String, Value>, task: &Value, kwargs: &Value) -> String {
+    let owner = kwargs["order_id"].as_str().and_then(|o| orders.get(o)).and_then(|o| o["user_id"].as_str());
     owner.or(kwargs["user_id"].as_str()).or(task["user_id"].as_str()).unwrap().to_owned()
 }
 
+/// What a planned call must be answered with.
+enum Want {
+    /// A mutation: refused with its reason code, naming its rule where it breaks a policy.
+    Refused(Mutation),
+    /// A write that breaks the benchmark's own precondition: refused naming `rule`.
+    RefusedByTheBenchmark(&'static str),
+    /// A write: put to the user, confirmed, forwarded once.
+    Performed,
+}
+
+/// The rules a result's text names (`[rule a, b]`).
+fn rules_named(text: &str) -> Vec<&str> {
+    text.split("[rule ").skip(1).filter_map(|rest| rest.split(']').next()).flat_map(|r| r.split(", ")).collect()
+}
+
+/// The commands that change a row of the gateway's store as the system of record would (`warrant
+/// records put` at the row's revision), made on `shadow` alike: `change` made, then undone.
+fn row_changes(bench: &Bench, shadow: &mut Engine<AnyStore>, mutation: &Mutation) -> (Vec<Value>, Vec<Value>) {
+    let put = |shadow: &mut Engine<AnyStore>, table: &str, key: &str, value: &Value| {
+        let revision = shadow.record(table, key).unwrap().unwrap().revision;
+        shadow.put_record(table, key, value, Precondition::IfMatch(revision)).unwrap();
+        let argv = [
+            env!("CARGO_BIN_EXE_warrant"),
+            "records",
+            "put",
+            "--contract",
+            &bench.contract.display().to_string(),
+            "--store",
+            &bench.store(),
+            table,
+            key,
+            "--if-match",
+            &revision.to_string(),
+        ];
+        json!({"argv": argv, "stdin": value.to_string()})
+    };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut saved = Vec::new();
+    for (table, key, change) in &mutation.data {
+        let value = shadow.record(table, key).unwrap().unwrap().value;
+        let mut changed = value.clone();
+        change(&mut changed);
+        before.push(put(shadow, table, key, &changed));
+        saved.push((table, key, value));
+    }
+    for (table, key, value) in saved.into_iter().rev() {
+        after.push(put(shadow, table, key, &value));
+    }
+    (before, after)
+}
+
+/// Every write action of τ-bench retail's test tasks through the gateway, as the engine's
+/// conformance test plays them (`retail_cases.rs`): before each write, its single-rule
+/// mutations, each answered `isError` with the reason code and rule and never forwarded (rows
+/// a mutation changes are changed by `warrant records put` beside the gateway, and changed
+/// back); then the write itself, held, confirmed by the user's elicitation callback, forwarded
+/// once, outcome `done`. A shadow engine on its own file follows the same writes, so each
+/// mutation is made against the data as it stands at that point.
 #[test]
 fn tau_bench_writes_through_the_gateway_are_confirmed_by_the_user_forwarded_once_and_done() {
+    let d = data();
     let tasks = json_file("tasks_test.json");
-    let orders = json_file("orders.json");
     let write_ops = writes();
     assert_eq!(write_ops.len(), 7);
+    assert!(write_ops.iter().all(|w| WRITES.contains(&w.as_str())), "{write_ops:?}");
+    let mut tally = Tally::default();
     let (mut writes, mut forwarded, mut refused_by_rule) = (0, 0, 0);
     let mut benches = Vec::new();
-    let mut sessions = Vec::new();
-    for task in tasks.as_array().unwrap() {
+    let mut sessions: Vec<(usize, Value, Vec<Want>)> = Vec::new();
+    for (t, task) in tasks.as_array().unwrap().iter().enumerate() {
         let actions: Vec<&Value> = task["actions"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|a| write_ops.iter().any(|w| a["name"] == w.as_str()))
+            .filter(|a| WRITES.contains(&a["name"].as_str().unwrap()))
             .collect();
         if actions.is_empty() {
             continue;
         }
         // A fresh store per task; a session per run of one actor's writes, in order.
         let bench = Bench::new();
-        let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
-        for action in actions {
-            let actor = actor_of(&orders, task, &action["kwargs"]);
-            let next = call(action["name"].as_str().unwrap(), &action["kwargs"]);
+        let mut shadow = Engine::builder()
+            .contract_file(&bench.contract)
+            .open(&format!("sqlite:{}", bench.dir.path().join("shadow.sqlite").display()))
+            .unwrap();
+        let mut runs: Vec<(String, Vec<Value>, Vec<Want>)> = Vec::new();
+        for (w, action) in actions.into_iter().enumerate() {
+            let op = action["name"].as_str().unwrap();
+            let kwargs = action["kwargs"].as_object().unwrap();
+            let actor = actor_of(&d.orders, task, &action["kwargs"]);
+            let (mut calls, mut wants) = (Vec::new(), Vec::new());
+            if let Some((_, _, rule)) = BREAKS_A_PRECONDITION.iter().find(|(bt, bw, _)| *bt == t && *bw == w) {
+                calls.push(call(op, &action["kwargs"]));
+                wants.push(Want::RefusedByTheBenchmark(rule));
+            } else {
+                let order =
+                    kwargs.get("order_id").and_then(Value::as_str).and_then(|id| shadow.record("order", id).unwrap());
+                for mutation in mutations(&d, &actor, op, kwargs, order.map(|r| r.value)) {
+                    let (before, after) = row_changes(&bench, &mut shadow, &mutation);
+                    calls.push(json!({"name": op, "arguments": mutation.kwargs, "before": before, "after": after}));
+                    wants.push(Want::Refused(mutation));
+                }
+                calls.push(call(op, &action["kwargs"]));
+                wants.push(Want::Performed);
+                // The shadow makes the write too, as the engine's conformance test does.
+                let turn = format!("t{t}-w{w}");
+                let held = decide(&mut shadow, &request(&actor, &turn, op, kwargs));
+                let interaction = held.interactions[0].id.clone();
+                let confirmed =
+                    decide(&mut shadow, &answer(&actor, &format!("{turn}-yes"), &format!("c-{turn}"), &interaction));
+                assert_eq!(verdict(&confirmed).0, Verdict::Commit, "the shadow commits task {t} write {w}");
+            }
             match runs.last_mut() {
-                Some((last, calls)) if *last == actor => calls.push(next),
-                _ => runs.push((actor, vec![next])),
+                Some((last, c, wn)) if *last == actor => {
+                    c.extend(calls);
+                    wn.extend(wants);
+                }
+                _ => runs.push((actor, calls, wants)),
             }
         }
-        for (actor, calls) in runs {
-            writes += calls.len();
-            sessions.push((benches.len(), bench.session(&actor, Some("confirm"), json!({}), calls)));
+        for (actor, calls, wants) in runs {
+            sessions.push((benches.len(), bench.session(&actor, Some("confirm"), json!({}), calls), wants));
         }
         benches.push(bench);
     }
-    let plans: Vec<Value> = sessions.iter().map(|(_, plan)| plan.clone()).collect();
+    let plans: Vec<Value> = sessions.iter().map(|(_, plan, _)| plan.clone()).collect();
     let outs = run_client(benches[0].dir.path(), &plans);
     let mut performed_per_bench = vec![0; benches.len()];
-    for ((b, _), out) in sessions.iter().zip(&outs) {
+    for ((b, _, wants), out) in sessions.iter().zip(&outs) {
         assert_eq!(out["protocol"], "2025-11-25", "{out}");
         assert!(!out["tools"].as_array().unwrap().contains(&json!("transfer_to_human_agents")));
-        let mut performed_here = 0;
-        for result in out["results"].as_array().unwrap() {
+        let results = out["results"].as_array().unwrap_or_else(|| panic!("the session ended: {out}"));
+        assert_eq!(results.len(), wants.len(), "{out}");
+        for (result, want) in results.iter().zip(wants) {
             let text = result["text"].as_str().unwrap();
-            if result["is_error"] == true {
-                // The benchmark's own precondition breaks: refused by the rule, never forwarded.
-                assert!(text.contains("refused") && text.contains("[rule "), "{text}");
-                refused_by_rule += 1;
-            } else {
-                assert!(text.ends_with(": performed"), "{text}");
-                performed_here += 1;
+            let confirmations =
+                result["asked"].as_array().unwrap().iter().filter(|f| **f == json!(["decision"])).count();
+            match want {
+                Want::Refused(mutation) => {
+                    let Expect { verdicts, code, rule } = mutation.expect;
+                    assert_eq!(verdicts, [Verdict::Refuse], "retail's mutations are refused");
+                    let ok = result["is_error"] == true
+                        && confirmations == 0
+                        && text.contains(" refused;")
+                        && text.contains(&format!("; {code}"))
+                        && rule.is_none_or(|r| rules_named(text).contains(&r));
+                    tally.count(mutation.name, ok);
+                    if let (true, Some(rule)) = (ok, rule) {
+                        *tally.rules.entry(rule).or_default() += 1;
+                    }
+                    if !ok {
+                        tally.failures.push(format!("`{}`: expected {code} {rule:?}, got {result}", mutation.name));
+                    }
+                }
+                Want::RefusedByTheBenchmark(rule) => {
+                    assert!(result["is_error"] == true && rules_named(text) == [*rule], "{text}");
+                    refused_by_rule += 1;
+                }
+                Want::Performed => {
+                    writes += 1;
+                    // Held, put to the user once in a form of the interaction's options.
+                    let ok = result["is_error"] == false && text.ends_with(": performed") && confirmations == 1;
+                    tally.count("no confirmation", ok);
+                    if ok {
+                        performed_per_bench[*b] += 1;
+                        forwarded += 1;
+                    } else {
+                        tally.failures.push(format!("a write was not confirmed and performed: {result}"));
+                    }
+                }
             }
         }
-        // Each performed write was confirmed by the user once, in a form of the interaction's
-        // options.
-        let confirmations =
-            out["elicitations"].as_array().unwrap().iter().filter(|e| e["fields"] == json!(["decision"])).count();
-        assert_eq!(confirmations, performed_here, "{out}");
-        performed_per_bench[*b] += performed_here;
-        forwarded += performed_here;
     }
     for (bench, performed) in benches.iter().zip(&performed_per_bench) {
         let log = bench.performed();
@@ -242,9 +358,12 @@ fn tau_bench_writes_through_the_gateway_are_confirmed_by_the_user_forwarded_once
     println!(
         "mcp retail: {forwarded} of {writes} τ-bench writes confirmed by the user, forwarded once and done; {refused_by_rule} refused by the rule the benchmark enforces"
     );
-    assert_eq!(writes, 178);
+    let total = tally.print(&[]);
+    assert!(tally.failures.is_empty(), "{} failures:\n{}", tally.failures.len(), tally.failures.join("\n"));
+    assert_eq!(writes + refused_by_rule, 178);
     assert_eq!(forwarded, 174);
-    assert_eq!(refused_by_rule, 4);
+    assert_eq!(refused_by_rule, BREAKS_A_PRECONDITION.len());
+    assert_eq!(total, (1274, 1274), "every mutation named its broken rule through the gateway, as in the engine");
 }
 
 const FATIMA: &str = "fatima_johnson_7581";

@@ -13,12 +13,16 @@ other, each:
   "server_log": a file the stdio server's standard error is written to (optional)
 A call may hold "then_list": true: after it, the client waits (up to 30 s) for the server's
 `notifications/tools/list_changed` and lists the tools again, into the result's "tools_after".
+A call may hold "before" and "after": commands run to their end just before and just after it,
+each {"argv": [...], "stdin": TEXT} (the system of record changing a row beside the gateway);
+one that fails ends the session with its standard error.
 Prints a JSON list, one object per session: the protocol version, the tool names listed, every
-elicitation's message and fields, and each call's isError and text; or the error that ended it
-(the gateway killed under it).
+elicitation's message and fields, and each call's isError, text and the fields of the forms
+put to the user while it ran ("asked"); or the error that ended it (the gateway killed under it).
 """
 
 import json
+import subprocess
 import sys
 
 import anyio
@@ -50,6 +54,13 @@ async def on_elicit(context, params):
     return types.ElicitResult(action="accept", content=content)
 
 
+def run_all(commands):
+    for command in commands:
+        done = subprocess.run(command["argv"], input=command.get("stdin", ""), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{command['argv']} failed: {done.stdout} {done.stderr}")
+
+
 async def session(read, write):
     callback = on_elicit if plan.get("decision") is not None else None
     global changed
@@ -59,6 +70,8 @@ async def session(read, write):
         results = []
         for call in plan["calls"]:
             changed = anyio.Event()
+            run_all(call.get("before", []))
+            asked_from = len(seen)
             if plan.get("cancel_after") is not None:
                 r = None
                 with anyio.move_on_after(plan["cancel_after"]):
@@ -69,7 +82,9 @@ async def session(read, write):
             else:
                 r = await s.call_tool(call["name"], call.get("arguments", {}))
             texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
-            results.append({"is_error": bool(r.is_error), "text": "\n".join(texts)})
+            results.append({"is_error": bool(r.is_error), "text": "\n".join(texts),
+                            "asked": [e["fields"] for e in seen[asked_from:]]})
+            run_all(call.get("after", []))
             if call.get("then_list"):
                 with anyio.move_on_after(30):
                     await changed.wait()
