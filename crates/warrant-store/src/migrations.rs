@@ -24,6 +24,7 @@ pub(crate) const SQLITE: &[Step] = &[
     Step { version: 6, sql: include_str!("../migrations/sqlite/0006_record_deletions.sql") },
     Step { version: 7, sql: include_str!("../migrations/sqlite/0007_seeds.sql") },
     Step { version: 8, sql: include_str!("../migrations/sqlite/0008_outcomes.sql") },
+    Step { version: 9, sql: include_str!("../migrations/sqlite/0009_effects_by_turn.sql") },
 ];
 
 pub(crate) const POSTGRES: &[Step] = &[
@@ -35,6 +36,7 @@ pub(crate) const POSTGRES: &[Step] = &[
     Step { version: 6, sql: include_str!("../migrations/postgres/0006_record_deletions.sql") },
     Step { version: 7, sql: include_str!("../migrations/postgres/0007_seeds.sql") },
     Step { version: 8, sql: include_str!("../migrations/postgres/0008_outcomes.sql") },
+    Step { version: 9, sql: include_str!("../migrations/postgres/0009_effects_by_turn.sql") },
 ];
 
 /// The steps a database that has run `applied` still needs, in order. A database that ran a

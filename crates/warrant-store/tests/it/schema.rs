@@ -75,3 +75,28 @@ fn both_backends_keep_the_same_tables_and_columns() {
     );
     assert_eq!(sqlite, postgres);
 }
+
+/// A turn's effects (the query `Ledger::turn_effects` runs) are found through an index on both
+/// backends, not by scanning every effect: replay reads them for every stored turn.
+#[test]
+fn a_turns_effects_are_read_through_an_index_on_both_backends() {
+    const INDEX: &str = "effects_conversation_turn";
+    let query = "SELECT id, idempotency_key, conversation, turn, op, payload, outcome, report
+                 FROM effects WHERE conversation = 'c' AND turn = 't' ORDER BY id";
+    let sqlite = Fixture::sqlite();
+    let Backend::Sqlite { path, .. } = &sqlite.backend else { unreachable!() };
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut explain = conn.prepare(&format!("EXPLAIN QUERY PLAN {query}")).unwrap();
+    let plan: Vec<String> = explain.query_map([], |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+    assert!(plan.iter().any(|step| step.contains(&format!("USING INDEX {INDEX}"))), "sqlite plan: {plan:?}");
+
+    let postgres = Fixture::postgres();
+    let Backend::Postgres { conninfo, schema } = &postgres.backend else { unreachable!() };
+    let mut client = admin(conninfo);
+    // An empty table is cheapest to scan whole; forbidding that asks which index the planner
+    // would take for a store of any size.
+    client.batch_execute(&format!("SET search_path TO {schema}; SET enable_seqscan = off")).unwrap();
+    let plan: Vec<String> =
+        client.query(&format!("EXPLAIN {query}"), &[]).unwrap().iter().map(|row| row.get(0)).collect();
+    assert!(plan.iter().any(|line| line.contains(INDEX)), "postgres plan: {plan:?}");
+}
