@@ -27,6 +27,7 @@ pub mod operation;
 pub mod outbound;
 pub mod pointer;
 pub mod policy;
+mod policy_reads;
 pub mod policy_schema;
 pub mod reason;
 pub mod records;

@@ -17,6 +17,8 @@ use cedar_policy::{
     PolicySet, Request, RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
 };
 use miette::Diagnostic;
+
+use crate::policy_reads::Reads;
 use serde_json::Value;
 #[cfg(test)]
 use serde_json::json;
@@ -46,6 +48,9 @@ pub struct Policies {
     /// only ones that can permit, forbid or err for it (the schema gives actions no groups, so
     /// `action in [...]` holds only for the actions listed). Built once, when the contract loads.
     by_action: BTreeMap<String, PolicySet>,
+    /// For each operation, what its policies can read of the context: a decision hands Cedar
+    /// that part alone. Built with `by_action`.
+    context_reads: BTreeMap<String, Reads>,
     /// The rows' entities built so far, shared by every clone of the contract.
     entities: Arc<EntityCache>,
 }
@@ -293,6 +298,7 @@ impl Policies {
         let mut policies = Policies { set, count, origins, ..Policies::default() };
         policies.validate(schema, &starts)?;
         policies.by_action = policies.split_by_action(schema).map_err(PolicyLoadError::Schema)?;
+        policies.context_reads = policies.context_reads().map_err(PolicyLoadError::Schema)?;
         Ok(policies)
     }
 
@@ -318,6 +324,17 @@ impl Policies {
             by_action.insert(name.clone(), set);
         }
         Ok(by_action)
+    }
+
+    /// What each operation's policies can read of the context ([`Reads`]).
+    fn context_reads(&self) -> Result<BTreeMap<String, Reads>, String> {
+        let mut reads = BTreeMap::new();
+        for (action, set) in &self.by_action {
+            let json: Vec<Value> =
+                set.policies().map(|p| p.to_json().map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+            reads.insert(action.clone(), Reads::of_policies(&json));
+        }
+        Ok(reads)
     }
 
     /// Validates every policy against the schema, reporting the first error in file order.
@@ -458,6 +475,12 @@ impl Policies {
         let action_uid = uid("Action", action)?;
         let entities =
             Entities::from_entities([principal].into_iter().chain(resource), None).map_err(|e| e.to_string())?;
+        // The part of the context the action's policies read; all of it for an action no
+        // policy scope was split for.
+        let context = match self.context_reads.get(action) {
+            Some(reads @ Reads::Some(_)) => reads.keep(&context, DATETIME_MARK).into_owned(),
+            _ => context,
+        };
         let Value::Object(pairs) = context else { return Err("the context is not an object".into()) };
         let context = Context::from_pairs(pairs.iter().filter_map(|(k, v)| restricted(v).map(|r| (k.clone(), r))))
             .map_err(|e| e.to_string())?;
