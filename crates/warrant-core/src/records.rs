@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use crate::money::{self, Currency, MoneyError};
-use crate::schema::{self, Field, Kind};
+use crate::schema::{self, At, Field, Kind};
 use crate::text;
 
 /// One stored row of a records table, as the store hands it over.
@@ -259,7 +259,7 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
     {
         return Err(DataError::KeyMismatch { table: table.name.clone(), key: key.to_owned(), path: field.clone() });
     }
-    check_numbers(table, key, &mut Vec::new(), "", value, currency)
+    check_numbers(table, key, &mut Vec::new(), &At::Text(""), value, currency)
 }
 
 /// Splits a parsed data file into rows, checking every number.
@@ -316,14 +316,14 @@ fn check_numbers<'v>(
     table: &Table,
     key: &str,
     concrete: &mut Vec<&'v str>,
-    path: &str,
+    path: &At<'_>,
     value: &'v Value,
     currency: Option<Currency>,
 ) -> Result<(), DataError> {
     match value {
         Value::Object(map) => {
             for (field, inner) in map {
-                let path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+                let path = At::Field(path, field);
                 concrete.push(field);
                 // Without a currency there are no money fields (the loader refuses them), and
                 // a number is checked as any other.
@@ -335,9 +335,15 @@ fn check_numbers<'v>(
                     let (table, key, number) = (table.name.clone(), key.to_owned(), n.to_string());
                     return Err(match reason {
                         MoneyError::TooPrecise { minor_digits, .. } => {
-                            DataError::TooPrecise { table, key, path, number, exponent: minor_digits }
+                            DataError::TooPrecise { table, key, path: path.to_string(), number, exponent: minor_digits }
                         }
-                        reason => DataError::NotMoney { table, key, path, number, reason: reason.to_string() },
+                        reason => DataError::NotMoney {
+                            table,
+                            key,
+                            path: path.to_string(),
+                            number,
+                            reason: reason.to_string(),
+                        },
                     });
                 }
                 check_numbers(table, key, concrete, &path, inner, currency)?;
@@ -347,14 +353,14 @@ fn check_numbers<'v>(
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                check_numbers(table, key, concrete, &format!("{path}[{i}]"), inner, currency)?;
+                check_numbers(table, key, concrete, &At::Index(path, i), inner, currency)?;
             }
             Ok(())
         }
         Value::Number(n) if !(n.is_i64() || n.is_u64()) => Err(DataError::UndeclaredFraction {
             table: table.name.clone(),
             key: key.to_owned(),
-            path: path.to_owned(),
+            path: path.to_string(),
             number: n.to_string(),
         }),
         _ => Ok(()),

@@ -87,34 +87,62 @@ pub struct Misfit {
     pub message: String,
 }
 
-fn misfit(path: &str, message: String) -> Misfit {
-    Misfit { path: path.to_owned(), message }
+/// Where a value sits inside a row: turned into text (`items[0].price`) only when a check
+/// fails, so that a row that fits costs no path strings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// A path already written out; the row itself when empty.
+    Text(&'a str),
+    /// A field of the value at the first.
+    Field(&'a At<'a>, &'a str),
+    /// An element of the list at the first.
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn is_root(&self) -> bool {
+        matches!(self, At::Text(""))
+    }
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Text(text) => f.write_str(text),
+            At::Field(parent, field) if parent.is_root() => f.write_str(field),
+            At::Field(parent, field) => write!(f, "{parent}.{field}"),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
 }
 
 fn join(path: &str, field: &str) -> String {
     if path.is_empty() { field.to_owned() } else { format!("{path}.{field}") }
 }
 
-/// Checks a row (an object of `fields`) against its schema; money is read in `currency`.
-pub fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
-    check_object(fields, "", value, currency)
+fn misfit(path: &At<'_>, message: String) -> Misfit {
+    Misfit { path: path.to_string(), message }
 }
 
-fn check_object(fields: &Fields, path: &str, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
+/// Checks a row (an object of `fields`) against its schema; money is read in `currency`.
+pub fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
+    check_object(fields, &At::Text(""), value, currency)
+}
+
+fn check_object(fields: &Fields, path: &At<'_>, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
     let Value::Object(map) = value else {
         return Err(misfit(path, format!("is {}, not an object", shape(value))));
     };
     if let Some(extra) = map.keys().find(|k| !fields.contains_key(*k)) {
-        let at = join(path, extra);
-        return Err(misfit(&at, "is not a declared field".into()));
+        return Err(misfit(&At::Field(path, extra), "is not a declared field".into()));
     }
     for (name, field) in fields {
-        let at = join(path, name);
+        let at = At::Field(path, name);
         match map.get(name) {
             None | Some(Value::Null) if field.optional => {}
             None => return Err(misfit(&at, "is missing; the field is not optional".into())),
             Some(Value::Null) => return Err(misfit(&at, "is null, but the field is not optional".into())),
-            Some(inner) => check_value(field, &at, inner, currency)?,
+            Some(inner) => check_value_at(field, &at, inner, currency)?,
         }
     }
     Ok(())
@@ -134,6 +162,10 @@ fn shape(value: &Value) -> &'static str {
 
 /// Checks one value against its field (never `null` here: the caller handles absence).
 pub fn check_value(field: &Field, path: &str, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
+    check_value_at(field, &At::Text(path), value, currency)
+}
+
+fn check_value_at(field: &Field, path: &At<'_>, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
     let wrong = |want: &str| Err(misfit(path, format!("is {}, not {want}", shape(value))));
     match (&field.kind, value) {
         (Kind::Text, Value::String(_)) | (Kind::Bool, Value::Bool(_)) => Ok(()),
@@ -175,22 +207,22 @@ pub fn check_value(field: &Field, path: &str, value: &Value, currency: Option<Cu
         }
         (Kind::List(of), Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                let at = format!("{path}[{i}]");
+                let at = At::Index(path, i);
                 if item.is_null() {
                     return Err(misfit(&at, "is null, but list elements cannot be".into()));
                 }
-                check_value(of, &at, item, currency)?;
+                check_value_at(of, &at, item, currency)?;
             }
             Ok(())
         }
         (Kind::Object(fields), Value::Object(_)) => check_object(fields, path, value, currency),
         (Kind::Map(of), Value::Object(map)) => {
             for (key, item) in map {
-                let at = join(path, key);
+                let at = At::Field(path, key);
                 match item {
                     Value::Null if of.optional => {}
                     Value::Null => return Err(misfit(&at, "is null, but the map's values are not optional".into())),
-                    item => check_value(of, &at, item, currency)?,
+                    item => check_value_at(of, &at, item, currency)?,
                 }
             }
             Ok(())
