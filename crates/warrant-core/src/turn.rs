@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::args::{self, ArgContext, Checked, UserWords};
 use crate::change::RowChange;
@@ -383,24 +384,37 @@ impl<'f> TurnState<'f> {
     /// The last stage: the rows to write with the revisions they were read at, and every fact
     /// the decision read.
     fn finish(self) -> Decision {
-        let TurnState { work, response, needed, effects, events, opened, answered, mut facts_read, trace } = self;
+        let TurnState { mut work, response, needed, effects, events, opened, answered, mut facts_read, trace } = self;
         let mut writes = Vec::new();
-        for (row, slot) in &work.rows {
-            match &slot.read {
-                Some(read) => {
-                    facts_read.records.push(read.clone());
-                    // A row an effect deleted is written as `null`.
-                    let after = slot.current.as_deref().unwrap_or(&Value::Null);
-                    if *after != read.value {
+        for (row, slot) in std::mem::take(&mut work.rows) {
+            let Slot { read, base, current } = slot;
+            match (read, base) {
+                (Some(read), Some(base)) => {
+                    let unchanged = match &current {
+                        Some(after) => Arc::ptr_eq(after, &base) || **after == *base,
+                        None => base.is_null(),
+                    };
+                    if !unchanged {
+                        // A row an effect deleted is written as `null`.
+                        let after = current.as_deref().cloned().unwrap_or(Value::Null);
                         writes.push(RowWrite {
                             row: row.clone(),
                             expected_revision: read.revision,
-                            before: read.value.clone(),
-                            value: after.clone(),
+                            before: (*base).clone(),
+                            value: after,
                         });
                     }
+                    // The value read, taken rather than copied when nothing else holds it.
+                    drop(current);
+                    let value = Arc::unwrap_or_clone(base);
+                    facts_read.records.push(Record {
+                        table: read.table,
+                        key: read.key,
+                        revision: read.revision,
+                        value,
+                    });
                 }
-                None => {
+                _ => {
                     facts_read.records.push(Record {
                         table: row.table.clone(),
                         key: row.key.clone(),
@@ -408,12 +422,12 @@ impl<'f> TurnState<'f> {
                         value: Value::Null,
                     });
                     // A row an effect created: written expecting it absent still.
-                    if let Some(created) = &slot.current {
+                    if let Some(created) = current {
                         writes.push(RowWrite {
-                            row: row.clone(),
+                            row,
                             expected_revision: ABSENT_REVISION,
                             before: Value::Null,
-                            value: (**created).clone(),
+                            value: Arc::unwrap_or_clone(created),
                         });
                     }
                 }

@@ -15,11 +15,23 @@ use crate::verdict::Finding;
 /// has it until the commit stores it): no stored row is ever at it.
 pub const ABSENT_REVISION: i64 = 0;
 
+/// A row as the facts answered it, but for its value (kept once, in [`Slot::base`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ReadRow {
+    /// The table, as the facts gave it.
+    pub(crate) table: String,
+    /// The key, as the facts gave it.
+    pub(crate) key: String,
+    /// The revision read.
+    pub(crate) revision: i64,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    /// The row as read from the facts (`None` when it does not exist).
-    pub(crate) read: Option<Record>,
-    /// The value read, shared: `current` is this very allocation until an effect changes it.
+    /// The row as read from the facts (`None` when it does not exist); its value is `base`.
+    pub(crate) read: Option<ReadRow>,
+    /// The value read (`Some` exactly when `read` is), shared: `current` is this very
+    /// allocation until an effect changes it.
     pub(crate) base: Option<Arc<Value>>,
     /// The working value after this turn's effects so far, shared until an effect changes it
     /// (so that taking a snapshot before each act costs no copy of the rows).
@@ -122,7 +134,12 @@ impl<'f> Workspace<'f> {
                 Finding::refuse(ReasonCode::FactUnavailable)
                     .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
-            let base = read.as_ref().map(|r| Arc::new(r.value.clone()));
+            let (read, base) = match read {
+                Some(Record { table, key, revision, value }) => {
+                    (Some(ReadRow { table, key, revision }), Some(Arc::new(value)))
+                }
+                None => (None, None),
+            };
             self.rows.insert(row.clone(), Slot { read, current: base.clone(), base });
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
@@ -265,7 +282,7 @@ impl<'f> Workspace<'f> {
                 let slot = self.rows.get(row)?;
                 let before = match since.get(row) {
                     Some(before) => before.as_deref(),
-                    None => slot.read.as_ref().map(|r| &r.value),
+                    None => slot.base.as_deref(),
                 };
                 let after = slot.current.as_deref();
                 let fields = match (before, after) {
@@ -290,7 +307,7 @@ impl<'f> Workspace<'f> {
             .iter()
             .filter(|(row, slot)| match since.get(*row) {
                 Some(before) => !same(before, &slot.current),
-                None => slot.current.as_deref() != slot.read.as_ref().map(|r| &r.value),
+                None => !same(&slot.base, &slot.current),
             })
             .map(|(row, _)| row.clone())
             .collect()
