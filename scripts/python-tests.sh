@@ -2,9 +2,9 @@
 # The Python package's tests (docs/python.md): a fresh virtual environment, the test
 # requirements pinned in python/requirements-test.txt from PyPI, the package installed from
 # ./python (built by maturin with cargo's dev profile, so the crates `cargo test` built are
-# reused), the `warrant` binary that the Client's tests serve, then pytest; then the same wheel
-# and the framework-free tests on Python 3.9, the oldest the package claims, where the machine
-# has one. Any failure fails it.
+# reused), the `warrant` binary that the Client's tests serve (as `cargo test --workspace`
+# builds it), then pytest; then the same wheel and the framework-free tests on Python 3.9, the
+# oldest the package claims, where the machine has one. Any failure fails it.
 #
 # Environment: PYTHON_VENV (default $CARGO_TARGET_DIR/python-venv, else target/python-venv),
 # PYTHON (default python3), PYTHON_OLDEST (default python3.9 on PATH, else pyenv's 3.9),
@@ -34,7 +34,9 @@ MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" wheel --quiet --disable-pip-
 wheel=$(ls "$wheels"/warrant_gate-*.whl)
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel"
 say "warrant-gate built from ./python and installed ($(basename "$wheel"))"
-cargo build --quiet --locked -p warrant-cli
+# The binary `cargo test --workspace` builds, with the same features (after that step, nothing
+# is built again; `cargo build -p warrant-cli` would build it again with the package's own).
+cargo test --workspace --locked --no-run --quiet
 say "warrant built for the Client's tests"
 "$venv/bin/python" -m pytest python/tests -q -p no:cacheprovider
 say "pytest passed"

@@ -45,7 +45,7 @@ def confirm(conversation: str, interaction: str, turn: str = "yes") -> dict:
 
 
 def warrant_binary() -> pathlib.Path:
-    """The `warrant` binary built by `cargo build -p warrant-cli` (WARRANT_BIN overrides)."""
+    """The `warrant` binary `cargo test --workspace` builds (WARRANT_BIN overrides)."""
     if "WARRANT_BIN" in os.environ:
         return pathlib.Path(os.environ["WARRANT_BIN"])
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
