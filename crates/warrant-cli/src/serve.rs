@@ -20,7 +20,7 @@ pub(crate) struct ServeArgs {
     /// The address to listen on (`127.0.0.1:0` picks a free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
-    /// Engines (store connections) per tenant; default 4 on PostgreSQL, 1 on SQLite.
+    /// Engines (store connections) per tenant (default 4).
     #[arg(long)]
     engines: Option<usize>,
 }

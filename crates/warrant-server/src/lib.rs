@@ -78,15 +78,14 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// A configuration with the default pool size (4 engines per tenant; 1 on SQLite, whose
-    /// writers take turns anyway) and body limit (1 MiB).
+    /// A configuration with the default pool size (4 engines per tenant, on either store: on
+    /// SQLite too, whose commits from several engines are grouped) and body limit (1 MiB).
     pub fn new(contract: PathBuf, store: String, listen: String) -> ServeConfig {
-        let engines_per_tenant = if store.starts_with("sqlite:") { 1 } else { 4 };
         ServeConfig {
             contract,
             store,
             listen,
-            engines_per_tenant,
+            engines_per_tenant: 4,
             body_limit: 1 << 20,
             model: warrant_engine::ModelSource::Environment,
         }
