@@ -17,11 +17,11 @@ use cedar_policy::{
     PolicySet, Request, RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
 };
 use miette::Diagnostic;
-
-use crate::policy_reads::Reads;
 use serde_json::Value;
 #[cfg(test)]
 use serde_json::json;
+
+use crate::policy_reads::Reads;
 
 /// The one member of the JSON object that stands for a Cedar `datetime` in the values handed
 /// to [`Policies::decide`] (its value the datetime's text, `2026-11-30T03:00:00.000Z`). No row

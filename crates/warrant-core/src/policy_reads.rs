@@ -49,7 +49,7 @@ impl Reads {
                     }
                     return;
                 }
-                if map.get("Var").and_then(Value::as_str) == Some("context") {
+                if is_context(json) {
                     *self = Reads::All;
                     return;
                 }

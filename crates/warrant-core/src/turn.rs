@@ -387,12 +387,12 @@ impl<'f> TurnState<'f> {
         let TurnState { mut work, response, needed, effects, events, opened, answered, mut facts_read, trace } = self;
         let mut writes = Vec::new();
         for (row, slot) in std::mem::take(&mut work.rows) {
-            let Slot { read, base, current } = slot;
-            match (read, base) {
-                (Some(read), Some(base)) => {
+            let Slot { read, current } = slot;
+            match read {
+                Some(read) => {
                     let unchanged = match &current {
-                        Some(after) => Arc::ptr_eq(after, &base) || **after == *base,
-                        None => base.is_null(),
+                        Some(after) => Arc::ptr_eq(after, &read.value) || **after == *read.value,
+                        None => read.value.is_null(),
                     };
                     if !unchanged {
                         // A row an effect deleted is written as `null`.
@@ -400,13 +400,13 @@ impl<'f> TurnState<'f> {
                         writes.push(RowWrite {
                             row: row.clone(),
                             expected_revision: read.revision,
-                            before: (*base).clone(),
+                            before: (*read.value).clone(),
                             value: after,
                         });
                     }
                     // The value read, taken rather than copied when nothing else holds it.
                     drop(current);
-                    let value = Arc::unwrap_or_clone(base);
+                    let value = Arc::unwrap_or_clone(read.value);
                     facts_read.records.push(Record {
                         table: read.table,
                         key: read.key,
@@ -414,7 +414,7 @@ impl<'f> TurnState<'f> {
                         value,
                     });
                 }
-                _ => {
+                None => {
                     facts_read.records.push(Record {
                         table: row.table.clone(),
                         key: row.key.clone(),

@@ -15,7 +15,9 @@ use crate::verdict::Finding;
 /// has it until the commit stores it): no stored row is ever at it.
 pub const ABSENT_REVISION: i64 = 0;
 
-/// A row as the facts answered it, but for its value (kept once, in [`Slot::base`]).
+/// A row as the facts answered it, its value shared: a slot's `current` is this very
+/// allocation until an effect changes it (so that taking a snapshot before each act costs no
+/// copy of the rows).
 #[derive(Debug, Clone)]
 pub(crate) struct ReadRow {
     /// The table, as the facts gave it.
@@ -24,17 +26,15 @@ pub(crate) struct ReadRow {
     pub(crate) key: String,
     /// The revision read.
     pub(crate) revision: i64,
+    /// The value read.
+    pub(crate) value: Arc<Value>,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    /// The row as read from the facts (`None` when it does not exist); its value is `base`.
+    /// The row as read from the facts (`None` when it does not exist).
     pub(crate) read: Option<ReadRow>,
-    /// The value read (`Some` exactly when `read` is), shared: `current` is this very
-    /// allocation until an effect changes it.
-    pub(crate) base: Option<Arc<Value>>,
-    /// The working value after this turn's effects so far, shared until an effect changes it
-    /// (so that taking a snapshot before each act costs no copy of the rows).
+    /// The working value after this turn's effects so far, shared until an effect changes it.
     pub(crate) current: Option<Arc<Value>>,
 }
 
@@ -134,20 +134,21 @@ impl<'f> Workspace<'f> {
                 Finding::refuse(ReasonCode::FactUnavailable)
                     .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
-            let (read, base) = match read {
-                Some(Record { table, key, revision, value }) => {
-                    (Some(ReadRow { table, key, revision }), Some(Arc::new(value)))
-                }
-                None => (None, None),
-            };
-            self.rows.insert(row.clone(), Slot { read, current: base.clone(), base });
+            let read = read.map(|Record { table, key, revision, value }| ReadRow {
+                table,
+                key,
+                revision,
+                value: Arc::new(value),
+            });
+            let current = read.as_ref().map(|r| r.value.clone());
+            self.rows.insert(row.clone(), Slot { read, current });
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
             (Some(read), Some(current)) => Some(RowView {
                 revision: read.revision,
                 value: current.clone(),
-                unchanged: slot.base.as_ref().is_some_and(|base| Arc::ptr_eq(base, current)),
+                unchanged: Arc::ptr_eq(&read.value, current),
             }),
             // Created by an effect of this turn: read as absent.
             (None, Some(current)) => {
@@ -270,7 +271,7 @@ impl<'f> Workspace<'f> {
         for (row, slot) in &mut self.rows {
             match snapshot.remove(row) {
                 Some(current) => slot.current = current,
-                None => slot.current.clone_from(&slot.base),
+                None => slot.current = slot.read.as_ref().map(|r| r.value.clone()),
             }
         }
     }
@@ -282,7 +283,7 @@ impl<'f> Workspace<'f> {
                 let slot = self.rows.get(row)?;
                 let before = match since.get(row) {
                     Some(before) => before.as_deref(),
-                    None => slot.base.as_deref(),
+                    None => slot.read.as_ref().map(|r| &*r.value),
                 };
                 let after = slot.current.as_deref();
                 let fields = match (before, after) {
@@ -298,7 +299,7 @@ impl<'f> Workspace<'f> {
     }
 
     pub(crate) fn changed_rows(&self, since: &BTreeMap<RowRef, Option<Arc<Value>>>) -> Vec<RowRef> {
-        let same = |a: &Option<Arc<Value>>, b: &Option<Arc<Value>>| match (a, b) {
+        let same = |a: Option<&Arc<Value>>, b: Option<&Arc<Value>>| match (a, b) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             (None, None) => true,
             _ => false,
@@ -306,8 +307,8 @@ impl<'f> Workspace<'f> {
         self.rows
             .iter()
             .filter(|(row, slot)| match since.get(*row) {
-                Some(before) => !same(before, &slot.current),
-                None => !same(&slot.base, &slot.current),
+                Some(before) => !same(before.as_ref(), slot.current.as_ref()),
+                None => !same(slot.read.as_ref().map(|r| &r.value), slot.current.as_ref()),
             })
             .map(|(row, _)| row.clone())
             .collect()
