@@ -13,8 +13,9 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use cedar_policy::{
-    ActionConstraint, Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId,
-    PolicySet, Request, RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning, Validator,
+    ActionConstraint, Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy,
+    PolicyId, PolicySet, Request, RestrictedExpression, Schema, ValidationError, ValidationMode, ValidationWarning,
+    Validator,
 };
 use miette::Diagnostic;
 use serde_json::Value;
@@ -56,14 +57,16 @@ pub struct Policies {
 }
 
 /// How many rows' Cedar entities the entity cache keeps. Past it, the half used longest ago is
-/// dropped.
+/// dropped. As many pairs of them are kept as one request's entities, then all are dropped.
 pub const ENTITY_CACHE_ROWS: usize = 1024;
 
 /// Cedar entities built from stored rows, by table and key, each with the revision and the value
 /// it was built from. An entry serves a row only at that revision and with an equal value, so
 /// what it serves is exactly what building the entity again would give: a contract shared by two
-/// stores, or facts that reuse a revision, get no other row's attributes. Pure data: no clock, no
-/// IO; its size is bounded by [`ENTITY_CACHE_ROWS`].
+/// stores, or facts that reuse a revision, get no other row's attributes. Each entry is kept
+/// under a number no other entry ever has, and the entities of one request (its principal and
+/// resource, with their hierarchy computed) are kept by the pair of those numbers. Pure data: no
+/// clock, no IO; its size is bounded by [`ENTITY_CACHE_ROWS`].
 #[derive(Default)]
 struct EntityCache {
     entries: Mutex<EntityEntries>,
@@ -72,7 +75,10 @@ struct EntityCache {
 #[derive(Default)]
 struct EntityEntries {
     rows: BTreeMap<(String, String), CachedEntity>,
-    /// A counter of lookups: the use each entry saw last, for dropping the oldest.
+    /// A request's entities, by the numbers of its principal's and resource's entries.
+    pairs: BTreeMap<(u64, Option<u64>), Entities>,
+    /// A counter of lookups: the use each entry saw last, for dropping the oldest, and the
+    /// number each new entry is kept under.
     clock: u64,
 }
 
@@ -80,7 +86,9 @@ struct EntityEntries {
 struct CachedEntity {
     revision: i64,
     value: Arc<Value>,
-    entity: Entity,
+    entity: Arc<Entity>,
+    /// The number this entry is kept under.
+    id: u64,
     used: u64,
 }
 
@@ -93,7 +101,7 @@ impl std::fmt::Debug for EntityCache {
 
 impl EntityCache {
     /// The entity built from `value` at `revision` of row `key` of `table`, if one is kept.
-    fn get(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>) -> Option<Entity> {
+    fn get(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>) -> Option<BuiltEntity> {
         let (kept, entity) = {
             let mut entries = self.entries.lock().ok()?;
             entries.clock += 1;
@@ -103,14 +111,16 @@ impl EntityCache {
                 return None;
             }
             found.used = clock;
-            (found.value.clone(), found.entity.clone())
+            (found.value.clone(), BuiltEntity { entity: found.entity.clone(), kept: Some(found.id) })
         };
         // Compared outside the lock: a revision reused with another value is another row.
         (Arc::ptr_eq(&kept, value) || *kept == **value).then_some(entity)
     }
 
-    fn insert(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>, entity: &Entity) {
-        let Ok(mut entries) = self.entries.lock() else { return };
+    /// Keeps `entity`, built from `value` at `revision`, and answers it with its number.
+    fn insert(&self, table: &str, key: &str, revision: i64, value: &Arc<Value>, entity: Entity) -> BuiltEntity {
+        let entity = Arc::new(entity);
+        let Ok(mut entries) = self.entries.lock() else { return BuiltEntity { entity, kept: None } };
         if entries.rows.len() >= ENTITY_CACHE_ROWS {
             let mut uses: Vec<u64> = entries.rows.values().map(|e| e.used).collect();
             uses.sort_unstable();
@@ -118,19 +128,55 @@ impl EntityCache {
             entries.rows.retain(|_, e| e.used > median);
         }
         entries.clock += 1;
-        let used = entries.clock;
+        let id = entries.clock;
         entries.rows.insert(
             (table.to_owned(), key.to_owned()),
-            CachedEntity { revision, value: value.clone(), entity: entity.clone(), used },
+            CachedEntity { revision, value: value.clone(), entity: entity.clone(), id, used: id },
         );
+        BuiltEntity { entity, kept: Some(id) }
+    }
+
+    /// The entities of a request between kept entries `pair`, built by `build` the first time.
+    fn pair(
+        &self,
+        pair: (u64, Option<u64>),
+        build: impl FnOnce() -> Result<Entities, String>,
+    ) -> Result<Entities, String> {
+        if let Ok(entries) = self.entries.lock()
+            && let Some(kept) = entries.pairs.get(&pair)
+        {
+            return Ok(kept.clone());
+        }
+        let built = build()?;
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.pairs.len() >= ENTITY_CACHE_ROWS {
+                entries.pairs.clear();
+            }
+            entries.pairs.insert(pair, built.clone());
+        }
+        Ok(built)
+    }
+}
+
+/// A request's principal or resource as a Cedar entity, with the number the entity cache keeps
+/// it under (`None`: built for this request alone).
+#[derive(Debug, Clone)]
+pub(crate) struct BuiltEntity {
+    pub(crate) entity: Arc<Entity>,
+    pub(crate) kept: Option<u64>,
+}
+
+impl BuiltEntity {
+    fn once(entity: Entity) -> BuiltEntity {
+        BuiltEntity { entity: Arc::new(entity), kept: None }
     }
 }
 
 /// A request's principal and resource as Cedar entities; `resource` is `None` when it is the
 /// principal itself.
 pub(crate) struct RequestEntities {
-    pub(crate) principal: Entity,
-    pub(crate) resource: Option<Entity>,
+    pub(crate) principal: BuiltEntity,
+    pub(crate) resource: Option<BuiltEntity>,
 }
 
 /// A stored row as a policy request's principal or resource: its table, Cedar type, key and
@@ -304,7 +350,9 @@ impl Policies {
 
     /// For each action of `schema`, the policies whose action scope can name it, in `set`'s
     /// order, so that a decision evaluates those alone and reports their errors in the order the
-    /// whole set would.
+    /// whole set would. Each is kept with its action scope widened to every action, which is the
+    /// same for the one action its set decides and is not evaluated again (an `action in [...]`
+    /// scope builds its set on every request).
     fn split_by_action(&self, schema: &Value) -> Result<BTreeMap<String, PolicySet>, String> {
         let actions = schema.get("").and_then(|ns| ns.get("actions")).and_then(Value::as_object);
         let mut by_action = BTreeMap::new();
@@ -318,7 +366,7 @@ impl Policies {
                     ActionConstraint::In(list) => list.contains(&action),
                 };
                 if applies {
-                    set.add(policy.clone()).map_err(|e| e.to_string())?;
+                    set.add(any_action(policy)?).map_err(|e| e.to_string())?;
                 }
             }
             by_action.insert(name.clone(), set);
@@ -424,8 +472,8 @@ impl Policies {
             let resource_uid = uid(&resource.entity_type, &resource.id)?;
             uid("Action", action)?;
             let same = resource_uid == principal_uid;
-            let principal = entity(principal_uid, &principal.attrs)?;
-            let resource = if same { None } else { Some(entity(resource_uid, &resource.attrs)?) };
+            let principal = BuiltEntity::once(entity(principal_uid, &principal.attrs)?);
+            let resource = if same { None } else { Some(BuiltEntity::once(entity(resource_uid, &resource.attrs)?)) };
             Ok(RequestEntities { principal, resource })
         };
         match build() {
@@ -438,22 +486,22 @@ impl Policies {
     /// `attrs`, the row's attributes in the form [`Policies::decide`] takes), and reused while
     /// the row is at that revision with an equal value. A row an effect of the turn changed is
     /// built each time and not kept.
-    pub(crate) fn row_entity(&self, row: &RowEntity<'_>, attrs: impl FnOnce() -> Value) -> Result<Entity, String> {
+    pub(crate) fn row_entity(&self, row: &RowEntity<'_>, attrs: impl FnOnce() -> Value) -> Result<BuiltEntity, String> {
         if let Some(revision) = row.stored
             && let Some(kept) = self.entities.get(row.table, row.key, revision, row.value)
         {
             return Ok(kept);
         }
         let built = entity(uid(row.entity_type, row.key)?, &attrs())?;
-        if let Some(revision) = row.stored {
-            self.entities.insert(row.table, row.key, revision, row.value, &built);
-        }
-        Ok(built)
+        Ok(match row.stored {
+            Some(revision) => self.entities.insert(row.table, row.key, revision, row.value, built),
+            None => BuiltEntity::once(built),
+        })
     }
 
     /// An entity that is no stored row (the anonymous actor), built each time.
-    pub(crate) fn plain_entity(entity_type: &str, id: &str, attrs: &Value) -> Result<Entity, String> {
-        entity(uid(entity_type, id)?, attrs)
+    pub(crate) fn plain_entity(entity_type: &str, id: &str, attrs: &Value) -> Result<BuiltEntity, String> {
+        Ok(BuiltEntity::once(entity(uid(entity_type, id)?, attrs)?))
     }
 
     /// Decides one request between built entities.
@@ -470,11 +518,23 @@ impl Policies {
         action: &str,
         context: Value,
     ) -> Result<PolicyDecision, String> {
-        let principal_uid = principal.uid();
-        let resource_uid = resource.as_ref().map_or_else(|| principal_uid.clone(), Entity::uid);
+        let principal_uid = principal.entity.uid();
+        let resource_uid = resource.as_ref().map_or_else(|| principal_uid.clone(), |r| r.entity.uid());
         let action_uid = uid("Action", action)?;
-        let entities =
-            Entities::from_entities([principal].into_iter().chain(resource), None).map_err(|e| e.to_string())?;
+        // Two kept rows' entities are kept as a pair, their hierarchy computed once.
+        let pair = match (principal.kept, resource.as_ref().map(|r| r.kept)) {
+            (Some(p), None) => Some((p, None)),
+            (Some(p), Some(Some(r))) => Some((p, Some(r))),
+            _ => None,
+        };
+        let build = || {
+            let owned = [principal.entity.clone()].into_iter().chain(resource.as_ref().map(|r| r.entity.clone()));
+            Entities::from_entities(owned.map(Arc::unwrap_or_clone), None).map_err(|e| e.to_string())
+        };
+        let entities = match pair {
+            Some(pair) => self.entities.pair(pair, build)?,
+            None => build()?,
+        };
         // The part of the context the action's policies read; all of it for an action no
         // policy scope was split for.
         let context = match self.context_reads.get(action) {
@@ -515,6 +575,15 @@ impl Policies {
             }
         }
     }
+}
+
+/// `policy` with the same id, annotations and conditions, for every action.
+fn any_action(policy: &Policy) -> Result<Policy, String> {
+    let mut json = policy.to_json().map_err(|e| e.to_string())?;
+    if let Some(scope) = json.get_mut("action") {
+        *scope = serde_json::json!({"op": "All"});
+    }
+    Policy::from_json(Some(policy.id().clone()), json).map_err(|e| e.to_string())
 }
 
 fn uid(entity_type: &str, id: &str) -> Result<EntityUid, String> {
@@ -720,15 +789,56 @@ forbid(principal, action == Action::"cancel", resource) unless { resource.status
     #[test]
     fn the_entity_cache_stays_within_its_bound() {
         let cache = EntityCache::default();
-        let built = Policies::plain_entity("Order", "#1", &json!({})).unwrap();
+        let built = super::entity(uid("Order", "#1").unwrap(), &json!({})).unwrap();
         let value = Arc::new(json!({}));
         for i in 0..ENTITY_CACHE_ROWS * 3 {
-            cache.insert("order", &i.to_string(), 1, &value, &built);
+            cache.insert("order", &i.to_string(), 1, &value, built.clone());
             // The row used last is kept through every drop.
             assert!(cache.get("order", "0", 1, &value).is_some(), "{i}");
         }
         let rows = cache.entries.lock().unwrap().rows.len();
         assert!(rows <= ENTITY_CACHE_ROWS && rows > ENTITY_CACHE_ROWS / 4, "{rows}");
+    }
+
+    #[test]
+    fn two_kept_rows_entities_are_kept_as_a_pair_and_decide_as_built_afresh() {
+        let policies = compile(POLICIES).unwrap();
+        let row = |table: &'static str, entity_type: &'static str, key: &'static str, value: Value, revision| {
+            let value = Arc::new(value);
+            let row = RowEntity { table, entity_type, key, value: &value, stored: Some(revision) };
+            policies.row_entity(&row, || (*value).clone()).unwrap()
+        };
+        let alice = || row("user", "User", "alice", json!({"key": "alice"}), 1);
+        let pending = json!({"key": "#1", "user_id": "alice", "status": "pending"});
+        let delivered = json!({"key": "#1", "user_id": "alice", "status": "delivered"});
+        let pairs = || policies.entities.entries.lock().unwrap().pairs.len();
+        let decide = |principal: BuiltEntity, resource: BuiltEntity| {
+            policies.decide_entities(RequestEntities { principal, resource: Some(resource) }, "cancel", json!({}))
+        };
+        assert_eq!(decide(alice(), row("order", "Order", "#1", pending.clone(), 3)), PolicyDecision::Permit);
+        assert_eq!(pairs(), 1);
+        assert_eq!(decide(alice(), row("order", "Order", "#1", pending.clone(), 3)), PolicyDecision::Permit);
+        assert_eq!(pairs(), 1);
+        // The resource at another revision is another pair, decided on its own value.
+        let forbid = PolicyDecision::Forbid(vec!["order_not_pending".into()]);
+        assert_eq!(decide(alice(), row("order", "Order", "#1", delivered.clone(), 4)), forbid);
+        assert_eq!(pairs(), 2);
+        // An entity built for one request alone is never kept in a pair.
+        let fresh = Policies::plain_entity("Order", "#1", &delivered).unwrap();
+        assert_eq!(decide(alice(), fresh), forbid);
+        assert_eq!(pairs(), 2);
+        // The principal alone (the resource is the principal) is a pair of its own.
+        let own = policies.decide_entities(RequestEntities { principal: alice(), resource: None }, "cancel", json!({}));
+        assert_eq!(
+            own,
+            policies.decide(
+                &entity("User", "alice", json!({"key": "alice"})),
+                "cancel",
+                &entity("User", "alice", json!({"key": "alice"})),
+                json!({})
+            )
+        );
+        assert_eq!(pairs(), 3);
     }
 
     #[test]
