@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use warrant_core::Contract;
 use warrant_core::contract::ContractFiles;
-use warrant_core::records::{self, Record, TableSource};
+use warrant_core::records::{self, Record, SharedRecord, TableSource};
 use warrant_core::request;
 use warrant_core::turn::{self, FactError, Facts, Interaction};
 
@@ -40,11 +40,15 @@ impl ContractFiles for Folder {
 
 /// Every row of the retail data, in memory, each at revision 1.
 struct MemoryFacts {
-    rows: BTreeMap<(String, String), Record>,
+    rows: BTreeMap<(String, String), SharedRecord>,
 }
 
 impl Facts for MemoryFacts {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.rows.get(&(table.to_owned(), key.to_owned())).map(SharedRecord::to_record))
+    }
+    /// The row kept, shared: no copy per read.
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
         Ok(self.rows.get(&(table.to_owned(), key.to_owned())).cloned())
     }
     fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
@@ -74,7 +78,7 @@ fn load() -> (Contract, MemoryFacts) {
     let mut rows = BTreeMap::new();
     for (table, list) in by_table {
         for (key, value) in list {
-            rows.insert((table.clone(), key.clone()), Record { table: table.clone(), key, revision: 1, value });
+            rows.insert((table.clone(), key.clone()), Record { table: table.clone(), key, revision: 1, value }.into());
         }
     }
     (contract, MemoryFacts { rows })

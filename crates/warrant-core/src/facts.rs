@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ladder::{PromotionRecord, Subject};
-use crate::records::Record;
+use crate::records::{Record, SharedRecord};
 
 /// A row of a table, by key.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -63,6 +63,12 @@ pub trait Facts {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError>;
     /// The interaction, or `None` if there is none with that id.
     fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError>;
+
+    /// The row as [`Facts::record`] answers it, its value shared: a source that keeps its rows
+    /// in memory hands out the value it keeps rather than a copy. By default, `record`'s answer.
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
+        Ok(self.record(table, key)?.map(SharedRecord::from))
+    }
 
     /// The active promotion record of `subject`'s name, if any; the guard checks that it names
     /// the exact version in force. A source without promotions has none, so guards observe.

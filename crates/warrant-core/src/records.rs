@@ -7,6 +7,8 @@
 //! ([`money::parse_record_amount`]); any other fractional number is refused when the data
 //! loads, because a policy must never compare floating-point values.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::money::{self, Currency, MoneyError};
@@ -24,6 +26,38 @@ pub struct Record {
     pub revision: i64,
     /// The row.
     pub value: Value,
+}
+
+/// A stored row whose value is shared, not copied: what a turn reads, keeps while it decides,
+/// and puts on its replay record. Its JSON is a [`Record`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SharedRecord {
+    /// The table.
+    pub table: String,
+    /// The row's key.
+    pub key: String,
+    /// The revision the row is at.
+    pub revision: i64,
+    /// The row.
+    pub value: Arc<Value>,
+}
+
+impl From<Record> for SharedRecord {
+    fn from(Record { table, key, revision, value }: Record) -> SharedRecord {
+        SharedRecord { table, key, revision, value: Arc::new(value) }
+    }
+}
+
+impl SharedRecord {
+    /// The row as a [`Record`], its value copied.
+    pub fn to_record(&self) -> Record {
+        Record {
+            table: self.table.clone(),
+            key: self.key.clone(),
+            revision: self.revision,
+            value: (*self.value).clone(),
+        }
+    }
 }
 
 /// A records table as the contract declares it.

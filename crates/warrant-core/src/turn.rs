@@ -26,7 +26,7 @@ use crate::outbound::{self, GateAnswers, LedgerFacts};
 use crate::pointer::{self, TextPointer};
 use crate::policy::{Policies, PolicyDecision, RequestEntities, RowEntity};
 use crate::reason::ReasonCode;
-use crate::records::{Record, cedar_attrs};
+use crate::records::{Record, SharedRecord, cedar_attrs};
 use crate::request::Draft;
 use crate::request::{TurnRequest, ValidRequest};
 
@@ -190,7 +190,7 @@ pub struct EffectRecord {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactsRead {
     /// Rows read (`null` value with revision 0 marks a row that did not exist).
-    pub records: Vec<Record>,
+    pub records: Vec<SharedRecord>,
     /// Interactions read.
     pub interactions: Vec<Interaction>,
     /// Interaction ids looked up and not found.
@@ -404,22 +404,15 @@ impl<'f> TurnState<'f> {
                             value: after,
                         });
                     }
-                    // The value read, taken rather than copied when nothing else holds it.
-                    drop(current);
-                    let value = Arc::unwrap_or_clone(read.value);
-                    facts_read.records.push(Record {
-                        table: read.table,
-                        key: read.key,
-                        revision: read.revision,
-                        value,
-                    });
+                    // The value read, shared with the facts that answered it.
+                    facts_read.records.push(read);
                 }
                 None => {
-                    facts_read.records.push(Record {
+                    facts_read.records.push(SharedRecord {
                         table: row.table.clone(),
                         key: row.key.clone(),
                         revision: ABSENT_REVISION,
-                        value: Value::Null,
+                        value: Arc::new(Value::Null),
                     });
                     // A row an effect created: written expecting it absent still.
                     if let Some(created) = current {
@@ -1331,7 +1324,7 @@ impl LedgerFacts for TurnLedger<'_, '_> {
 /// Facts recorded on a replay record, served back for a replay.
 #[derive(Debug, Clone, Default)]
 pub struct RecordedFacts {
-    records: BTreeMap<(String, String), Record>,
+    records: BTreeMap<(String, String), SharedRecord>,
     interactions: BTreeMap<String, Option<Interaction>>,
     promotions: Vec<PromotionRecord>,
     events: BTreeMap<String, Vec<EventRecord>>,
@@ -1366,6 +1359,10 @@ impl RecordedFacts {
 
 impl Facts for RecordedFacts {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.shared_record(table, key)?.map(|r| r.to_record()))
+    }
+
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
         match self.records.get(&(table.to_owned(), key.to_owned())) {
             Some(record) if record.revision == 0 && record.value.is_null() => Ok(None),
             Some(record) => Ok(Some(record.clone())),

@@ -8,32 +8,19 @@ use serde_json::Value;
 use crate::change::{self, RowChange};
 use crate::facts::{EventRecord, Facts, Interaction, RowEvent, RowRef};
 use crate::reason::ReasonCode;
-use crate::records::Record;
+use crate::records::SharedRecord;
 use crate::verdict::Finding;
 
 /// The revision a row that does not exist is read at (a row created by this turn's effects
 /// has it until the commit stores it): no stored row is ever at it.
 pub const ABSENT_REVISION: i64 = 0;
 
-/// A row as the facts answered it, its value shared: a slot's `current` is this very
-/// allocation until an effect changes it (so that taking a snapshot before each act costs no
-/// copy of the rows).
-#[derive(Debug, Clone)]
-pub(crate) struct ReadRow {
-    /// The table, as the facts gave it.
-    pub(crate) table: String,
-    /// The key, as the facts gave it.
-    pub(crate) key: String,
-    /// The revision read.
-    pub(crate) revision: i64,
-    /// The value read.
-    pub(crate) value: Arc<Value>,
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    /// The row as read from the facts (`None` when it does not exist).
-    pub(crate) read: Option<ReadRow>,
+    /// The row as read from the facts (`None` when it does not exist), its value shared: the
+    /// slot's `current` is this very allocation until an effect changes it (so that taking a
+    /// snapshot before each act costs no copy of the rows).
+    pub(crate) read: Option<SharedRecord>,
     /// The working value after this turn's effects so far, shared until an effect changes it.
     pub(crate) current: Option<Arc<Value>>,
 }
@@ -130,16 +117,10 @@ impl<'f> Workspace<'f> {
             self.touched.insert(row.clone());
         }
         if !self.rows.contains_key(row) {
-            let read = self.facts.record(&row.table, &row.key).map_err(|e| {
+            let read = self.facts.shared_record(&row.table, &row.key).map_err(|e| {
                 Finding::refuse(ReasonCode::FactUnavailable)
                     .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
-            let read = read.map(|Record { table, key, revision, value }| ReadRow {
-                table,
-                key,
-                revision,
-                value: Arc::new(value),
-            });
             let current = read.as_ref().map(|r| r.value.clone());
             self.rows.insert(row.clone(), Slot { read, current });
         }

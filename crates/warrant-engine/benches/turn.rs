@@ -24,7 +24,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use warrant_core::records::Record;
+use warrant_core::records::{Record, SharedRecord};
 use warrant_core::request;
 use warrant_core::turn::{self, FactError, Facts, Interaction};
 use warrant_engine::{Engine, ModelSource, load_contract};
@@ -70,11 +70,15 @@ fn report(name: &str, mut latencies: Vec<Duration>, wall: Duration) {
 
 /// Facts in memory: the rows a retail turn reads.
 struct MemoryFacts {
-    rows: BTreeMap<(String, String), Record>,
+    rows: BTreeMap<(String, String), SharedRecord>,
 }
 
 impl Facts for MemoryFacts {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        Ok(self.rows.get(&(table.to_owned(), key.to_owned())).map(SharedRecord::to_record))
+    }
+    /// The row kept, shared: no copy per read.
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
         Ok(self.rows.get(&(table.to_owned(), key.to_owned())).cloned())
     }
     fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
@@ -215,7 +219,7 @@ fn main() {
         let r = engine.record(table, key).expect("read").expect("row");
         rows.insert(
             (table.to_owned(), key.to_owned()),
-            Record { table: r.table, key: r.key, revision: r.revision, value: r.value },
+            Record { table: r.table, key: r.key, revision: r.revision, value: r.value }.into(),
         );
     }
     let facts = MemoryFacts { rows };

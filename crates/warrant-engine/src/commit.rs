@@ -218,7 +218,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "a test stops at the first surprise")]
 
     use serde_json::{Value, json};
-    use warrant_core::records::Record;
+    use warrant_core::records::{Record, SharedRecord};
     use warrant_core::turn::{FactsRead, RecordedFacts, Verdict};
 
     use super::*;
@@ -277,8 +277,8 @@ permit (principal, action, resource);
 forbid (principal, action == Action::"cancel_reservation", resource) when { context.derived.flown };
 "#;
 
-    fn row(table: &str, key: &str, revision: i64, value: Value) -> Record {
-        Record { table: table.into(), key: key.into(), revision, value }
+    fn row(table: &str, key: &str, revision: i64, value: Value) -> SharedRecord {
+        Record { table: table.into(), key: key.into(), revision, value }.into()
     }
 
     #[test]
