@@ -166,6 +166,12 @@ pub(crate) fn load_contract(path: &Path) -> Result<Contract, Exit> {
     warrant_engine::load_contract(path).map(|(contract, _)| contract).map_err(|e| Exit::Input(e.to_string()))
 }
 
+/// The allocator: a turn allocates many small values, which mimalloc serves at a fraction of
+/// glibc malloc's cost (the deterministic turn of `crates/warrant-core/benches/turn.rs` runs on
+/// the system allocator, the same turn in `crates/warrant-engine/benches/turn.rs` on this one).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -1,6 +1,8 @@
 //! The deterministic part of a retail turn (parse, structure, policy) against rows in memory,
 //! beside parsing the same request as plain JSON, each measured in the same run: the figure
-//! `crates/warrant-engine/benches/turn.rs` prints first, without building a store.
+//! `crates/warrant-engine/benches/turn.rs` prints first, without building a store. This one runs
+//! on the system allocator, as a library's embedder gets by default; the engine's bench runs on
+//! the `warrant` binary's (mimalloc).
 //!
 //! Run: `cargo bench -p warrant-core --bench turn`. `WARRANT_BENCH_TURNS` sets how many turns
 //! each figure takes (20,000 by default); with `--count N` the turns are decided N times and

@@ -8,6 +8,9 @@
 //! - replay throughput, beside reading the stored turns without deciding;
 //! - resident memory with the contract and its records loaded, and after many turns.
 //!
+//! It runs on mimalloc, the `warrant` binary's allocator (`crates/warrant-core/benches/turn.rs`
+//! measures the deterministic part on the system allocator).
+//!
 //! Run: `cargo bench -p warrant-engine --bench turn` (PostgreSQL at 127.0.0.1:5432, or set
 //! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts).
 #![allow(
@@ -203,6 +206,10 @@ fn run_clients<S: Store + 'static>(
     report(&format!("{label}, {clients} client(s)"), latencies, wall);
     rate
 }
+
+/// The `warrant` binary's allocator, so that the figures are the ones it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let (contract, folder) = load_contract(&retail()).expect("contract");

@@ -48,6 +48,10 @@ fn run(backend: &str, store: &str, tenant: &str, per_level: usize, levels: &[usi
     }
 }
 
+/// The `warrant` binary's allocator, so that the figures are the ones it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let measuring = common::measuring();
     let per_level: usize = if measuring {

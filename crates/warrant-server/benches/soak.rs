@@ -163,6 +163,10 @@ fn open(
     (all, total, late.load(Ordering::Relaxed))
 }
 
+/// The `warrant` binary's allocator, so that the figures are the ones it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let measuring = common::measuring();
     let setting = |name: &str, default: f64, smoke: f64| {
