@@ -7,7 +7,8 @@
 //! ([`money::parse_record_amount`]); any other fractional number is refused when the data
 //! loads, because a policy must never compare floating-point values.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
@@ -264,6 +265,20 @@ impl DataError {
 /// nested table the field holding its parent row's key, the key field holding the row's key,
 /// and, where the table declares a schema, every field against it (a closed row).
 pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Result<(), DataError> {
+    check_row_fields(table, key, value, currency, &|_| true)
+}
+
+/// As [`check_row`], taking the values of the top-level fields `only` refuses as fitting: for a
+/// row whose value as read fits its table ([`FitCache`]), the fields no effect wrote are that
+/// value's, and the answer is [`check_row`]'s. The row's own rules (its key, its key field, no
+/// undeclared field, none missing) still hold for all.
+pub(crate) fn check_row_fields(
+    table: &Table,
+    key: &str,
+    value: &Value,
+    currency: Option<Currency>,
+    only: &dyn Fn(&str) -> bool,
+) -> Result<(), DataError> {
     if key.is_empty() {
         return Err(DataError::EmptyKey { table: table.name.clone() });
     }
@@ -281,7 +296,7 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
         });
     }
     if let Some(Kind::Object(declared)) = table.schema.as_ref().map(|s| &s.kind) {
-        schema::check_row(declared, value, currency).map_err(|m| DataError::Schema {
+        schema::check_row_fields(declared, value, currency, only).map_err(|m| DataError::Schema {
             table: table.name.clone(),
             key: key.to_owned(),
             path: m.path,
@@ -293,7 +308,57 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
     {
         return Err(DataError::KeyMismatch { table: table.name.clone(), key: key.to_owned(), path: field.clone() });
     }
-    check_numbers(table, key, &mut Vec::new(), &At::Text(""), value, currency)
+    let written = fields.iter().filter(|(field, _)| only(field));
+    check_fields_numbers(table, key, &mut Vec::new(), &At::Text(""), written, currency)
+}
+
+/// How many rows a [`FitCache`] keeps; past it, all are dropped.
+pub const FIT_CACHE_ROWS: usize = 1024;
+
+/// The rows found to fit their table, by table and key, each with the revision and the value
+/// checked: a row an effect changed is then checked on the fields its effects wrote alone
+/// (`check_row_fields`). An entry answers only for that revision with an equal value. Pure
+/// data; its size is bounded by [`FIT_CACHE_ROWS`].
+#[derive(Default)]
+pub struct FitCache {
+    rows: Mutex<BTreeMap<(String, String), FitRow>>,
+}
+
+/// A row found to fit: the revision and the value checked.
+type FitRow = (i64, Arc<Value>);
+
+impl std::fmt::Debug for FitCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = self.rows.lock().map(|r| r.len()).unwrap_or_default();
+        f.debug_struct("FitCache").field("rows", &rows).finish()
+    }
+}
+
+impl FitCache {
+    /// Whether `read` fits `table`: known from an earlier check of the same revision with an
+    /// equal value, or checked now (and kept when it fits).
+    pub fn fits(&self, table: &Table, read: &SharedRecord, currency: Option<Currency>) -> bool {
+        let at = (read.table.clone(), read.key.clone());
+        let kept = self.rows.lock().ok().and_then(|rows| {
+            rows.get(&at).filter(|(revision, _)| *revision == read.revision).map(|(_, value)| value.clone())
+        });
+        // Compared outside the lock: a revision reused with another value is another row.
+        if let Some(kept) = kept
+            && (Arc::ptr_eq(&kept, &read.value) || *kept == *read.value)
+        {
+            return true;
+        }
+        if check_row(table, &read.key, &read.value, currency).is_err() {
+            return false;
+        }
+        if let Ok(mut rows) = self.rows.lock() {
+            if rows.len() >= FIT_CACHE_ROWS {
+                rows.clear();
+            }
+            rows.insert(at, (read.revision, read.value.clone()));
+        }
+        true
+    }
 }
 
 /// Splits a parsed data file into rows, checking every number.
@@ -355,36 +420,7 @@ fn check_numbers<'v>(
     currency: Option<Currency>,
 ) -> Result<(), DataError> {
     match value {
-        Value::Object(map) => {
-            for (field, inner) in map {
-                let path = At::Field(path, field);
-                concrete.push(field);
-                // Without a currency there are no money fields (the loader refuses them), and
-                // a number is checked as any other.
-                if let (Value::Number(n), Some(currency)) = (inner, currency)
-                    && table.is_money(concrete)
-                {
-                    concrete.pop();
-                    let Err(reason) = money::record_units(inner, currency) else { continue };
-                    let (table, key, number) = (table.name.clone(), key.to_owned(), n.to_string());
-                    return Err(match reason {
-                        MoneyError::TooPrecise { minor_digits, .. } => {
-                            DataError::TooPrecise { table, key, path: path.to_string(), number, exponent: minor_digits }
-                        }
-                        reason => DataError::NotMoney {
-                            table,
-                            key,
-                            path: path.to_string(),
-                            number,
-                            reason: reason.to_string(),
-                        },
-                    });
-                }
-                check_numbers(table, key, concrete, &path, inner, currency)?;
-                concrete.pop();
-            }
-            Ok(())
-        }
+        Value::Object(map) => check_fields_numbers(table, key, concrete, path, map.iter(), currency),
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
                 check_numbers(table, key, concrete, &At::Index(path, i), inner, currency)?;
@@ -399,6 +435,41 @@ fn check_numbers<'v>(
         }),
         _ => Ok(()),
     }
+}
+
+/// [`check_numbers`] for the fields `fields` of an object at `path`.
+fn check_fields_numbers<'v>(
+    table: &Table,
+    key: &str,
+    concrete: &mut Vec<&'v str>,
+    path: &At<'_>,
+    fields: impl Iterator<Item = (&'v String, &'v Value)>,
+    currency: Option<Currency>,
+) -> Result<(), DataError> {
+    for (field, inner) in fields {
+        let path = At::Field(path, field);
+        concrete.push(field);
+        // Without a currency there are no money fields (the loader refuses them), and
+        // a number is checked as any other.
+        if let (Value::Number(n), Some(currency)) = (inner, currency)
+            && table.is_money(concrete)
+        {
+            concrete.pop();
+            let Err(reason) = money::record_units(inner, currency) else { continue };
+            let (table, key, number) = (table.name.clone(), key.to_owned(), n.to_string());
+            return Err(match reason {
+                MoneyError::TooPrecise { minor_digits, .. } => {
+                    DataError::TooPrecise { table, key, path: path.to_string(), number, exponent: minor_digits }
+                }
+                reason => {
+                    DataError::NotMoney { table, key, path: path.to_string(), number, reason: reason.to_string() }
+                }
+            });
+        }
+        check_numbers(table, key, concrete, &path, inner, currency)?;
+        concrete.pop();
+    }
+    Ok(())
 }
 
 /// A row as a Cedar entity's attributes: money fields as minor units, `null`s dropped (Cedar

@@ -126,10 +126,30 @@ fn misfit(path: &At<'_>, message: String) -> Misfit {
 
 /// Checks a row (an object of `fields`) against its schema; money is read in `currency`.
 pub fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
-    check_object(fields, &At::Text(""), value, currency)
+    check_object(fields, &At::Text(""), value, currency, ALL)
 }
 
-fn check_object(fields: &Fields, path: &At<'_>, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
+/// As [`check_row`], taking the values of the fields `only` refuses as fitting: the row's own
+/// rules (no undeclared field, none missing or `null` that is not optional) still hold for all.
+pub(crate) fn check_row_fields(
+    fields: &Fields,
+    value: &Value,
+    currency: Option<Currency>,
+    only: &dyn Fn(&str) -> bool,
+) -> Result<(), Misfit> {
+    check_object(fields, &At::Text(""), value, currency, only)
+}
+
+/// Every field's value is checked.
+const ALL: &dyn Fn(&str) -> bool = &|_| true;
+
+fn check_object(
+    fields: &Fields,
+    path: &At<'_>,
+    value: &Value,
+    currency: Option<Currency>,
+    only: &dyn Fn(&str) -> bool,
+) -> Result<(), Misfit> {
     let Value::Object(map) = value else {
         return Err(misfit(path, format!("is {}, not an object", shape(value))));
     };
@@ -142,7 +162,8 @@ fn check_object(fields: &Fields, path: &At<'_>, value: &Value, currency: Option<
             None | Some(Value::Null) if field.optional => {}
             None => return Err(misfit(&at, "is missing; the field is not optional".into())),
             Some(Value::Null) => return Err(misfit(&at, "is null, but the field is not optional".into())),
-            Some(inner) => check_value_at(field, &at, inner, currency)?,
+            Some(inner) if only(name) => check_value_at(field, &at, inner, currency)?,
+            Some(_) => {}
         }
     }
     Ok(())
@@ -215,7 +236,7 @@ fn check_value_at(field: &Field, path: &At<'_>, value: &Value, currency: Option<
             }
             Ok(())
         }
-        (Kind::Object(fields), Value::Object(_)) => check_object(fields, path, value, currency),
+        (Kind::Object(fields), Value::Object(_)) => check_object(fields, path, value, currency, ALL),
         (Kind::Map(of), Value::Object(map)) => {
             for (key, item) in map {
                 let at = At::Field(path, key);

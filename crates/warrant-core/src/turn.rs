@@ -387,7 +387,7 @@ impl<'f> TurnState<'f> {
         let TurnState { mut work, response, needed, effects, events, opened, answered, mut facts_read, trace } = self;
         let mut writes = Vec::new();
         for (row, slot) in std::mem::take(&mut work.rows) {
-            let Slot { read, current } = slot;
+            let Slot { read, current, .. } = slot;
             match read {
                 Some(read) => {
                     let unchanged = match &current {
@@ -947,10 +947,22 @@ fn rows_fit_schemas(
     work: &mut Workspace<'_>,
     before: &BTreeMap<RowRef, Option<std::sync::Arc<Value>>>,
 ) -> Result<(), Finding> {
+    let currency = contract.currency();
     for row in work.changed_rows(before) {
         let Some(table) = contract.table(&row.table) else { continue };
         let Some(record) = work.row(&row)? else { continue };
-        if let Err(e) = crate::records::check_row(table, &row.key, &record.value, contract.currency()) {
+        // A row whose value as read fits is checked on the fields its effects wrote alone.
+        let written = work.rows.get(&row).and_then(|slot| match (&slot.read, slot.written.fields()) {
+            (Some(read), Some(fields)) if contract.fits().fits(table, read, currency) => Some(fields),
+            _ => None,
+        });
+        let checked = match written {
+            Some(fields) => crate::records::check_row_fields(table, &row.key, &record.value, currency, &|field| {
+                fields.contains(field)
+            }),
+            None => crate::records::check_row(table, &row.key, &record.value, currency),
+        };
+        if let Err(e) = checked {
             return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));
         }
     }

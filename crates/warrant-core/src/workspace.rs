@@ -23,6 +23,45 @@ pub(crate) struct Slot {
     pub(crate) read: Option<SharedRecord>,
     /// The working value after this turn's effects so far, shared until an effect changes it.
     pub(crate) current: Option<Arc<Value>>,
+    /// What this turn's effects have written of it since it was read (an undone change stays
+    /// written: the record is of what may differ from the row as read).
+    pub(crate) written: Written,
+}
+
+/// What a turn's effects have written of a row since it was read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// Nothing: the row is as read.
+    #[default]
+    Nothing,
+    /// Values inside these top-level fields; the others are the row's as read.
+    Fields(BTreeSet<String>),
+    /// The whole row (created, deleted, or replaced).
+    Whole,
+}
+
+impl Written {
+    /// The top-level fields written, or `None` when the whole row may differ.
+    pub(crate) fn fields(&self) -> Option<&BTreeSet<String>> {
+        static NONE: BTreeSet<String> = BTreeSet::new();
+        match self {
+            Written::Nothing => Some(&NONE),
+            Written::Fields(fields) => Some(fields),
+            Written::Whole => None,
+        }
+    }
+
+    fn field(&mut self, name: &str) {
+        match self {
+            Written::Nothing => *self = Written::Fields(BTreeSet::from([name.to_owned()])),
+            Written::Fields(fields) => {
+                if !fields.contains(name) {
+                    fields.insert(name.to_owned());
+                }
+            }
+            Written::Whole => {}
+        }
+    }
 }
 
 /// A row as the turn sees it now: the revision it was read at, and its current value.
@@ -122,7 +161,7 @@ impl<'f> Workspace<'f> {
                     .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
             })?;
             let current = read.as_ref().map(|r| r.value.clone());
-            self.rows.insert(row.clone(), Slot { read, current });
+            self.rows.insert(row.clone(), Slot { read, current, written: Written::Nothing });
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
@@ -150,6 +189,7 @@ impl<'f> Workspace<'f> {
         }
         if let Some(slot) = self.rows.get_mut(row) {
             slot.current = Some(Arc::new(value));
+            slot.written = Written::Whole;
         }
         Ok(())
     }
@@ -165,6 +205,7 @@ impl<'f> Workspace<'f> {
         }
         if let Some(slot) = self.rows.get_mut(row) {
             slot.current = None;
+            slot.written = Written::Whole;
         }
         Ok(())
     }
@@ -180,9 +221,14 @@ impl<'f> Workspace<'f> {
         if self.row(row)?.is_none() {
             return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
         }
-        let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row) else {
+        let Some(Slot { current: Some(shared), written, .. }) = self.rows.get_mut(row) else {
             return Err(inapplicable(format!("row `{}` vanished", row.key)));
         };
+        // Said before the change: a step that fails halfway may have written some of it.
+        match pointer.first() {
+            Some(field) => written.field(field),
+            None => *written = Written::Whole,
+        }
         let value = Arc::make_mut(shared);
         let Some((last, parents)) = pointer.split_last() else {
             *value = make(Some(value))?;

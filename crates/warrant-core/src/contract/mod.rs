@@ -64,6 +64,8 @@ pub struct Contract {
     cedar_schema: serde_json::Value,
     limits: Limits,
     expressions: NamedExpressions,
+    /// The rows found to fit their tables, shared by every clone of the contract.
+    fits: std::sync::Arc<crate::records::FitCache>,
 }
 
 impl Contract {
@@ -139,6 +141,7 @@ impl Contract {
             cedar_schema,
             limits,
             expressions,
+            fits: Default::default(),
         })
     }
 
@@ -182,6 +185,11 @@ impl Contract {
     /// The Cedar policies.
     pub fn policies(&self) -> &Policies {
         &self.policies
+    }
+
+    /// The rows found to fit their tables under this contract.
+    pub fn fits(&self) -> &crate::records::FitCache {
+        &self.fits
     }
 
     /// The Cedar schema generated from the contract, in Cedar's JSON schema format, that every

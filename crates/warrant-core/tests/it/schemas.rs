@@ -176,8 +176,12 @@ fn set_tier(card: &str) -> turn::Decision {
 }
 
 fn decide_tier(op: &str, tier: &str) -> turn::Decision {
-    let contract = load(FIELDS).unwrap();
-    let row = Record { table: "customer".into(), key: "kim".into(), revision: 2, value: kim() };
+    decide_tier_on(&load(FIELDS).unwrap(), op, tier, kim(), 2)
+}
+
+/// `op` with `tier` against the row `kim` as given, at `revision`.
+fn decide_tier_on(contract: &Contract, op: &str, tier: &str, kim: Value, revision: i64) -> turn::Decision {
+    let row = Record { table: "customer".into(), key: "kim".into(), revision, value: kim };
     let facts = Memory(BTreeMap::from([(("customer".to_owned(), "kim".to_owned()), row)]));
     let body = json!({
         "conversation": "c", "turn": "t", "actor": "kim",
@@ -185,8 +189,8 @@ fn decide_tier(op: &str, tier: &str) -> turn::Decision {
         "entries": [{"kind": "user", "text": "Make me gold."}],
         "acts": [{"op": op, "args": {"tier": tier}}],
     });
-    let valid = request::parse(&contract, &body.to_string()).unwrap();
-    turn::decide(&contract, &valid, &facts, &BTreeSet::new())
+    let valid = request::parse(contract, &body.to_string()).unwrap();
+    turn::decide(contract, &valid, &facts, &BTreeSet::new())
 }
 
 #[test]
@@ -210,6 +214,39 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     assert_eq!(refused.response.acts[0].verdict, Verdict::Refuse, "{:?}", refused.response.acts);
     assert_eq!(refused.response.acts[0].reasons[0].code.as_str(), "effect_breaks_schema");
     assert!(refused.response.interactions.is_empty() && refused.writes.is_empty());
+}
+
+#[test]
+fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
+    // An effect's result is checked on the fields it wrote only when the row as read fits; a
+    // row stored before its table's schema changed is checked whole, and its fault is named.
+    let contract = load(FIELDS).unwrap();
+    let wrote = |decision: &turn::Decision| (decision.response.acts[0].verdict, decision.writes.len());
+    assert_eq!(wrote(&decide_tier_on(&contract, "set_tier", "gold", kim(), 2)), (Verdict::Commit, 1));
+    for (revision, fault) in [
+        // The same revision as the fitting row just decided, with another value.
+        (2, ("tierr", json!("gold"))),
+        (3, ("calls", json!([{"at": "2026-11-30T03:00:00Z", "minutes": "five"}]))),
+        (4, ("cards", json!({"g1": {"balance": 1.005}, "gold": {"balance": 0}}))),
+    ] {
+        let mut row = kim();
+        row[fault.0] = fault.1.clone();
+        for op in ["set_tier", "confirm_tier"] {
+            // Twice: a row found not to fit is not kept as fitting.
+            for _ in 0..2 {
+                let refused = decide_tier_on(&contract, op, "gold", row.clone(), revision);
+                let act = &refused.response.acts[0];
+                assert_eq!(act.verdict, Verdict::Refuse, "{op} {fault:?}: {act:?}");
+                assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema", "{act:?}");
+                let detail = act.reasons[0].detail.as_deref().unwrap_or_default();
+                assert!(detail.contains(fault.0), "{fault:?}: {detail}");
+                assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+            }
+        }
+    }
+    // The fitting row is still decided on the field the effect wrote.
+    assert_eq!(wrote(&decide_tier_on(&contract, "set_tier", "g1", kim(), 2)).0, Verdict::Refuse);
+    assert_eq!(wrote(&decide_tier_on(&contract, "set_tier", "gold", kim(), 2)), (Verdict::Commit, 1));
 }
 
 #[test]
