@@ -22,7 +22,7 @@ use crate::text::visible;
 /// Checks that `json` is one JSON object with no repeated key at any depth and no U+0000 in
 /// any string or key. The error names the field at fault (empty for the body as a whole).
 pub fn check(json: &str) -> Result<(), RequestError> {
-    let walk = RefCell::new(Walk::default());
+    let walk = RefCell::new(Walk { path: JsonPath(Vec::new()), fault: None });
     let mut deserializer = serde_json::Deserializer::from_str(json);
     let walked = Node { walk: &walk, depth: 0 }.deserialize(&mut deserializer).and_then(|()| deserializer.end());
     let walk = walk.into_inner();
@@ -106,22 +106,25 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
 }
 
 /// Where the walk is, and the first fault it found.
-#[derive(Default)]
-struct Walk {
-    path: JsonPath,
+struct Walk<'de> {
+    path: JsonPath<'de>,
     fault: Option<RequestError>,
 }
 
-/// The keys and indexes from the request's root to the value the walk is at.
-#[derive(Default)]
-struct JsonPath(Vec<Segment>);
+/// The keys and indexes from the request's root to the value the walk is at, each key borrowed
+/// from the input where it has no escapes.
+struct JsonPath<'de>(Vec<Segment<'de>>);
 
-enum Segment {
-    Key(String),
+enum Segment<'de> {
+    Key(Cow<'de, str>),
     Index(usize),
 }
 
-impl JsonPath {
+/// How many keys an object may have before the walk looks for a repeated one in a set rather
+/// than among the keys seen so far.
+const FEW_KEYS: usize = 16;
+
+impl JsonPath<'_> {
     /// `acts[0].args.order_id`, with invisible characters of keys shown as escapes.
     fn render(&self) -> String {
         let mut out = String::new();
@@ -140,12 +143,12 @@ impl JsonPath {
     }
 }
 
-struct Node<'w> {
-    walk: &'w RefCell<Walk>,
+struct Node<'w, 'de> {
+    walk: &'w RefCell<Walk<'de>>,
     depth: usize,
 }
 
-impl Node<'_> {
+impl Node<'_, '_> {
     /// Records the fault at the current path and stops the walk.
     fn fault<E: de::Error>(&self, message: String) -> E {
         let mut walk = self.walk.borrow_mut();
@@ -163,7 +166,7 @@ impl Node<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Node<'_> {
+impl<'de> DeserializeSeed<'de> for Node<'_, 'de> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -171,7 +174,7 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Node<'_> {
+impl<'de> Visitor<'de> for Node<'_, 'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -223,18 +226,24 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen: BTreeSet<Cow<'de, str>> = BTreeSet::new();
+        // The keys seen so far: in a list while they are few, then in a set.
+        let mut few: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: BTreeSet<Cow<'de, str>> = BTreeSet::new();
         while let Some(key) = map.next_key_seed(Key)? {
-            self.walk.borrow_mut().path.0.push(Segment::Key(key.clone().into_owned()));
+            self.walk.borrow_mut().path.0.push(Segment::Key(key.clone()));
             if key.contains('\0') {
                 return Err(self.fault("the key contains U+0000, which cannot be stored".into()));
             }
-            if seen.contains(&key) {
+            if few.contains(&key) || many.contains(&key) {
                 return Err(self.fault(format!("the key `{}` appears twice in one object", visible(&key))));
             }
             map.next_value_seed(Node { walk: self.walk, depth: self.depth + 1 })?;
             self.walk.borrow_mut().path.0.pop();
-            seen.insert(key);
+            if few.len() < FEW_KEYS {
+                few.push(key);
+            } else {
+                many.insert(key);
+            }
         }
         Ok(())
     }
@@ -279,6 +288,20 @@ mod tests {
         let e = check(json).unwrap_err();
         assert_eq!(e.code, ReasonCode::InvalidInput);
         (e.field, e.message)
+    }
+
+    #[test]
+    fn a_repeated_key_is_found_among_many_keys_too() {
+        let keys: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let all = keys.join(",");
+        assert!(check(&format!("{{{all}}}")).is_ok());
+        // Repeating a key seen among the first few, and one seen after them.
+        for repeated in ["k3", "k30", "k39"] {
+            assert_eq!(fault(&format!("{{{all},\"{repeated}\":0}}")).0, repeated);
+            assert_eq!(fault(&format!("{{\"x\":{{{all},\"{repeated}\":0}}}}")).0, format!("x.{repeated}"));
+        }
+        // An escaped key is the same key as its plain spelling.
+        assert_eq!(fault(r#"{"k\u0031":1,"k1":2}"#).0, "k1");
     }
 
     #[test]
