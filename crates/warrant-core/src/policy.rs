@@ -449,6 +449,12 @@ impl Policies {
         self.origins.get(AsRef::<str>::as_ref(id))
     }
 
+    /// Whether a policy of `action` can read the context's attribute `attr` (any attribute, for
+    /// an action no policy scope was split for).
+    pub(crate) fn reads_context(&self, action: &str, attr: &str) -> bool {
+        self.context_reads.get(action).is_none_or(|reads| reads.reads(attr))
+    }
+
     /// Whether there is no policy at all.
     pub fn is_empty(&self) -> bool {
         self.count == 0

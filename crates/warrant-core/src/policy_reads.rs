@@ -28,6 +28,14 @@ impl Reads {
         Reads::Some(BTreeMap::new())
     }
 
+    /// Whether any of attribute `attr` is read.
+    pub(crate) fn reads(&self, attr: &str) -> bool {
+        match self {
+            Reads::All => true,
+            Reads::Some(attrs) => attrs.contains_key(attr),
+        }
+    }
+
     /// What the policies in `policies` (each in Cedar's JSON form) read of `context`.
     pub(crate) fn of_policies<'a>(policies: impl IntoIterator<Item = &'a Value>) -> Reads {
         let mut reads = Reads::none();

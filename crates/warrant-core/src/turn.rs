@@ -1085,11 +1085,22 @@ fn decide_policy(
         }
     }
     let clock = eval.clock;
-    let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
-    let today = crate::policy::datetime(clock.today().to_string());
+    // Built in place (no value copied through serde), and the clock only when a policy of the
+    // action can read it.
+    let mut context = Map::new();
+    context.insert("args".into(), Value::Object(context_args));
+    context.insert("derived".into(), Value::Object(policy_derived(op, eval)));
+    context.insert("members".into(), Value::Object(members));
+    if policies.reads_context(&op.name, "now") {
+        let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
+        context.insert("now".into(), now);
+    }
+    if policies.reads_context(&op.name, "today") {
+        context.insert("today".into(), crate::policy::datetime(clock.today().to_string()));
+    }
     let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
-    let context = json!({"args": context_args, "derived": policy_derived(op, eval), "members": members,
-                         "now": now, "today": today, "time_zone": time_zone});
+    context.insert("time_zone".into(), Value::String(time_zone.to_owned()));
+    let context = Value::Object(context);
     // An entity Cedar refuses errs, as it did when Cedar was handed the rows with the context.
     let entities = match entities {
         Ok(built) => built,
