@@ -156,7 +156,7 @@ pub struct PendingRead {
 /// a commit conflict starts a new one, so that it reads what the commit found.
 #[derive(Debug, Default)]
 pub struct FactsMemo {
-    records: RefCell<BTreeMap<(String, String), Option<Record>>>,
+    records: RefCell<BTreeMap<(String, String), Option<SharedRecord>>>,
     interactions: RefCell<BTreeMap<String, Option<Interaction>>>,
     promotions: RefCell<BTreeMap<Subject, Option<PromotionRecord>>>,
     pending: RefCell<BTreeMap<RowRef, Option<String>>>,
@@ -199,7 +199,11 @@ fn kept<K: Ord, V: Clone>(
 
 impl Facts for MemoFacts<'_> {
     fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
-        kept(&self.memo.records, (table.to_owned(), key.to_owned()), || self.source.record(table, key))
+        Ok(self.shared_record(table, key)?.map(|r| r.to_record()))
+    }
+
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
+        kept(&self.memo.records, (table.to_owned(), key.to_owned()), || self.source.shared_record(table, key))
     }
 
     fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {

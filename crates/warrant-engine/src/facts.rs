@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use warrant_core::ladder::{PromotionRecord, Subject};
 use warrant_core::outbound::LedgerFacts;
-use warrant_core::records::Record;
+use warrant_core::records::{Record, SharedRecord};
 use warrant_core::turn::{EventRecord, FactError, Facts, Interaction, RowEvent, RowRef};
 use warrant_store::{InteractionState, Store};
 
@@ -28,6 +28,12 @@ impl<S: Store> Facts for StoreFacts<'_, S> {
         let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
         let found = store.record(table, key).map_err(|e| FactError(e.to_string()))?;
         Ok(found.map(|r| Record { table: r.table, key: r.key, revision: r.revision, value: r.value }))
+    }
+
+    fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
+        let mut store = self.store.try_borrow_mut().map_err(|e| FactError(e.to_string()))?;
+        let found = store.shared_record(table, key).map_err(|e| FactError(e.to_string()))?;
+        Ok(found.map(|r| SharedRecord { table: r.table, key: r.key, revision: r.revision, value: r.value }))
     }
 
     fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {

@@ -117,7 +117,7 @@ impl<S: Store> Engine<S> {
         for _ in 0..MAX_ATTEMPTS {
             // Each attempt reads the store afresh: one after a conflict sees what the commit found.
             let memo = FactsMemo::default();
-            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo);
+            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo)?;
             let commit = to_commit(&Decided {
                 valid,
                 decision: &decision,
@@ -153,8 +153,8 @@ impl<S: Store> Engine<S> {
         gathered: &mut Gathered,
         budget: Option<&warrant_model::TurnBudget>,
         memo: &FactsMemo,
-    ) -> Decision {
-        let mut decision = self.decide(valid, gathered, memo);
+    ) -> Result<Decision, EngineError> {
+        let mut decision = self.decide(valid, gathered, memo)?;
         // Step 4: the checks the acts that passed structure need, run at once; deciding
         // again with their answers can only take away. An act whose effects came only
         // with an answer may need checks of its own, hence the few rounds; what is still
@@ -168,7 +168,7 @@ impl<S: Store> Engine<S> {
             let round = model::run(self.model.as_ref(), budget, &missing);
             gathered.answers.extend(round.answers);
             gathered.calls.extend(round.calls);
-            decision = self.decide(valid, gathered, memo);
+            decision = self.decide(valid, gathered, memo)?;
         }
         // Step 7: the outbound gate's questions about the reply (its coverage checks, its
         // one rewrite), answered one round at a time; what stays unanswered has failed.
@@ -186,23 +186,27 @@ impl<S: Store> Engine<S> {
             let (round, round_calls) = outbound::answer(self.model.as_ref(), budget, &open);
             gathered.gate_answers.extend(round);
             gathered.calls.extend(round_calls);
-            decision = self.decide(valid, gathered, memo);
+            decision = self.decide(valid, gathered, memo)?;
         }
-        decision
+        Ok(decision)
     }
 
     /// One decision over the stored facts (those read before through `memo`) with the answers
-    /// gathered so far.
-    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered, memo: &FactsMemo) -> Decision {
+    /// gathered so far. The facts it reads from the store are read as one snapshot: the store's
+    /// read span is open while it decides, and only then (never across a model call).
+    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered, memo: &FactsMemo) -> Result<Decision, EngineError> {
+        self.store.begin_reads()?;
         let store = StoreFacts::new(&mut self.store);
-        warrant_core::turn::decide_answered(
+        let decision = warrant_core::turn::decide_answered(
             &self.contract,
             valid,
             &memo.over(&store),
             &gathered.conflicts,
             &gathered.answers,
             &gathered.gate_answers,
-        )
+        );
+        self.store.end_reads()?;
+        Ok(decision)
     }
 }
 

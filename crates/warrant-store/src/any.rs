@@ -10,7 +10,7 @@ use crate::{
     Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, LadderStore, Lease, Ledger, NewJob, Outbox,
     OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
     PromptPromotionRow, PromptRegistry, PromptRow, Record, RecordDifference, RecordError, Records, RetryPolicy,
-    RowEventRow, SqliteStore, StoreError, StoredTurn,
+    RowEventRow, SharedRecord, SqliteStore, StoreError, StoredTurn,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -55,6 +55,9 @@ forward!(Ledger {
     fn seeded_from(&mut self, table: &str) -> Result<Option<String>, StoreError>;
     fn mark_seeded(&mut self, table: &str, mark: &str) -> Result<(), StoreError>;
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
+    fn shared_record(&mut self, table: &str, key: &str) -> Result<Option<SharedRecord>, StoreError>;
+    fn begin_reads(&mut self) -> Result<(), StoreError>;
+    fn end_reads(&mut self) -> Result<(), StoreError>;
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;
     fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError>;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::commit::{Commit, CommitOutcome, OutcomeReport, OutcomeResult};
 use crate::error::StoreError;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn};
 
 /// The ledger of a store: the schema, the records, and every turn's commit.
 pub trait Ledger: Send {
@@ -41,6 +41,27 @@ pub trait Ledger: Send {
     /// The record `key` of `table`, with its revision; `None` when there is none, or it was
     /// deleted.
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError>;
+
+    /// The record as [`Ledger::record`] answers it, its value shared: a backend that keeps the
+    /// rows it read answers a row whose stored text has not changed with the value it keeps,
+    /// rather than reading the JSON again. By default, `record`'s answer.
+    fn shared_record(&mut self, table: &str, key: &str) -> Result<Option<SharedRecord>, StoreError> {
+        Ok(self.record(table, key)?.map(SharedRecord::from))
+    }
+
+    /// Starts a span of reads that see the store as one snapshot, until [`Ledger::end_reads`]:
+    /// a decision's facts are read from one state of the store, and a backend whose readers pay
+    /// for every change they see (SQLite's page cache, dropped when another connection wrote)
+    /// pays once for the span. A span already open is ended first. Nothing may be written
+    /// through this store inside the span. By default, nothing.
+    fn begin_reads(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Ends the span [`Ledger::begin_reads`] started, if one is open. By default, nothing.
+    fn end_reads(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// The stored turn `turn` of `conversation`.
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;

@@ -49,7 +49,7 @@ pub use records::{Imported, KeyRevision, Precondition, RecordConflict, RecordDif
 pub use registry::{Added, Registry, TenantEntry};
 pub use rows::{
     EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, RowEventRow,
-    StoredTurn,
+    SharedRecord, StoredTurn,
 };
 pub use sqlite::SqliteStore;
 

@@ -17,6 +17,26 @@ pub struct Record {
     pub value: serde_json::Value,
 }
 
+/// A row of a records table as [`Record`], its value shared rather than copied: what
+/// [`Ledger::shared_record`](crate::Ledger::shared_record) answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedRecord {
+    /// The records table.
+    pub table: String,
+    /// The row's key within its table.
+    pub key: String,
+    /// The revision the row is at.
+    pub revision: i64,
+    /// The row.
+    pub value: std::sync::Arc<serde_json::Value>,
+}
+
+impl From<Record> for SharedRecord {
+    fn from(Record { table, key, revision, value }: Record) -> SharedRecord {
+        SharedRecord { table, key, revision, value: std::sync::Arc::new(value) }
+    }
+}
+
 /// A turn as the store keeps it: what came in, what went out, and the replay record. A turn
 /// seen again is answered from here and does nothing again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ mod outbox;
 mod prompts;
 mod records;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +37,43 @@ pub struct SqliteStore {
     /// The committer this store's commits go through; `None` for a store in memory, which no
     /// other store can share, and for one opened ungrouped.
     group: Option<Arc<group::Group>>,
+    /// The rows this connection read, with the text they were read from.
+    rows: RowCache,
+}
+
+/// The most rows a [`RowCache`] keeps; past it, it starts again empty.
+const ROW_CACHE: usize = 1024;
+
+/// The rows a connection read, each with its stored JSON text and the value read from it, so
+/// that a row read again whose text is byte for byte the same is served without parsing it
+/// again. Only equal text is served: what the row's revision says is not trusted for it.
+#[derive(Debug, Default)]
+struct RowCache {
+    /// By table, then key: the text a row was read from, and its value.
+    rows: BTreeMap<String, BTreeMap<String, KeptRow>>,
+    len: usize,
+}
+
+/// A row's stored text, and the value read from it.
+type KeptRow = (Box<str>, Arc<Value>);
+
+impl RowCache {
+    /// The value kept for the row, if it was read from exactly `text`.
+    fn get(&self, table: &str, key: &str, text: &str) -> Option<Arc<Value>> {
+        let (kept, value) = self.rows.get(table)?.get(key)?;
+        (**kept == *text).then(|| value.clone())
+    }
+
+    fn keep(&mut self, table: &str, key: &str, text: &str, value: Arc<Value>) {
+        if self.len >= ROW_CACHE {
+            self.rows.clear();
+            self.len = 0;
+        }
+        let kept = self.rows.entry(table.to_owned()).or_default().insert(key.to_owned(), (text.into(), value));
+        if kept.is_none() {
+            self.len += 1;
+        }
+    }
 }
 
 impl SqliteStore {
@@ -45,14 +83,14 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let conn = SqliteStore::connect(path)?;
         let group = group::Group::of(path, || SqliteStore::connect(path))?;
-        Ok(SqliteStore { conn, group: Some(group) })
+        Ok(SqliteStore { conn, group: Some(group), rows: RowCache::default() })
     }
 
     /// Opens the store like [`SqliteStore::open`], but its commits share no transaction: each
     /// is one transaction, one sync, of its own, as before group commit. For measuring what
     /// group commit gains, beside stores opened with `open` in the same run.
     pub fn open_ungrouped(path: &Path) -> Result<SqliteStore, StoreError> {
-        Ok(SqliteStore { conn: SqliteStore::connect(path)?, group: None })
+        Ok(SqliteStore { conn: SqliteStore::connect(path)?, group: None, rows: RowCache::default() })
     }
 
     /// How many transactions the commits of this process on this store's file have shared, and
@@ -89,7 +127,11 @@ impl SqliteStore {
     /// A private store in memory, gone when dropped. For unit tests only: it is not WAL, and
     /// no other connection can reach it.
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
-        Ok(SqliteStore { conn: SqliteStore::configure(Connection::open_in_memory()?)?, group: None })
+        Ok(SqliteStore {
+            conn: SqliteStore::configure(Connection::open_in_memory()?)?,
+            group: None,
+            rows: RowCache::default(),
+        })
     }
 
     fn configure(conn: Connection) -> Result<Connection, StoreError> {
@@ -101,7 +143,18 @@ impl SqliteStore {
     }
 
     fn begin(&mut self) -> Result<Transaction<'_>, StoreError> {
+        // A span of reads left open (its caller failed before ending it) ends here: its snapshot
+        // is never written from.
+        self.end_span()?;
         Ok(self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+    }
+
+    /// Ends a read span (`Ledger::begin_reads`) if one is open on the connection.
+    fn end_span(&mut self) -> Result<(), StoreError> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
     }
 }
 
@@ -119,8 +172,35 @@ fn settle<T>(tx: Transaction<'_>, settled: Settled<T>) -> Result<T, StoreError> 
     }
 }
 
-/// The steps of a commit inside one SQLite write transaction.
-struct SqliteTxn<'a>(&'a Connection);
+/// The steps of a commit inside one SQLite write transaction, with the turn's JSON columns
+/// when they were written out before the transaction began (`group.rs` does, so that the
+/// shared transaction is not held while a replay record is turned into text).
+struct SqliteTxn<'a>(&'a Connection, Option<&'a TurnText>);
+
+impl<'a> SqliteTxn<'a> {
+    /// The steps on `conn`, writing every JSON column as they go.
+    fn on(conn: &'a Connection) -> SqliteTxn<'a> {
+        SqliteTxn(conn, None)
+    }
+}
+
+/// A turn's JSON columns as text: its request, its response and its replay record.
+#[derive(Debug)]
+struct TurnText {
+    request: String,
+    response: String,
+    replay: String,
+}
+
+impl TurnText {
+    fn of(turn: &crate::rows::StoredTurn) -> TurnText {
+        TurnText {
+            request: turn.request.to_string(),
+            response: turn.response.to_string(),
+            replay: turn.replay.to_string(),
+        }
+    }
+}
 
 /// A JSON column, which this module always writes as JSON text.
 fn json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> {
@@ -130,9 +210,10 @@ fn json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Ledger;
     use crate::commit::{Commit, CommitOutcome, RecordWrite};
+    use crate::records::Precondition;
     use crate::rows::StoredTurn;
+    use crate::{Ledger, Records};
     use serde_json::json;
 
     #[test]
@@ -168,6 +249,56 @@ mod tests {
         assert!(matches!(store.commit(&commit)?, CommitOutcome::Committed { .. }));
         assert!(matches!(store.commit(&commit)?, CommitOutcome::Duplicate(_)));
         assert_eq!(store.record("orders", "#1")?.map(|r| r.revision), Some(2));
+        Ok(())
+    }
+
+    #[test]
+    fn a_kept_row_is_served_only_for_the_same_text_whatever_its_revision_says() -> Result<(), StoreError> {
+        let mut store = SqliteStore::open_in_memory()?;
+        store.migrate()?;
+        store.seed_records("orders", &[("#1".to_owned(), json!({"n": 1}))])?;
+        let first = store.shared_record("orders", "#1")?.map(|r| r.value);
+        let again = store.shared_record("orders", "#1")?.map(|r| r.value);
+        assert!(matches!((&first, &again), (Some(a), Some(b)) if Arc::ptr_eq(a, b)), "the kept value was not served");
+        // Changed behind the store's back, at the same revision: the text differs, so the row is
+        // read again.
+        store.conn.execute("UPDATE records SET value = '{\"n\":2}' WHERE key = '#1'", [])?;
+        let changed = store.shared_record("orders", "#1")?;
+        assert_eq!(changed.map(|r| (r.revision, (*r.value).clone())), Some((1, json!({"n": 2}))));
+        Ok(())
+    }
+
+    #[test]
+    fn the_row_cache_stays_within_its_bound() {
+        let mut cache = RowCache::default();
+        for i in 0..ROW_CACHE * 3 {
+            cache.keep("orders", &i.to_string(), "{}", Arc::new(json!({})));
+            assert!(cache.len <= ROW_CACHE, "{} rows kept", cache.len);
+        }
+        let kept: usize = cache.rows.values().map(|rows| rows.len()).sum();
+        assert_eq!(kept, cache.len);
+        assert!(cache.get("orders", &(ROW_CACHE * 3 - 1).to_string(), "{}").is_some());
+        assert!(cache.get("orders", &(ROW_CACHE * 3 - 1).to_string(), "{ }").is_none());
+    }
+
+    #[test]
+    fn reads_in_a_span_see_one_snapshot_while_another_store_writes() -> Result<(), StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| StoreError::Corrupt { what: e.to_string() })?;
+        let path = dir.path().join("store.db");
+        let mut reader = SqliteStore::open(&path)?;
+        reader.migrate()?;
+        reader.seed_records("orders", &[("#1".to_owned(), json!({"n": 1}))])?;
+        let mut writer = SqliteStore::open(&path)?;
+        reader.begin_reads()?;
+        assert_eq!(reader.shared_record("orders", "#1")?.map(|r| r.revision), Some(1));
+        writer
+            .put_record("orders", "#1", &json!({"n": 2}), Precondition::IfMatch(1))
+            .map_err(|e| StoreError::Corrupt { what: format!("{e:?}") })?;
+        // The span still reads the store as its first read found it.
+        assert_eq!(reader.shared_record("orders", "#1")?.map(|r| r.revision), Some(1));
+        assert_eq!(reader.record("orders", "#1")?.map(|r| r.value), Some(json!({"n": 1})));
+        reader.end_reads()?;
+        assert_eq!(reader.shared_record("orders", "#1")?.map(|r| (*r.value).clone()), Some(json!({"n": 2})));
         Ok(())
     }
 }

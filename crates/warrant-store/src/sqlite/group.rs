@@ -2,17 +2,20 @@
 //! transactions, so that commits arriving together are made durable by one `COMMIT` (one sync
 //! of the write-ahead log) instead of one each.
 //!
-//! A file's [`Group`] keeps one connection of its own. A commit takes the connection in turn,
-//! opens the group's transaction if none is open (`BEGIN IMMEDIATE`), and runs its steps
-//! (`txn.rs`) inside a savepoint of its own: its checks see every commit before it in the
-//! transaction, and a commit refused or failed rolls back to its savepoint alone, never
-//! touching the others. Then it waits for the transaction to end. The last commit of a batch
-//! (none other waits for the connection, or the batch is full) ends it with `COMMIT`, without
-//! holding the group's lock, and every commit of the batch is answered only then: a commit is
-//! acknowledged once it is durable, and a batch whose `COMMIT` fails fails every commit in it,
-//! none of which is then written. Sequence numbers are taken in the order the commits run,
-//! which is their commit order. Other processes on the same file are serialized by SQLite's
-//! write lock as before.
+//! A file's [`Group`] keeps one connection of its own. A commit writes its turn's JSON columns
+//! out first, then takes the connection in turn, opens the group's transaction if none is open
+//! (`BEGIN IMMEDIATE`), and runs its steps (`txn.rs`) inside a savepoint of its own: its checks
+//! see every commit before it in the transaction, and a commit refused or failed rolls back to
+//! its savepoint alone, never touching the others. The group's lock is not held while a commit
+//! runs its statements (the connection is taken out of the group's state), so commits that
+//! arrive meanwhile count themselves as waiting, and commits whose batch has ended can leave.
+//! Then it waits for the transaction to end. The last commit of a batch (none other waits for
+//! the connection, or the batch is full) ends it with `COMMIT`, again without holding the
+//! group's lock, and every commit of the batch is answered only then: a commit is acknowledged
+//! once it is durable, and a batch whose `COMMIT` fails fails every commit in it, none of which
+//! is then written. Sequence numbers are taken in the order the commits run, which is their
+//! commit order. Other processes on the same file are serialized by SQLite's write lock as
+//! before.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use rusqlite::Connection;
 
-use super::{SqliteTxn, ledger};
+use super::{SqliteTxn, TurnText, ledger};
 use crate::commit::{Commit, CommitOutcome};
 use crate::error::StoreError;
 use crate::txn::{self, Settled};
@@ -36,7 +39,10 @@ static GROUPS: Mutex<BTreeMap<PathBuf, Weak<Group>>> = Mutex::new(BTreeMap::new(
 #[derive(Debug)]
 pub(crate) struct Group {
     state: Mutex<State>,
-    changed: Condvar,
+    /// Told when the connection comes back to the state, to one commit waiting for it.
+    free: Condvar,
+    /// Told when a batch ends, to every commit waiting for its own batch.
+    ended: Condvar,
 }
 
 /// The transaction open on the group's connection.
@@ -48,7 +54,8 @@ struct Batch {
 
 #[derive(Debug)]
 struct State {
-    /// The group's connection; `None` while a batch is being made durable.
+    /// The group's connection; `None` while a commit runs its statements on it, or while a batch
+    /// is being made durable.
     conn: Option<Connection>,
     /// The batch open on the connection.
     open: Option<Batch>,
@@ -90,7 +97,7 @@ impl Group {
             waiting: 0,
             durable: (0, 0),
         };
-        let group = Arc::new(Group { state: Mutex::new(state), changed: Condvar::new() });
+        let group = Arc::new(Group { state: Mutex::new(state), free: Condvar::new(), ended: Condvar::new() });
         groups.insert(path, Arc::downgrade(&group));
         Ok(group)
     }
@@ -102,28 +109,55 @@ impl Group {
 
     /// Commits `commit` in the group's next batch, and answers once that batch has ended.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        // Written out before the connection is taken: no other commit waits for this.
+        let text = TurnText::of(&commit.turn);
         let mut state = self.lock()?;
         state.waiting += 1;
-        while state.conn.is_none() {
-            state = self.wait(state)?;
-        }
+        let conn = loop {
+            if let Some(conn) = state.conn.take() {
+                break conn;
+            }
+            state = self.free.wait(state).map_err(|_| poisoned())?;
+        };
         state.waiting -= 1;
-        let (applied, batch) = match apply(&mut state, commit) {
-            Ok(applied) => applied,
+        let open = state.open;
+        if open.is_none() {
+            // The id is taken now, so that no other commit can take the same one.
+            state.next += 1;
+        }
+        let id = open.map_or(state.next - 1, |batch| batch.id);
+        drop(state);
+        let applied = apply(&conn, open.is_none(), commit, &text);
+        let mut state = self.lock()?;
+        state.conn = Some(conn);
+        self.free.notify_one();
+        let applied = match applied {
+            Ok(applied) => {
+                let commits = open.map_or(0, |batch| batch.commits) + 1;
+                state.open = Some(Batch { id, commits });
+                applied
+            }
             Err(broken) => {
-                self.changed.notify_all();
+                // Nothing of the batch stays: every commit in it is told so.
+                state.open = None;
+                state.ended = id;
+                let others = open.map_or(0, |batch| batch.commits);
+                if others > 0 {
+                    state.failed.insert(id, (broken.to_string(), others));
+                }
+                self.ended.notify_all();
                 return Err(broken);
             }
         };
         loop {
-            if state.ended >= batch {
-                return finish(&mut state, batch, applied);
+            if state.ended >= id {
+                return finish(&mut state, id, applied);
             }
-            let full = state.open.is_some_and(|b| b.id == batch && (state.waiting == 0 || b.commits >= MAX_BATCH));
-            if full && state.conn.is_some() {
+            let last = state.open.is_some_and(|b| b.id == id && (state.waiting == 0 || b.commits >= MAX_BATCH));
+            if last && state.conn.is_some() {
                 state = self.end_batch(state)?;
             } else {
-                state = self.wait(state)?;
+                state = self.ended.wait(state).map_err(|_| poisoned())?;
             }
         }
     }
@@ -152,54 +186,34 @@ impl Group {
                 state.failed.insert(batch.id, (e.to_string(), batch.commits));
             }
         }
-        self.changed.notify_all();
+        self.free.notify_one();
+        self.ended.notify_all();
         Ok(state)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
         self.state.lock().map_err(|_| poisoned())
     }
-
-    fn wait<'g>(&'g self, state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
-        self.changed.wait(state).map_err(|_| poisoned())
-    }
 }
 
-/// Runs the commit's steps in the open batch (opening one if none is), inside a savepoint of
-/// its own; answers its result and its batch. An error is the batch's: nothing of it stays.
-fn apply(state: &mut State, commit: &Commit) -> Result<(Applied, u64), StoreError> {
-    let Some(conn) = state.conn.as_ref() else {
-        return Err(StoreError::Corrupt { what: "the group's connection is away".into() });
-    };
-    let batch = match state.open {
-        Some(batch) => batch,
-        None => {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            let batch = Batch { id: state.next, commits: 0 };
-            state.next += 1;
-            batch
-        }
-    };
-    let applied = match run(conn, commit) {
-        Ok(applied) => applied,
-        Err(e) => {
-            // The savepoint could not be released or rolled back: the whole batch is lost.
-            let _ = conn.execute_batch("ROLLBACK");
-            state.open = None;
-            state.ended = batch.id;
-            state.failed.insert(batch.id, (e.to_string(), batch.commits));
-            return Err(e);
-        }
-    };
-    state.open = Some(Batch { commits: batch.commits + 1, ..batch });
-    Ok((applied, batch.id))
+/// Runs the commit's steps in the group's transaction, opening it first when `begin`, inside a
+/// savepoint of its own; answers its result. An error is the batch's: the transaction is rolled
+/// back, and nothing of it stays.
+fn apply(conn: &Connection, begin: bool, commit: &Commit, text: &TurnText) -> Result<Applied, StoreError> {
+    if begin {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+    }
+    run(conn, commit, text).inspect_err(|_| {
+        // The savepoint could not be released or rolled back: the whole batch is lost.
+        let _ = conn.execute_batch("ROLLBACK");
+    })
 }
 
 /// One commit inside its own savepoint: released when kept, rolled back when refused or
 /// failed. The outer error means the savepoint itself failed.
-fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
+fn run(conn: &Connection, commit: &Commit, text: &TurnText) -> Result<Applied, StoreError> {
     conn.execute_batch("SAVEPOINT one_commit")?;
-    let steps = txn::commit(&mut SqliteTxn(conn), commit);
+    let steps = txn::commit(&mut SqliteTxn(conn, Some(text)), commit);
     let keep = matches!(steps, Ok(Settled::Keep(_)));
     if keep {
         conn.execute_batch("RELEASE one_commit")?;

@@ -75,7 +75,7 @@ impl LadderStore for SqliteStore {
             check_finding(|| format!("samples[{i}]"), sample)?;
         }
         let tx = self.begin()?;
-        let added = ladder::add_samples(&mut SqliteTxn(&tx), samples)?;
+        let added = ladder::add_samples(&mut SqliteTxn::on(&tx), samples)?;
         tx.commit()?;
         Ok(added)
     }
@@ -83,14 +83,14 @@ impl LadderStore for SqliteStore {
     fn audit(&mut self, audit: &AuditRow) -> Result<AuditResult, StoreError> {
         check_audit(audit)?;
         let tx = self.begin()?;
-        let settled = ladder::audit(&mut SqliteTxn(&tx), audit)?;
+        let settled = ladder::audit(&mut SqliteTxn::on(&tx), audit)?;
         settle(tx, settled)
     }
 
     fn promote(&mut self, promotion: &PromotionRow) -> Result<i64, StoreError> {
         check_promotion(promotion)?;
         let tx = self.begin()?;
-        let settled = ladder::promote(&mut SqliteTxn(&tx), promotion)?;
+        let settled = ladder::promote(&mut SqliteTxn::on(&tx), promotion)?;
         settle(tx, settled)
     }
 
@@ -124,7 +124,7 @@ impl LadderStore for SqliteStore {
     fn demote(&mut self, subject: &str, demotion: &Demotion) -> Result<usize, StoreError> {
         check_demotion(subject, demotion)?;
         let tx = self.begin()?;
-        let demoted = ladder::demote(&mut SqliteTxn(&tx), subject, demotion)?;
+        let demoted = ladder::demote(&mut SqliteTxn::on(&tx), subject, demotion)?;
         tx.commit()?;
         Ok(demoted)
     }

@@ -1,15 +1,17 @@
 //! The ledger on SQLite: the statements of a commit (`txn.rs` decides their order) and the
 //! reads of records, turns, effects, interactions and events.
 
+use std::sync::Arc;
+
 use rusqlite::{Connection, OptionalExtension, ffi, params};
 use serde_json::Value;
 
-use super::{SqliteStore, SqliteTxn, json, settle};
+use super::{SqliteStore, SqliteTxn, TurnText, json, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -37,7 +39,7 @@ impl Ledger for SqliteStore {
     fn seed_records(&mut self, table: &str, rows: &[(String, Value)]) -> Result<usize, StoreError> {
         check_seed(table, rows)?;
         let tx = self.begin()?;
-        let inserted = txn::seed(&mut SqliteTxn(&tx), table, rows)?;
+        let inserted = txn::seed(&mut SqliteTxn::on(&tx), table, rows)?;
         tx.commit()?;
         Ok(inserted)
     }
@@ -82,6 +84,41 @@ impl Ledger for SqliteStore {
             })
         })
         .transpose()
+    }
+
+    fn shared_record(&mut self, table: &str, key: &str) -> Result<Option<SharedRecord>, StoreError> {
+        if !storable(table) || !storable(key) {
+            return Ok(None);
+        }
+        let SqliteStore { conn, rows, .. } = self;
+        let read: Option<(i64, Result<Arc<Value>, String>)> = conn
+            .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
+            .query_row(params![table, key], |row| {
+                let text = row.get_ref(1)?.as_str()?;
+                Ok((row.get(0)?, rows.get(table, key, text).ok_or_else(|| text.to_owned())))
+            })
+            .optional()?;
+        let Some((revision, value)) = read else { return Ok(None) };
+        let value = match value {
+            Ok(kept) => kept,
+            Err(text) => {
+                let value = Arc::new(json(&text, || format!("the value of record `{table}`/`{key}`"))?);
+                rows.keep(table, key, &text, value.clone());
+                value
+            }
+        };
+        Ok(Some(SharedRecord { table: table.to_owned(), key: key.to_owned(), revision, value }))
+    }
+
+    fn begin_reads(&mut self) -> Result<(), StoreError> {
+        self.end_span()?;
+        // Deferred: the snapshot is taken by the span's first read.
+        self.conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(())
+    }
+
+    fn end_reads(&mut self) -> Result<(), StoreError> {
+        self.end_span()
     }
 
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
@@ -171,7 +208,7 @@ impl Ledger for SqliteStore {
             return group.commit(commit);
         }
         let tx = self.begin()?;
-        let settled = txn::commit(&mut SqliteTxn(&tx), commit)?;
+        let settled = txn::commit(&mut SqliteTxn::on(&tx), commit)?;
         if let Some(outcome) = settle(tx, settled)? {
             return Ok(outcome);
         }
@@ -181,7 +218,7 @@ impl Ledger for SqliteStore {
     fn report_outcome(&mut self, report: &OutcomeReport) -> Result<OutcomeResult, StoreError> {
         check_report(report)?;
         let tx = self.begin()?;
-        let settled = txn::report_outcome(&mut SqliteTxn(&tx), report)?;
+        let settled = txn::report_outcome(&mut SqliteTxn::on(&tx), report)?;
         settle(tx, settled)
     }
 
@@ -360,22 +397,23 @@ impl Txn for SqliteTxn<'_> {
     }
 
     fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
+        let written;
+        let text = match self.1 {
+            Some(text) => text,
+            None => {
+                written = TurnText::of(turn);
+                &written
+            }
+        };
         let seq = self
             .0
             .prepare_cached(
                 "INSERT INTO turns (conversation, turn, request, response, replay)
                  VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq",
             )?
-            .query_row(
-                params![
-                    turn.conversation,
-                    turn.turn,
-                    turn.request.to_string(),
-                    turn.response.to_string(),
-                    turn.replay.to_string()
-                ],
-                |row| row.get(0),
-            );
+            .query_row(params![turn.conversation, turn.turn, text.request, text.response, text.replay], |row| {
+                row.get(0)
+            });
         // (conversation, turn) is the only UNIQUE constraint of the table.
         if violation(&seq) == Some(Violation::Unique) {
             return Ok(None);

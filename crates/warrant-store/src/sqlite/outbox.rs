@@ -65,7 +65,7 @@ impl Outbox for SqliteStore {
     fn enqueue(&mut self, message: &OutboxMessage, now: i64) -> Result<Enqueued, StoreError> {
         check_outbox_message(message)?;
         let tx = self.begin()?;
-        let enqueued = outbox::enqueue(&mut SqliteTxn(&tx), message, now)?;
+        let enqueued = outbox::enqueue(&mut SqliteTxn::on(&tx), message, now)?;
         tx.commit()?;
         Ok(enqueued)
     }
@@ -73,7 +73,7 @@ impl Outbox for SqliteStore {
     fn take_outbox(&mut self, lease: &Lease, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         check_text("the lease holder", &lease.holder)?;
         let tx = self.begin()?;
-        let rows = outbox::take(&mut SqliteTxn(&tx), lease, limit)?;
+        let rows = outbox::take(&mut SqliteTxn::on(&tx), lease, limit)?;
         tx.commit()?;
         Ok(rows)
     }
@@ -81,7 +81,7 @@ impl Outbox for SqliteStore {
     fn mark_sent(&mut self, ids: &[String], now: i64) -> Result<usize, StoreError> {
         // One transaction, so a batch costs one synchronous commit, not one per message.
         let tx = self.begin()?;
-        let updated = outbox::mark_sent(&mut SqliteTxn(&tx), ids, now)?;
+        let updated = outbox::mark_sent(&mut SqliteTxn::on(&tx), ids, now)?;
         tx.commit()?;
         Ok(updated)
     }
@@ -95,7 +95,7 @@ impl Outbox for SqliteStore {
         now: i64,
     ) -> Result<FailureRecorded, StoreError> {
         let tx = self.begin()?;
-        let settled = outbox::mark_failed(&mut SqliteTxn(&tx), id, holder, failure, policy, now)?;
+        let settled = outbox::mark_failed(&mut SqliteTxn::on(&tx), id, holder, failure, policy, now)?;
         settle(tx, settled)
     }
 
@@ -114,19 +114,19 @@ impl Outbox for SqliteStore {
 impl Jobs for SqliteStore {
     fn schedule_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         check_job(job)?;
-        SqliteTxn(&self.conn).insert_job(job)
+        SqliteTxn::on(&self.conn).insert_job(job)
     }
 
     fn take_due_jobs(&mut self, lease: &Lease, limit: usize) -> Result<Vec<DueJob>, StoreError> {
         check_text("the lease holder", &lease.holder)?;
         let tx = self.begin()?;
-        let jobs = outbox::take_jobs(&mut SqliteTxn(&tx), lease, limit)?;
+        let jobs = outbox::take_jobs(&mut SqliteTxn::on(&tx), lease, limit)?;
         tx.commit()?;
         Ok(jobs)
     }
 
     fn complete_job(&mut self, id: &str, holder: &str, result: &str) -> Result<bool, StoreError> {
-        outbox::complete_job(&mut SqliteTxn(&self.conn), id, holder, result)
+        outbox::complete_job(&mut SqliteTxn::on(&self.conn), id, holder, result)
     }
 
     fn due_job(&mut self, id: &str) -> Result<Option<DueJob>, StoreError> {

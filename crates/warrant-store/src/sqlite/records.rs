@@ -20,7 +20,7 @@ impl Records for SqliteStore {
     ) -> Result<i64, RecordError> {
         records::check_rows(table, &[(key, value)], false)?;
         let tx = self.begin()?;
-        let settled = records::put(&mut SqliteTxn(&tx), table, key, value, precondition)?;
+        let settled = records::put(&mut SqliteTxn::on(&tx), table, key, value, precondition)?;
         Ok(settle(tx, settled)??)
     }
 
@@ -28,7 +28,7 @@ impl Records for SqliteStore {
         crate::storable::check_text("the table name", table)?;
         crate::storable::check_text("the key", key)?;
         let tx = self.begin()?;
-        let settled = records::delete(&mut SqliteTxn(&tx), table, key, revision)?;
+        let settled = records::delete(&mut SqliteTxn::on(&tx), table, key, revision)?;
         Ok(settle(tx, settled)??)
     }
 
@@ -37,7 +37,7 @@ impl Records for SqliteStore {
         records::check_rows(table, &given, true)?;
         let tx = self.begin()?;
         // Dropped without a commit on any error, which rolls every row back.
-        let imported = records::import(&mut SqliteTxn(&tx), table, rows)?;
+        let imported = records::import(&mut SqliteTxn::on(&tx), table, rows)?;
         tx.commit()?;
         Ok(imported)
     }

@@ -152,3 +152,55 @@ pub fn a_commit_reading_a_row_and_a_writer_of_it_are_serialized(fx: &Fixture) {
     }
     assert_eq!(readers_first + readers_stale, 20);
 }
+
+/// A row read shared is the row as stored, after every write to it: a backend that keeps the
+/// rows it read never serves one a write has replaced.
+pub fn a_row_read_shared_is_the_row_as_stored_after_every_write(f: &Fixture) {
+    let mut store = f.open();
+    seed(&mut *store);
+    let first = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert_eq!((first.revision, &*first.value), (1, &json!({"status": "available"})));
+    assert_eq!(
+        store.record("flights", "F1").unwrap().map(|r| (r.revision, r.value)),
+        Some((1, (*first.value).clone()))
+    );
+    // Read again, unchanged: the same row.
+    assert_eq!(store.shared_record("flights", "F1").unwrap(), Some(first));
+    // Written through another store: the new row.
+    let mut other = f.open();
+    let revision =
+        other.put_record("flights", "F1", &json!({"status": "cancelled"}), Precondition::IfMatch(1)).unwrap();
+    let second = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert_eq!((second.revision, &*second.value), (revision, &json!({"status": "cancelled"})));
+    // Written by a commit of this store: the new row again.
+    let mut c = commit("c1", "t1");
+    c.writes.push(write("flights", "F1", revision, json!({"status": "available", "gate": "B4"})));
+    assert!(matches!(store.commit(&c).unwrap(), CommitOutcome::Committed { .. }));
+    let third = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert_eq!((third.revision, &*third.value), (revision + 1, &json!({"status": "available", "gate": "B4"})));
+    // Deleted: none, and another row is not mistaken for it.
+    other.delete_record("flights", "F1", revision + 1).unwrap();
+    assert_eq!(store.shared_record("flights", "F1").unwrap(), None);
+    assert_eq!(store.shared_record("flights", "F2").unwrap().map(|r| r.revision), Some(1));
+    assert_eq!(store.shared_record("flights", "missing").unwrap(), None);
+}
+
+/// Reads inside a span, on any backend, read the rows as stored, and a span ended (or left
+/// open and ended by the next write) leaves the store writable.
+pub fn reads_in_a_span_read_the_rows_and_leave_the_store_writable(f: &Fixture) {
+    let mut store = f.open();
+    seed(&mut *store);
+    store.begin_reads().unwrap();
+    assert_eq!(store.shared_record("flights", "F1").unwrap().map(|r| r.revision), Some(1));
+    assert_eq!(store.turn("c1", "t1").unwrap(), None);
+    store.end_reads().unwrap();
+    store.end_reads().unwrap();
+    // A span begun twice, then left open: the next write still goes through, and reads after
+    // it see it.
+    store.begin_reads().unwrap();
+    store.begin_reads().unwrap();
+    assert_eq!(store.record("flights", "F2").unwrap().map(|r| r.revision), Some(1));
+    let revision = store.put_record("flights", "F2", &json!({"status": "full"}), Precondition::IfMatch(1)).unwrap();
+    assert_eq!(store.shared_record("flights", "F2").unwrap().map(|r| r.revision), Some(revision));
+    assert!(matches!(store.commit(&commit("c1", "t2")).unwrap(), CommitOutcome::Committed { .. }));
+}
