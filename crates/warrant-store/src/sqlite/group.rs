@@ -117,7 +117,7 @@ impl Group {
             if let Some(conn) = state.conn.take() {
                 break conn;
             }
-            state = self.free.wait(state).map_err(|_| poisoned())?;
+            state = self.wait(&self.free, state)?;
         };
         state.waiting -= 1;
         let open = state.open;
@@ -157,7 +157,7 @@ impl Group {
             if last && state.conn.is_some() {
                 state = self.end_batch(state)?;
             } else {
-                state = self.ended.wait(state).map_err(|_| poisoned())?;
+                state = self.wait(&self.ended, state)?;
             }
         }
     }
@@ -193,6 +193,10 @@ impl Group {
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
         self.state.lock().map_err(|_| poisoned())
+    }
+
+    fn wait<'g>(&self, on: &Condvar, state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
+        on.wait(state).map_err(|_| poisoned())
     }
 }
 

@@ -67,23 +67,13 @@ impl Ledger for SqliteStore {
     }
 
     fn record(&mut self, table: &str, key: &str) -> Result<Option<Record>, StoreError> {
-        if !storable(table) || !storable(key) {
-            return Ok(None);
-        }
-        let raw: Option<(i64, String)> = self
-            .conn
-            .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
-            .query_row(params![table, key], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?;
-        raw.map(|(revision, value)| {
-            Ok(Record {
-                table: table.to_owned(),
-                key: key.to_owned(),
-                revision,
-                value: json(&value, || format!("the value of record `{table}`/`{key}`"))?,
-            })
-        })
-        .transpose()
+        // One read of a row: the kept value, copied, or the row read and kept.
+        Ok(self.shared_record(table, key)?.map(|r| Record {
+            table: r.table,
+            key: r.key,
+            revision: r.revision,
+            value: Arc::unwrap_or_clone(r.value),
+        }))
     }
 
     fn shared_record(&mut self, table: &str, key: &str) -> Result<Option<SharedRecord>, StoreError> {
