@@ -13,7 +13,7 @@ use warrant_core::turn::{self, Decision, RowRef};
 use warrant_model::ModelCall;
 use warrant_store::{
     Answer, Commit, EffectHold, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
-    RecordRead, RecordWrite, StoredTurn,
+    JsonText, RecordRead, RecordWrite, TurnRow,
 };
 
 use crate::EngineError;
@@ -44,7 +44,7 @@ pub(crate) fn to_commit(decided: &Decided<'_>) -> Result<Commit, EngineError> {
     let request = decided.valid.request();
     let decision = decided.decision;
     Ok(Commit {
-        turn: stored_turn(decided)?,
+        turn: turn_row(decided)?,
         writes: decision
             .writes
             .iter()
@@ -106,16 +106,16 @@ fn reads(decision: &Decision) -> Vec<RecordRead> {
         .collect()
 }
 
-/// The turn as stored: its request, its response and its replay record.
-fn stored_turn(decided: &Decided<'_>) -> Result<StoredTurn, EngineError> {
+/// The turn as stored: its request, its response and its replay record, each written as JSON
+/// text straight from its own type (no `Value` is built only to be written out).
+fn turn_row(decided: &Decided<'_>) -> Result<TurnRow, EngineError> {
     let request = decided.valid.request();
-    Ok(StoredTurn {
-        seq: 0,
+    Ok(TurnRow {
         conversation: request.conversation.clone(),
         turn: request.turn.clone(),
-        request: serde_json::to_value(request).map_err(corrupt)?,
-        response: serde_json::to_value(&decided.decision.response).map_err(corrupt)?,
-        replay: serde_json::to_value(replay_record(decided)).map_err(corrupt)?,
+        request: JsonText::of(request).map_err(corrupt)?,
+        response: JsonText::of(&decided.decision.response).map_err(corrupt)?,
+        replay: JsonText::of(&replay_record(decided)).map_err(corrupt)?,
     })
 }
 

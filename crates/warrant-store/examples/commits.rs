@@ -17,7 +17,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warrant_store::{Commit, EventRow, Ledger, SqliteStore, StoredTurn};
+use warrant_store::{Commit, EventRow, Ledger, SqliteStore, TurnRow};
 
 fn report(name: &str, mut latencies: Vec<Duration>, wall: Duration) {
     latencies.sort();
@@ -35,13 +35,12 @@ fn turn(conversation: &str, n: usize) -> Commit {
     let facts: Vec<_> =
         (0..12).map(|i| json!({"table": "order", "key": format!("#W{i}"), "revision": 3, "value": {"status": "pending", "items": ["1151293680", "7706410293"]}})).collect();
     Commit {
-        turn: StoredTurn {
-            seq: 0,
+        turn: TurnRow {
             conversation: conversation.to_owned(),
             turn: format!("t{n}"),
-            request: json!({"turn": n, "entries": [{"kind": "user", "text": "Cancel my order, please."}]}),
-            response: json!({"acts": [{"verdict": "hold"}]}),
-            replay: json!({"facts": {"records": facts}, "checks": []}),
+            request: json!({"turn": n, "entries": [{"kind": "user", "text": "Cancel my order, please."}]}).into(),
+            response: json!({"acts": [{"verdict": "hold"}]}).into(),
+            replay: json!({"facts": {"records": facts}, "checks": []}).into(),
         },
         writes: vec![],
         reads: vec![],

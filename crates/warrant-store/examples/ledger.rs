@@ -4,7 +4,7 @@
 //! `cargo run -p warrant-store --example ledger`
 
 use serde_json::json;
-use warrant_store::{Commit, CommitOutcome, EventRow, Ledger, RecordWrite, SqliteStore, StoreError, StoredTurn};
+use warrant_store::{Commit, CommitOutcome, EventRow, Ledger, RecordWrite, SqliteStore, StoreError, TurnRow};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let folder = tempfile::tempdir()?;
@@ -13,13 +13,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.seed_records("orders", &[("#1001".to_owned(), json!({"status": "placed"}))])?;
 
     let outcome = store.commit(&Commit {
-        turn: StoredTurn {
-            seq: 0,
+        turn: TurnRow {
             conversation: "c1".to_owned(),
             turn: "t1".to_owned(),
-            request: json!({"text": "please cancel order #1001"}),
-            response: json!({"reply": "Order #1001 is cancelled."}),
-            replay: json!({"version": 1}),
+            request: json!({"text": "please cancel order #1001"}).into(),
+            response: json!({"reply": "Order #1001 is cancelled."}).into(),
+            replay: json!({"version": 1}).into(),
         },
         writes: vec![RecordWrite {
             table: "orders".to_owned(),

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warrant_store::{Commit, CommitOutcome, EventRow, Ledger, PgStore, RecordRead, StoredTurn};
+use warrant_store::{Commit, CommitOutcome, EventRow, Ledger, PgStore, RecordRead, TurnRow};
 
 const CLIENTS: usize = 16;
 
@@ -27,13 +27,13 @@ fn commit(client: usize, n: usize, reads: usize) -> Commit {
     let conversation = format!("c{client}-{}", std::process::id());
     let text = "Exchange my keyboard for the clicky one, please. ".repeat(8);
     Commit {
-        turn: StoredTurn {
-            seq: 0,
+        turn: TurnRow {
             conversation: conversation.clone(),
             turn: format!("t{n}"),
-            request: json!({"entries": [{"kind": "user", "text": text}], "acts": [{"op": "get_order_details"}]}),
-            response: json!({"acts": [{"verdict": "committed", "reasons": []}], "reply": text}),
-            replay: json!({"version": 2, "facts": {"records": [{"table": "order", "key": "o1", "revision": 1}]}}),
+            request: json!({"entries": [{"kind": "user", "text": text}], "acts": [{"op": "get_order_details"}]}).into(),
+            response: json!({"acts": [{"verdict": "committed", "reasons": []}], "reply": text}).into(),
+            replay: json!({"version": 2, "facts": {"records": [{"table": "order", "key": "o1", "revision": 1}]}})
+                .into(),
         },
         writes: vec![],
         reads: (0..reads)

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ladder::FindingRow;
-use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn, TurnRow};
 
 /// The outcomes an executor may report for an effect.
 pub const EFFECT_OUTCOMES: [&str; 3] = ["done", "failed", "unknown"];
@@ -55,8 +55,8 @@ pub struct Answer {
 /// Everything one turn writes, committed in one transaction or not at all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Commit {
-    /// The turn and its replay record. Its `seq` is ignored: the store assigns it.
-    pub turn: StoredTurn,
+    /// The turn and its replay record.
+    pub turn: TurnRow,
     /// Writes to records, each checked against its expected revision.
     pub writes: Vec<RecordWrite>,
     /// Rows the decision read and does not write, each checked against the revision read: a

@@ -48,8 +48,8 @@ pub use prompts::PromptRegistry;
 pub use records::{Imported, KeyRevision, Precondition, RecordConflict, RecordDifference, RecordError, Records};
 pub use registry::{Added, Registry, TenantEntry};
 pub use rows::{
-    EffectRow, EventRow, InteractionRow, InteractionState, PromptPromotionRow, PromptRow, Record, RowEventRow,
-    SharedRecord, StoredTurn,
+    EffectRow, EventRow, InteractionRow, InteractionState, JsonText, PromptPromotionRow, PromptRow, Record,
+    RowEventRow, SharedRecord, StoredTurn, TurnRow,
 };
 pub use sqlite::SqliteStore;
 

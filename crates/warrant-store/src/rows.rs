@@ -55,6 +55,73 @@ pub struct StoredTurn {
     pub replay: serde_json::Value,
 }
 
+/// A JSON value as text, written once by whoever holds the value: a commit's turn carries its
+/// request, response and replay record so, and the store binds the text as it is, rather than
+/// being handed a [`serde_json::Value`] built only to be written out again. Only serializing
+/// makes one, so the text is JSON as serde_json writes it (compact, U+0000 escaped as
+/// `\u0000`), and a value and its text make the same `JsonText` either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(String);
+
+impl JsonText {
+    /// `value` written as JSON text; fails only where serde_json cannot write it (a map whose
+    /// keys are not strings).
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<JsonText, serde_json::Error> {
+        serde_json::to_string(value).map(JsonText)
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value the text is of.
+    pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl From<&serde_json::Value> for JsonText {
+    fn from(value: &serde_json::Value) -> JsonText {
+        JsonText(value.to_string())
+    }
+}
+
+impl From<serde_json::Value> for JsonText {
+    fn from(value: serde_json::Value) -> JsonText {
+        JsonText::from(&value)
+    }
+}
+
+/// Written as the JSON value it holds, not as a string of JSON.
+impl Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_value().map_err(serde::ser::Error::custom)?.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<JsonText, D::Error> {
+        serde_json::Value::deserialize(deserializer).map(JsonText::from)
+    }
+}
+
+/// A turn as a commit writes it: a [`StoredTurn`] without its `seq`, which the store assigns,
+/// and with its JSON columns as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRow {
+    /// The conversation the turn belongs to.
+    pub conversation: String,
+    /// The turn's idempotency key, unique within its conversation.
+    pub turn: String,
+    /// The request as it came in.
+    pub request: JsonText,
+    /// The response as it goes out.
+    pub response: JsonText,
+    /// The replay record: the facts the decision read and why it was made.
+    pub replay: JsonText,
+}
+
 /// Whether an interaction still waits for its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]

@@ -172,33 +172,14 @@ fn settle<T>(tx: Transaction<'_>, settled: Settled<T>) -> Result<T, StoreError> 
     }
 }
 
-/// The steps of a commit inside one SQLite write transaction, with the turn's JSON columns
-/// when they were written out before the transaction began (`group.rs` does, so that the
-/// shared transaction is not held while a replay record is turned into text).
-struct SqliteTxn<'a>(&'a Connection, Option<&'a TurnText>);
+/// The steps of a commit, of the system of record's writes, of the ladder's and of delivery's,
+/// inside one SQLite write transaction.
+struct SqliteTxn<'a>(&'a Connection);
 
 impl<'a> SqliteTxn<'a> {
-    /// The steps on `conn`, writing every JSON column as they go.
+    /// The steps on `conn`.
     fn on(conn: &'a Connection) -> SqliteTxn<'a> {
-        SqliteTxn(conn, None)
-    }
-}
-
-/// A turn's JSON columns as text: its request, its response and its replay record.
-#[derive(Debug)]
-struct TurnText {
-    request: String,
-    response: String,
-    replay: String,
-}
-
-impl TurnText {
-    fn of(turn: &crate::rows::StoredTurn) -> TurnText {
-        TurnText {
-            request: turn.request.to_string(),
-            response: turn.response.to_string(),
-            replay: turn.replay.to_string(),
-        }
+        SqliteTxn(conn)
     }
 }
 
@@ -212,7 +193,7 @@ mod tests {
     use super::*;
     use crate::commit::{Commit, CommitOutcome, RecordWrite};
     use crate::records::Precondition;
-    use crate::rows::StoredTurn;
+    use crate::rows::TurnRow;
     use crate::{Ledger, Records};
     use serde_json::json;
 
@@ -222,13 +203,12 @@ mod tests {
         store.migrate()?;
         store.migrate()?;
         assert_eq!(store.seed_records("orders", &[("#1".to_owned(), json!({"n": 1}))])?, 1);
-        let turn = StoredTurn {
-            seq: 0,
+        let turn = TurnRow {
             conversation: "c".to_owned(),
             turn: "t".to_owned(),
-            request: json!({}),
-            response: json!(null),
-            replay: json!([]),
+            request: json!({}).into(),
+            response: json!(null).into(),
+            replay: json!([]).into(),
         };
         let commit = Commit {
             turn,

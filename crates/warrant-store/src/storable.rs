@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::commit::{Commit, OutcomeReport, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::{AuditRow, Demotion, FindingRow, PromotionRow};
-use crate::rows::{EventRow, PromptPromotionRow, PromptRow};
+use crate::rows::{EventRow, JsonText, PromptPromotionRow, PromptRow};
 
 /// Whether a text can be stored, and so can have been stored: a lookup by a key that is not
 /// storable finds nothing, in both backends.
@@ -20,6 +20,18 @@ fn text(field: impl FnOnce() -> String, value: &str) -> Result<(), StoreError> {
 
 fn json(field: impl FnOnce() -> String, value: &Value) -> Result<(), StoreError> {
     if json_storable(value) { Ok(()) } else { Err(StoreError::NulCharacter { field: field() }) }
+}
+
+/// JSON text checked as [`json`] checks a value. serde_json writes U+0000 as `\u0000`, so the
+/// text holds one wherever that escape follows an even run of backslashes (after an odd run,
+/// its backslash is the second half of an escaped backslash, and `u0000` is plain text).
+fn json_text(field: impl FnOnce() -> String, value: &JsonText) -> Result<(), StoreError> {
+    let text = value.as_str();
+    let nul = text.match_indices(r"\u0000").any(|(at, _)| {
+        let before = text.get(..at).unwrap_or_default();
+        before.bytes().rev().take_while(|b| *b == b'\\').count() % 2 == 0
+    });
+    if nul { Err(StoreError::NulCharacter { field: field() }) } else { Ok(()) }
 }
 
 fn json_storable(value: &Value) -> bool {
@@ -44,9 +56,9 @@ pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
     let turn = &commit.turn;
     text(|| "`turn.conversation`".to_owned(), &turn.conversation)?;
     text(|| "`turn.turn`".to_owned(), &turn.turn)?;
-    json(|| "`turn.request`".to_owned(), &turn.request)?;
-    json(|| "`turn.response`".to_owned(), &turn.response)?;
-    json(|| "`turn.replay`".to_owned(), &turn.replay)?;
+    json_text(|| "`turn.request`".to_owned(), &turn.request)?;
+    json_text(|| "`turn.response`".to_owned(), &turn.response)?;
+    json_text(|| "`turn.replay`".to_owned(), &turn.replay)?;
     for (i, write) in commit.writes.iter().enumerate() {
         check_write(|| format!("writes[{i}]"), write)?;
     }

@@ -10,7 +10,7 @@ use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, Ou
 use crate::error::StoreError;
 use crate::ladder::LadderTxn;
 use crate::records::{Current, FIRST_REVISION, Precondition, RecordsTxn, next_revision};
-use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn, TurnRow};
 
 /// Whether a new effect went in, or its idempotency key was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub(crate) trait Txn: LadderTxn {
     /// Inserts the turn and answers its sequence number, or `None` when (conversation, turn)
     /// is taken. Commits may take numbers side by side, so a backend that lets them do so keeps
     /// its readers in order from reading past a number still open (`pg.rs`).
-    fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError>;
+    fn insert_turn(&mut self, turn: &TurnRow) -> Result<Option<i64>, StoreError>;
 
     /// Inserts the event and answers its sequence number.
     fn insert_event(&mut self, event: &EventRow) -> Result<i64, StoreError>;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use warrant_core::turn::{TurnResponse, Verdict};
 use warrant_engine::{Engine, TurnResult};
 use warrant_store::prelude::*;
-use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, StoredTurn};
+use warrant_store::{Commit, CommitOutcome, RecordWrite, SqliteStore, TurnRow};
 
 /// Decides a turn request, which must be valid.
 pub fn decide<S: Store>(engine: &mut Engine<S>, request: &Value) -> TurnResponse {
@@ -35,13 +35,12 @@ pub fn overwrite(store: &mut SqliteStore, table: &str, key: &str, change: impl F
     let mut value = record.value.clone();
     change(&mut value);
     let commit = Commit {
-        turn: StoredTurn {
-            seq: 0,
+        turn: TurnRow {
             conversation: "fixture".into(),
             turn: format!("fixture-{tag}"),
-            request: json!({}),
-            response: json!({}),
-            replay: json!({}),
+            request: json!({}).into(),
+            response: json!({}).into(),
+            replay: json!({}).into(),
         },
         writes: vec![RecordWrite { table: table.into(), key: key.into(), expected_revision: record.revision, value }],
         effects: vec![],

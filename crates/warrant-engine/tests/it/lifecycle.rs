@@ -180,13 +180,12 @@ fn a_confirmation_is_checked_again_against_current_revisions() {
     let mut value = record.value.clone();
     value["address"]["zip"] = json!("00000");
     let commit = warrant_store::Commit {
-        turn: warrant_store::StoredTurn {
-            seq: 0,
+        turn: warrant_store::TurnRow {
             conversation: "x".into(),
             turn: "x".into(),
-            request: json!({}),
-            response: json!({}),
-            replay: json!({}),
+            request: json!({}).into(),
+            response: json!({}).into(),
+            replay: json!({}).into(),
         },
         writes: vec![warrant_store::RecordWrite {
             table: "order".into(),

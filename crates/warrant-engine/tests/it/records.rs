@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use warrant_engine::{EngineError, ModelSource, REPLAY_VERSION, ReplayRecord, TurnResult, load_contract};
 use warrant_store::prelude::*;
-use warrant_store::{Commit, CommitOutcome, SqliteStore, StoredTurn};
+use warrant_store::{Commit, CommitOutcome, SqliteStore, StoredTurn, TurnRow};
 
 use crate::retail_dir;
 
@@ -60,7 +60,13 @@ fn reads_back_and_replays(contract: &Path, name: &str) {
     store.migrate().unwrap();
     for turn in &turns {
         let commit = Commit {
-            turn: turn.stored.clone(),
+            turn: TurnRow {
+                conversation: turn.stored.conversation.clone(),
+                turn: turn.stored.turn.clone(),
+                request: (&turn.stored.request).into(),
+                response: (&turn.stored.response).into(),
+                replay: (&turn.stored.replay).into(),
+            },
             writes: Vec::new(),
             effects: Vec::new(),
             events: Vec::new(),

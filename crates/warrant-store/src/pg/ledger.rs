@@ -10,7 +10,7 @@ use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, Ou
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn, TurnRow};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -40,7 +40,7 @@ const INSERT_TURN: &str = "WITH floor AS (
          FROM turns_seq_seq
      )
      INSERT INTO turns (conversation, turn, request, response, replay)
-     SELECT $1::text, $2::text, $3::json, $4::json, $5::json FROM floor
+     SELECT $1::text, $2::text, $3::text::json, $4::text::json, $5::text::json FROM floor
      RETURNING seq";
 
 impl Ledger for PgStore {
@@ -381,11 +381,18 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         Ok(updated == 1)
     }
 
-    fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
+    fn insert_turn(&mut self, turn: &TurnRow) -> Result<Option<i64>, StoreError> {
         let schema = self.schema;
         let row = self.query_one(
             INSERT_TURN,
-            &[&turn.conversation, &turn.turn, &turn.request, &turn.response, &turn.replay, &schema],
+            &[
+                &turn.conversation,
+                &turn.turn,
+                &turn.request.as_str(),
+                &turn.response.as_str(),
+                &turn.replay.as_str(),
+                &schema,
+            ],
         );
         if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("turns_conversation_turn_key") {
             return Ok(None);

@@ -2,8 +2,8 @@
 //! transactions, so that commits arriving together are made durable by one `COMMIT` (one sync
 //! of the write-ahead log) instead of one each.
 //!
-//! A file's [`Group`] keeps one connection of its own. A commit writes its turn's JSON columns
-//! out first, then takes the connection in turn, opens the group's transaction if none is open
+//! A file's [`Group`] keeps one connection of its own. A commit (its turn's JSON columns already
+//! text, `TurnRow`) takes the connection in turn, opens the group's transaction if none is open
 //! (`BEGIN IMMEDIATE`), and runs its steps (`txn.rs`) inside a savepoint of its own: its checks
 //! see every commit before it in the transaction, and a commit refused or failed rolls back to
 //! its savepoint alone, never touching the others. The group's lock is not held while a commit
@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use rusqlite::Connection;
 
-use super::{SqliteTxn, TurnText, ledger};
+use super::{SqliteTxn, ledger};
 use crate::commit::{Commit, CommitOutcome};
 use crate::error::StoreError;
 use crate::txn::{self, Settled};
@@ -109,8 +109,6 @@ impl Group {
 
     /// Commits `commit` in the group's next batch, and answers once that batch has ended.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
-        // Written out before the connection is taken: no other commit waits for this.
-        let text = TurnText::of(&commit.turn);
         let mut state = self.lock()?;
         state.waiting += 1;
         let conn = loop {
@@ -127,7 +125,7 @@ impl Group {
         }
         let id = open.map_or(state.next - 1, |batch| batch.id);
         drop(state);
-        let applied = apply(&conn, open.is_none(), commit, &text);
+        let applied = apply(&conn, open.is_none(), commit);
         let mut state = self.lock()?;
         state.conn = Some(conn);
         self.free.notify_one();
@@ -203,11 +201,11 @@ impl Group {
 /// Runs the commit's steps in the group's transaction, opening it first when `begin`, inside a
 /// savepoint of its own; answers its result. An error is the batch's: the transaction is rolled
 /// back, and nothing of it stays.
-fn apply(conn: &Connection, begin: bool, commit: &Commit, text: &TurnText) -> Result<Applied, StoreError> {
+fn apply(conn: &Connection, begin: bool, commit: &Commit) -> Result<Applied, StoreError> {
     if begin {
         conn.execute_batch("BEGIN IMMEDIATE")?;
     }
-    run(conn, commit, text).inspect_err(|_| {
+    run(conn, commit).inspect_err(|_| {
         // The savepoint could not be released or rolled back: the whole batch is lost.
         let _ = conn.execute_batch("ROLLBACK");
     })
@@ -215,9 +213,9 @@ fn apply(conn: &Connection, begin: bool, commit: &Commit, text: &TurnText) -> Re
 
 /// One commit inside its own savepoint: released when kept, rolled back when refused or
 /// failed. The outer error means the savepoint itself failed.
-fn run(conn: &Connection, commit: &Commit, text: &TurnText) -> Result<Applied, StoreError> {
+fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
     conn.execute_batch("SAVEPOINT one_commit")?;
-    let steps = txn::commit(&mut SqliteTxn(conn, Some(text)), commit);
+    let steps = txn::commit(&mut SqliteTxn::on(conn), commit);
     let keep = matches!(steps, Ok(Settled::Keep(_)));
     if keep {
         conn.execute_batch("RELEASE one_commit")?;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, ffi, params};
 use serde_json::Value;
 
-use super::{SqliteStore, SqliteTxn, TurnText, json, settle};
+use super::{SqliteStore, SqliteTxn, json, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn, TurnRow};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -386,24 +386,23 @@ impl Txn for SqliteTxn<'_> {
         Ok(updated == 1)
     }
 
-    fn insert_turn(&mut self, turn: &StoredTurn) -> Result<Option<i64>, StoreError> {
-        let written;
-        let text = match self.1 {
-            Some(text) => text,
-            None => {
-                written = TurnText::of(turn);
-                &written
-            }
-        };
+    fn insert_turn(&mut self, turn: &TurnRow) -> Result<Option<i64>, StoreError> {
         let seq = self
             .0
             .prepare_cached(
                 "INSERT INTO turns (conversation, turn, request, response, replay)
                  VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq",
             )?
-            .query_row(params![turn.conversation, turn.turn, text.request, text.response, text.replay], |row| {
-                row.get(0)
-            });
+            .query_row(
+                params![
+                    turn.conversation,
+                    turn.turn,
+                    turn.request.as_str(),
+                    turn.response.as_str(),
+                    turn.replay.as_str()
+                ],
+                |row| row.get(0),
+            );
         // (conversation, turn) is the only UNIQUE constraint of the table.
         if violation(&seq) == Some(Violation::Unique) {
             return Ok(None);

@@ -3,19 +3,18 @@
 use serde_json::{Value, json};
 use warrant_store::{
     Answer, AuditRow, Commit, EffectRow, EventRow, FindingKind, FindingRow, InteractionRow, InteractionState,
-    OutcomeReport, PromotionRow, RecordWrite, StoredTurn,
+    OutcomeReport, PromotionRow, RecordWrite, StoredTurn, TurnRow,
 };
 
 /// A commit of the turn `turn` of `conversation` that writes nothing else yet.
 pub fn commit(conversation: &str, turn: &str) -> Commit {
     Commit {
-        turn: StoredTurn {
-            seq: 0,
+        turn: TurnRow {
             conversation: conversation.to_owned(),
             turn: turn.to_owned(),
-            request: json!({"turn": turn, "entries": [{"kind": "user", "text": "hello"}]}),
-            response: json!({"verdicts": []}),
-            replay: json!({"checks": [], "turn": turn}),
+            request: json!({"turn": turn, "entries": [{"kind": "user", "text": "hello"}]}).into(),
+            response: json!({"verdicts": []}).into(),
+            replay: json!({"checks": [], "turn": turn}).into(),
         },
         writes: vec![],
         effects: vec![],
@@ -25,6 +24,19 @@ pub fn commit(conversation: &str, turn: &str) -> Commit {
         findings: vec![],
         reads: vec![],
         holds: vec![],
+    }
+}
+
+/// The turn of `commit` as the store should give it back, at `seq`.
+pub fn stored(commit: &Commit, seq: i64) -> StoredTurn {
+    let turn = &commit.turn;
+    StoredTurn {
+        seq,
+        conversation: turn.conversation.clone(),
+        turn: turn.turn.clone(),
+        request: turn.request.to_value().unwrap(),
+        response: turn.response.to_value().unwrap(),
+        replay: turn.replay.to_value().unwrap(),
     }
 }
 

@@ -86,7 +86,7 @@ pub fn two_commits_of_one_turn_one_commits_one_is_a_duplicate(fx: &Fixture) {
     for round in 1..=ROUNDS {
         let results = race(&mut stores, |store, thread| {
             let mut c = commit("c", &format!("r{round}"));
-            c.turn.request = json!({"round": round, "thread": thread});
+            c.turn.request = json!({"round": round, "thread": thread}).into();
             c.writes.push(write("orders", "#W0001", round, json!({"round": round})));
             c.effects.push(effect(&format!("e{round}.{thread}"), &format!("k{round}"), &c));
             c.opened.push(interaction(&format!("i{round}.{thread}"), &c));

@@ -6,7 +6,7 @@ use warrant_store::{
     Commit, CommitOutcome, EffectHold, InteractionState, OutcomeResult, Record, ReportedRow, Store, StoreError,
 };
 
-use crate::build::{answer, commit, effect, event, interaction, report, rows, write};
+use crate::build::{answer, commit, effect, event, interaction, report, rows, stored, write};
 use crate::fixture::Fixture;
 
 /// Asserts that nothing of `commit` is stored: not its turn, effects, events or interactions.
@@ -147,8 +147,7 @@ pub fn a_commit_stores_everything_of_the_turn(fx: &Fixture) {
     assert_eq!((record.revision, record.value), (2, json!({"status": "cancelled"})));
     assert_eq!(revision(&mut *store, "orders", "#W0002"), Some(1), "an unwritten record moved");
 
-    let mut expected_turn = c.turn.clone();
-    expected_turn.seq = seq;
+    let expected_turn = stored(&c, seq);
     assert_eq!(store.turn("c1", "t1").unwrap(), Some(expected_turn.clone()));
     assert_eq!(store.turns(0, 10).unwrap(), vec![expected_turn]);
 
@@ -231,7 +230,7 @@ pub fn a_duplicate_turn_returns_the_first_and_writes_nothing(fx: &Fixture) {
 
     // The same turn again, asking for other things that would all go through on their own.
     let mut again = commit("c1", "t1");
-    again.turn.request = json!({"a": "different request"});
+    again.turn.request = json!({"a": "different request"}).into();
     again.writes.push(write("orders", "#W0001", 2, json!({"status": "returned"})));
     again.effects.push(effect("e1", "cancel:#W0001", &again));
     again.events.push(event("v1", "c1", "order_cancelled", Some("e1")));
@@ -567,6 +566,28 @@ pub fn refused_input_writes_nothing(fx: &Fixture) {
     );
     nothing_stored(&mut *store, &nul);
     assert_eq!(revision(&mut *store, "orders", "#W0001"), Some(1));
+
+    // A turn's JSON columns come as text: U+0000 is found there too, in a value or in a key,
+    // after any run of escaped backslashes, and a backslash followed by `u0000` is plain text.
+    for (at, replay) in [
+        ("value", json!({"facts": ["\u{0}"]})),
+        ("key", json!({"a\u{0}": 1})),
+        ("after backslashes", json!({"text": "\\\\\u{0}"})),
+    ] {
+        let mut nul = commit("c1", "t3");
+        nul.turn.replay = (&replay).into();
+        let refused = store.commit(&nul);
+        assert!(
+            matches!(&refused, Err(StoreError::NulCharacter { field }) if field == "`turn.replay`"),
+            "a U+0000 in a {at}: {refused:?}"
+        );
+        nothing_stored(&mut *store, &nul);
+    }
+    let mut plain = commit("c1", "t3");
+    let request = json!({"text": "C:\\u0000 and \\\\\\u0000"});
+    plain.turn.request = (&request).into();
+    committed(store.commit(&plain).unwrap());
+    assert_eq!(store.turn("c1", "t3").unwrap().unwrap().request, request);
 }
 
 pub fn a_taken_id_is_an_error_and_writes_nothing(fx: &Fixture) {

@@ -19,7 +19,9 @@ pub fn a_row_s_events_are_those_of_the_effects_that_changed_or_hold_it(fx: &Fixt
     ];
     for (n, (conversation, turn, id, payload)) in turns.into_iter().enumerate() {
         let mut c = commit(conversation, turn);
-        c.turn.request["at"] = json!(format!("2026-11-29T15:0{n}:00Z"));
+        let mut request = c.turn.request.to_value().unwrap();
+        request["at"] = json!(format!("2026-11-29T15:0{n}:00Z"));
+        c.turn.request = request.into();
         let mut e = effect(id, &format!("k-{id}"), &c);
         e.payload = payload;
         c.effects.push(e);
