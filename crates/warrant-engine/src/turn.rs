@@ -82,6 +82,14 @@ fn failpoint(name: &str) {
 #[cfg(not(feature = "failpoints"))]
 fn failpoint(_name: &str) {}
 
+/// Where a decision's reads happen: in the span its caller opened (the turn's lookup and its
+/// first decision share one), or in one it begins itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    Open,
+    Begin,
+}
+
 /// How many times a turn is decided again after a commit conflict.
 const MAX_ATTEMPTS: usize = 4;
 
@@ -109,15 +117,24 @@ impl<S: Store> Engine<S> {
     /// Runs one validated turn.
     pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
         let request = valid.request();
-        if let Some(stored) = self.store.turn(&request.conversation, &request.turn)? {
+        // The lookup and the first decision read one snapshot of the store: the span opened here
+        // is the first decision's (a store whose readers pay for what other connections wrote
+        // since pays once for both).
+        self.store.begin_reads()?;
+        let seen = self.store.turn(&request.conversation, &request.turn);
+        if !matches!(seen, Ok(None)) {
+            self.store.end_reads()?;
+        }
+        if let Some(stored) = seen? {
             return repeat(valid, &stored);
         }
         let mut gathered = Gathered::default();
         let budget = self.model.as_ref().map(ModelSetup::turn_budget);
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
             // Each attempt reads the store afresh: one after a conflict sees what the commit found.
             let memo = FactsMemo::default();
-            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo)?;
+            let reads = if attempt == 0 { Reads::Open } else { Reads::Begin };
+            let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo, reads)?;
             let commit = to_commit(&Decided {
                 valid,
                 decision: &decision,
@@ -146,15 +163,17 @@ impl<S: Store> Engine<S> {
 
     /// Decides the turn, then decides it again with the answers of the checks and of the
     /// outbound gate's questions it needs, a round at a time, each decision after the first
-    /// served from `memo` the facts the ones before it read.
+    /// served from `memo` the facts the ones before it read. The first decision reads in the
+    /// span `reads` says; every later one opens its own.
     fn decide_answering(
         &mut self,
         valid: &ValidRequest,
         gathered: &mut Gathered,
         budget: Option<&warrant_model::TurnBudget>,
         memo: &FactsMemo,
+        reads: Reads,
     ) -> Result<Decision, EngineError> {
-        let mut decision = self.decide(valid, gathered, memo)?;
+        let mut decision = self.decide(valid, gathered, memo, reads)?;
         // Step 4: the checks the acts that passed structure need, run at once; deciding
         // again with their answers can only take away. An act whose effects came only
         // with an answer may need checks of its own, hence the few rounds; what is still
@@ -168,7 +187,7 @@ impl<S: Store> Engine<S> {
             let round = model::run(self.model.as_ref(), budget, &missing);
             gathered.answers.extend(round.answers);
             gathered.calls.extend(round.calls);
-            decision = self.decide(valid, gathered, memo)?;
+            decision = self.decide(valid, gathered, memo, Reads::Begin)?;
         }
         // Step 7: the outbound gate's questions about the reply (its coverage checks, its
         // one rewrite), answered one round at a time; what stays unanswered has failed.
@@ -186,7 +205,7 @@ impl<S: Store> Engine<S> {
             let (round, round_calls) = outbound::answer(self.model.as_ref(), budget, &open);
             gathered.gate_answers.extend(round);
             gathered.calls.extend(round_calls);
-            decision = self.decide(valid, gathered, memo)?;
+            decision = self.decide(valid, gathered, memo, Reads::Begin)?;
         }
         Ok(decision)
     }
@@ -194,8 +213,16 @@ impl<S: Store> Engine<S> {
     /// One decision over the stored facts (those read before through `memo`) with the answers
     /// gathered so far. The facts it reads from the store are read as one snapshot: the store's
     /// read span is open while it decides, and only then (never across a model call).
-    fn decide(&mut self, valid: &ValidRequest, gathered: &Gathered, memo: &FactsMemo) -> Result<Decision, EngineError> {
-        self.store.begin_reads()?;
+    fn decide(
+        &mut self,
+        valid: &ValidRequest,
+        gathered: &Gathered,
+        memo: &FactsMemo,
+        reads: Reads,
+    ) -> Result<Decision, EngineError> {
+        if reads == Reads::Begin {
+            self.store.begin_reads()?;
+        }
         let store = StoreFacts::new(&mut self.store);
         let decision = warrant_core::turn::decide_answered(
             &self.contract,
