@@ -149,7 +149,9 @@ fn durable<S: Store + 'static>(label: &str, make: impl Fn() -> S + Sync, clients
 }
 
 /// As [`durable`], with the turns scheduled at `rate` turns/s in all (each client at its share,
-/// whatever the answers do), each latency counted from when its turn was due.
+/// whatever the answers do), each latency counted from when its turn was due. The clients'
+/// schedules are spread over each interval (client `c` of `n` starts `c/n` of an interval late),
+/// so that the turns arrive evenly rather than all clients' at once.
 fn paced<S: Store + 'static>(label: &str, make: impl Fn() -> S + Sync, clients: usize, rate: f64, seconds: f64) {
     let per_client = ((rate * seconds) as usize / clients).max(1);
     run_clients(label, make, clients, per_client, Some(rate / clients as f64));
@@ -186,7 +188,8 @@ fn run_clients<S: Store + 'static>(
                     for (i, body) in requests.iter().enumerate() {
                         let t = match rate_per_client {
                             Some(rate) => {
-                                let due = begun + Duration::from_secs_f64(i as f64 / rate);
+                                let phase = c as f64 / clients as f64;
+                                let due = begun + Duration::from_secs_f64((i as f64 + phase) / rate);
                                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
                                 due
                             }
