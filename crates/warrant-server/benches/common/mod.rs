@@ -117,6 +117,16 @@ impl Figures {
         Figures { rate: latencies.len() as f64 / wall.as_secs_f64(), p50: at(0.50), p99: at(0.99) }
     }
 
+    /// Of several runs, the median of each figure.
+    pub fn median(runs: &[Figures]) -> Figures {
+        let pick = |f: fn(&Figures) -> f64| median(&mut runs.iter().map(f).collect::<Vec<_>>());
+        Figures {
+            rate: pick(|f| f.rate),
+            p50: Duration::from_secs_f64(pick(|f| f.p50.as_secs_f64())),
+            p99: Duration::from_secs_f64(pick(|f| f.p99.as_secs_f64())),
+        }
+    }
+
     /// `N/s  p50 … ms  p99 … ms`.
     pub fn show(&self) -> String {
         format!(
@@ -203,6 +213,17 @@ pub fn engine_closed_loop(
     });
     drop(engines);
     Figures::of(latencies, wall)
+}
+
+/// The median of `values` (the mean of the middle two for an even count; 0 for none).
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 /// This process's resident memory, in KiB (0 where `/proc` has none).
