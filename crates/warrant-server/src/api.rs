@@ -253,15 +253,20 @@ impl FromRequestParts<AppState> for Tenant {
             Some(tenant) => {
                 let registry = state.inner.registry.clone();
                 let name = tenant.clone();
-                tokio::task::spawn_blocking(move || {
+                let read = move || {
                     let mut registry = registry.lock().map_err(|_| "the registry lock is poisoned".to_owned())?;
                     let registry = registry.as_mut().ok_or_else(|| "the registry is closed".to_owned())?;
                     registry.key_hash(name.as_str()).map_err(|e| e.to_string())
-                })
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r)
-                .map_err(|e| {
+                };
+                // A SQLite registry (WAL mode: a read never waits for a writer) is read here, on
+                // the request's own thread; a PostgreSQL one, a round trip away, on the blocking
+                // pool, so that no async thread waits on the network.
+                let found = if state.inner.registry_is_local {
+                    read()
+                } else {
+                    tokio::task::spawn_blocking(read).await.map_err(|e| e.to_string()).and_then(|r| r)
+                };
+                found.map_err(|e| {
                     ApiError::new(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         ReasonCode::Internal,

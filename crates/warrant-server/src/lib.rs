@@ -104,6 +104,9 @@ struct Inner {
     /// `None` only while the state is dropped. Read on every request, never cached, so that a
     /// rotated or revoked key stops working at once.
     registry: Arc<Mutex<Option<warrant_store::Registry>>>,
+    /// Whether the registry is a local SQLite file, read on the request's thread, rather than a
+    /// PostgreSQL schema, read on the blocking pool.
+    registry_is_local: bool,
     metrics: metrics::Metrics,
     body_limit: usize,
 }
@@ -116,10 +119,12 @@ impl AppState {
         let setup =
             warrant_engine::Engine::builder().contract_file(&config.contract).model(config.model.clone()).prepare()?;
         let registry = location.registry()?;
+        let registry_is_local = matches!(registry, warrant_store::Registry::Sqlite(_));
         Ok(AppState {
             inner: Arc::new(Inner {
                 pools: Arc::new(pool::Pools::new(setup, location, config.engines_per_tenant)),
                 registry: Arc::new(Mutex::new(Some(registry))),
+                registry_is_local,
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
             }),

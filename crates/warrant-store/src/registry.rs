@@ -55,10 +55,13 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Opens (or creates) the registry in the SQLite file at `path`.
+    /// Opens (or creates) the registry in the SQLite file at `path`, in WAL mode: a server
+    /// reads it on every request, and in WAL mode a read never waits for a writer (`warrant
+    /// tenant rotate` in another process), so it is quick enough to run on the request's own
+    /// thread.
     pub fn open_sqlite(path: &std::path::Path) -> Result<Registry, StoreError> {
         let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        crate::sqlite::write_ahead_log(&conn)?;
         conn.execute_batch(TENANTS)?;
         conn.execute_batch(REVOCATIONS)?;
         Ok(Registry::Sqlite(conn))

@@ -103,24 +103,7 @@ impl SqliteStore {
     /// A connection to the file at `path`, in write-ahead-log mode.
     fn connect(path: &Path) -> Result<Connection, StoreError> {
         let conn = Connection::open(path)?;
-        // First, so that switching the journal mode also waits for other processes.
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // Two connections switching a fresh file to WAL at once can get SQLITE_BUSY without the
-        // busy handler being asked (SQLite's deadlock avoidance), so the switch is retried.
-        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-        let mode: String = loop {
-            match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                other => break other?,
-            }
-        };
-        if mode != "wal" {
-            return Err(StoreError::NoWriteAheadLog { mode });
-        }
+        write_ahead_log(&conn)?;
         SqliteStore::configure(conn)
     }
 
@@ -186,6 +169,30 @@ impl<'a> SqliteTxn<'a> {
 /// A JSON column, which this module always writes as JSON text.
 fn json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt { what: format!("{} is not JSON: {e}", what()) })
+}
+
+/// Sets `conn`'s busy timeout and puts its file in write-ahead-log mode, or fails naming the
+/// mode it is stuck in.
+pub(crate) fn write_ahead_log(conn: &Connection) -> Result<(), StoreError> {
+    // First, so that switching the journal mode also waits for other processes.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Two connections switching a fresh file to WAL at once can get SQLITE_BUSY without the
+    // busy handler being asked (SQLite's deadlock avoidance), so the switch is retried.
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mode: String = loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => break other?,
+        }
+    };
+    if mode != "wal" {
+        return Err(StoreError::NoWriteAheadLog { mode });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

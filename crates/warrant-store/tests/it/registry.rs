@@ -41,6 +41,26 @@ fn sqlite_a_rotated_key_replaces_the_old_and_a_revoked_tenant_has_none() {
     assert_eq!(Registry::open_sqlite(&path).unwrap().names().unwrap(), ["acme", "bolt"]);
 }
 
+/// A server reads the SQLite registry on the request's own thread, so a read must never wait for
+/// a writer: the registry is in WAL mode, where a reader sees the last commit while another
+/// connection holds the write lock, and sees the writer's commit as soon as it is made.
+#[test]
+fn sqlite_a_registry_read_does_not_wait_for_a_writer_and_sees_its_commit_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("control.sqlite");
+    let mut registry = Registry::open_sqlite(&path).unwrap();
+    assert_eq!(registry.add("acme", "aa").unwrap(), Added::Added);
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = writer.query_row("PRAGMA journal_mode", [], |row| row.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    writer.execute_batch("BEGIN EXCLUSIVE; UPDATE tenants SET key_hash = 'cc' WHERE name = 'acme'").unwrap();
+    // In rollback-journal mode this read would wait out the busy timeout and fail.
+    let read = registry.key_hash("acme").unwrap();
+    assert_eq!(read.as_deref(), Some("aa"), "the last commit, while the writer holds its lock");
+    writer.execute_batch("COMMIT").unwrap();
+    assert_eq!(registry.key_hash("acme").unwrap().as_deref(), Some("cc"), "the writer's commit, at once");
+}
+
 #[test]
 fn postgres_a_rotated_key_replaces_the_old_and_a_revoked_tenant_has_none() {
     let conninfo = postgres_conninfo();
