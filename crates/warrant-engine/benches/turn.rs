@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use warrant_core::records::{Record, SharedRecord};
 use warrant_core::request;
 use warrant_core::turn::{self, FactError, Facts, Interaction};
-use warrant_engine::{Engine, ModelSource, load_contract};
+use warrant_engine::{Engine, ModelSource, TurnResult, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
 
 fn retail() -> PathBuf {
@@ -179,7 +179,9 @@ fn run_clients<S: Store + 'static>(
                 scope.spawn(move || {
                     let mut engine = build_engine(contract, &folder, make());
                     let acts = acts();
-                    let conversation = format!("{label}-{c}-{}", std::process::id());
+                    // A conversation of this run's own: a turn id another run already stored
+                    // would be answered as a repeat, read back rather than decided and committed.
+                    let conversation = format!("{label}-{clients}-{c}-{}", std::process::id());
                     let requests: Vec<String> =
                         (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
                     barrier.wait();
@@ -195,8 +197,13 @@ fn run_clients<S: Store + 'static>(
                             }
                             None => Instant::now(),
                         };
-                        engine.turn(body).expect("turn");
+                        let result = engine.turn(body).expect("turn");
                         out.push(t.elapsed());
+                        assert!(
+                            matches!(result, TurnResult::Decided { repeated: false, .. }),
+                            "every measured turn is decided and committed, not a repeat: {:?}",
+                            result.to_json()
+                        );
                     }
                     out
                 })
