@@ -10,8 +10,8 @@
 //! Run: `cargo bench -p warrant-server --bench load` (`WARRANT_LOAD_TURNS` turns per level,
 //! 2000 unless set; `WARRANT_LOAD_ROUNDS` rounds, 5 unless set; `WARRANT_LOAD_STORES=sqlite` or
 //! `postgres` for one store only; `WARRANT_LOAD_ENGINES` for a pool size other than the
-//! server's default). Under
-//! `cargo test --benches` it runs as a smoke test of itself, a few turns on SQLite.
+//! server's default). Under `cargo test --benches` it runs as a smoke test of itself, a few
+//! turns on SQLite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;

@@ -190,17 +190,21 @@ fn main() {
     let template = Arc::new(Template { key });
     let mut n = 0;
 
-    // Warm up (the pool's engines, the store's caches), then the maximum rate.
+    // The maximum rate: a closed loop of `probe` turns, shown under `what`.
     let probe = (turns / 20).clamp(100, 20_000);
+    let maximum = |n: &mut usize, what: &str| {
+        let (rate, probed) = closed(server.addr, &template, clients, *n, probe);
+        *n += probe;
+        println!(
+            "maximum rate, {what}: {rate:.0} turns/s (p50 {:.2} ms, p99 {:.2} ms)",
+            probed.quantile_ms(0.5),
+            probed.quantile_ms(0.99)
+        );
+        rate
+    };
+    // Warm up (the pool's engines, the store's caches), then the maximum rate.
     n += closed(server.addr, &template, clients, n, probe).1.count() as usize;
-    let (max_rate, probed) = closed(server.addr, &template, clients, n, probe);
-    n += probe;
-    println!(
-        "maximum rate, closed loop c={clients}, pool {}: {max_rate:.0} turns/s (p50 {:.2} ms, p99 {:.2} ms)",
-        config.engines_per_tenant,
-        probed.quantile_ms(0.5),
-        probed.quantile_ms(0.99)
-    );
+    maximum(&mut n, &format!("closed loop c={clients}, pool {}", config.engines_per_tenant));
 
     let start_kib = rss_kib();
     println!("soak: {turns} turns, closed loop c={clients}; resident memory at the start {start_kib} KiB");
@@ -226,14 +230,7 @@ fn main() {
         end_kib as i64 - start_kib as i64
     );
 
-    let (max_rate, probed) = closed(server.addr, &template, clients, n, probe);
-    n += probe;
-    println!(
-        "maximum rate again, on the store the soak left: {max_rate:.0} turns/s (p50 {:.2} ms, p99 {:.2} ms)",
-        probed.quantile_ms(0.5),
-        probed.quantile_ms(0.99)
-    );
-    let rate = 0.8 * max_rate;
+    let rate = 0.8 * maximum(&mut n, "again, on the store the soak left");
     let (histogram, sent, late) = open(server.addr, &template, 16, n, rate, seconds);
     println!(
         "open loop at 80 % of the maximum ({rate:.0} turns/s) for {seconds} s: {sent} turns, p50 {:.2} ms, p99 {:.2} ms, \

@@ -258,10 +258,9 @@ impl FromRequestParts<AppState> for Tenant {
                     let registry = registry.as_mut().ok_or_else(|| "the registry is closed".to_owned())?;
                     registry.key_hash(name.as_str()).map_err(|e| e.to_string())
                 };
-                // A SQLite registry (WAL mode: a read never waits for a writer) is read here, on
-                // the request's own thread; a PostgreSQL one, a round trip away, on the blocking
-                // pool, so that no async thread waits on the network.
-                let found = if state.inner.registry_is_local {
+                // Read here, on the request's own thread, where a read never waits (a SQLite
+                // file in WAL mode); on the blocking pool where it is a round trip away.
+                let found = if state.inner.registry_inline {
                     read()
                 } else {
                     tokio::task::spawn_blocking(read).await.map_err(|e| e.to_string()).and_then(|r| r)

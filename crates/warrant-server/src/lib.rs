@@ -104,9 +104,11 @@ struct Inner {
     /// `None` only while the state is dropped. Read on every request, never cached, so that a
     /// rotated or revoked key stops working at once.
     registry: Arc<Mutex<Option<warrant_store::Registry>>>,
-    /// Whether the registry is a local SQLite file, read on the request's thread, rather than a
-    /// PostgreSQL schema, read on the blocking pool.
-    registry_is_local: bool,
+    /// Whether the registry is read on the request's own thread ([`Registry::reads_without_waiting`])
+    /// rather than on the blocking pool.
+    ///
+    /// [`Registry::reads_without_waiting`]: warrant_store::Registry::reads_without_waiting
+    registry_inline: bool,
     metrics: metrics::Metrics,
     body_limit: usize,
 }
@@ -119,12 +121,12 @@ impl AppState {
         let setup =
             warrant_engine::Engine::builder().contract_file(&config.contract).model(config.model.clone()).prepare()?;
         let registry = location.registry()?;
-        let registry_is_local = matches!(registry, warrant_store::Registry::Sqlite(_));
+        let registry_inline = registry.reads_without_waiting();
         Ok(AppState {
             inner: Arc::new(Inner {
                 pools: Arc::new(pool::Pools::new(setup, location, config.engines_per_tenant)),
                 registry: Arc::new(Mutex::new(Some(registry))),
-                registry_is_local,
+                registry_inline,
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
             }),

@@ -67,6 +67,13 @@ impl Registry {
         Ok(Registry::Sqlite(conn))
     }
 
+    /// Whether a read of this registry never waits: on a SQLite file in WAL mode, a read waits
+    /// neither for a writer nor on a network, so a server may make it on an async thread; a
+    /// PostgreSQL read is a round trip.
+    pub fn reads_without_waiting(&self) -> bool {
+        matches!(self, Registry::Sqlite(_))
+    }
+
     /// Connects to the registry in `schema` of the PostgreSQL database at `conninfo`,
     /// creating the schema and its table if they are missing.
     pub fn connect_postgres(conninfo: &str, schema: &str) -> Result<Registry, StoreError> {

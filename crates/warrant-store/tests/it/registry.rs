@@ -49,6 +49,7 @@ fn sqlite_a_registry_read_does_not_wait_for_a_writer_and_sees_its_commit_at_once
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("control.sqlite");
     let mut registry = Registry::open_sqlite(&path).unwrap();
+    assert!(registry.reads_without_waiting());
     assert_eq!(registry.add("acme", "aa").unwrap(), Added::Added);
     let writer = rusqlite::Connection::open(&path).unwrap();
     let mode: String = writer.query_row("PRAGMA journal_mode", [], |row| row.get(0)).unwrap();
@@ -67,7 +68,9 @@ fn postgres_a_rotated_key_replaces_the_old_and_a_revoked_tenant_has_none() {
     let schema = format!("warrant_registry_test_{}", std::process::id());
     admin(&conninfo).batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
     let result = std::panic::catch_unwind(|| {
-        rotation_and_revocation(&mut Registry::connect_postgres(&conninfo, &schema).unwrap());
+        let mut registry = Registry::connect_postgres(&conninfo, &schema).unwrap();
+        assert!(!registry.reads_without_waiting(), "a PostgreSQL read is a round trip");
+        rotation_and_revocation(&mut registry);
         assert_eq!(Registry::connect_postgres(&conninfo, &schema).unwrap().names().unwrap(), ["acme", "bolt"]);
     });
     admin(&conninfo).batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
