@@ -297,6 +297,15 @@ impl<'a> Eval<'a> {
         for place in places {
             // Each start: its table, the keys from the row down to it, and its value.
             let (table, prefix, start): (Option<String>, Vec<String>, Arc<Value>) = match place {
+                // During a trial, a row with fields written beside it is read at the one field
+                // the path steps into, without a copy of the row.
+                Place::Row(row)
+                    if let Some(first) = fields.first()
+                        && let Some(field) = work.trial_field(&row, first) =>
+                {
+                    let start = Value::Object(field.into_iter().map(|value| (first.clone(), value)).collect());
+                    (Some(row.table), Vec::new(), Arc::new(start))
+                }
                 Place::Row(row) => {
                     let record = work.row(&row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
                     (Some(row.table), Vec::new(), record.value)

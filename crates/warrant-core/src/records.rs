@@ -265,26 +265,30 @@ impl DataError {
 /// nested table the field holding its parent row's key, the key field holding the row's key,
 /// and, where the table declares a schema, every field against it (a closed row).
 pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Currency>) -> Result<(), DataError> {
-    check_row_fields(table, key, value, currency, &|_| true)
+    check_row_fields(table, key, value, None, currency, &|_| true)
 }
 
-/// As [`check_row`], taking the values of the top-level fields `only` refuses as fitting: for a
-/// row whose value as read fits its table ([`FitCache`]), the fields no effect wrote are that
-/// value's, and the answer is [`check_row`]'s. The row's own rules (its key, its key field, no
-/// undeclared field, none missing) still hold for all.
+/// As [`check_row`], taking the top-level fields `only` refuses as fitting (present unless
+/// optional, declared, of their type, their numbers exact): for a row whose value as read fits
+/// its table ([`FitCache`]), the fields no effect wrote are that value's, and the answer is
+/// [`check_row`]'s. Its key, and the fields holding its key and its parent's, are checked
+/// whatever `only` says. The row checked is `value` with the top-level fields in `written` (an
+/// effect's on trial) in place of its own.
 pub(crate) fn check_row_fields(
     table: &Table,
     key: &str,
     value: &Value,
+    written: Option<&Map<String, Value>>,
     currency: Option<Currency>,
     only: &dyn Fn(&str) -> bool,
 ) -> Result<(), DataError> {
     if key.is_empty() {
         return Err(DataError::EmptyKey { table: table.name.clone() });
     }
-    let Value::Object(fields) = value else {
+    let Value::Object(own) = value else {
         return Err(DataError::RowNotObject { table: table.name.clone(), key: key.to_owned() });
     };
+    let fields = schema::RowFields::new(own, written);
     if let TableSource::Nested { table: parent, parent_field, .. } = &table.source
         && fields.get(parent_field).and_then(Value::as_str).is_none_or(str::is_empty)
     {
@@ -296,7 +300,7 @@ pub(crate) fn check_row_fields(
         });
     }
     if let Some(Kind::Object(declared)) = table.schema.as_ref().map(|s| &s.kind) {
-        schema::check_row_fields(declared, value, currency, only).map_err(|m| DataError::Schema {
+        schema::check_row_fields(declared, fields, currency, only).map_err(|m| DataError::Schema {
             table: table.name.clone(),
             key: key.to_owned(),
             path: m.path,

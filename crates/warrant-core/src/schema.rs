@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::money::{self, Currency, MoneyError};
 use crate::text;
@@ -129,15 +129,50 @@ pub fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> 
     check_object(fields, &At::Text(""), value, currency, ALL)
 }
 
-/// As [`check_row`], taking the values of the fields `only` refuses as fitting: the row's own
-/// rules (no undeclared field, none missing or `null` that is not optional) still hold for all.
+/// As [`check_row`], taking the fields `only` refuses as fitting: present unless optional,
+/// declared, and of their type. For a row whose value as read fits, and whose other fields are
+/// still that value's, the answer is [`check_row`]'s at the cost of the fields `only` takes.
 pub(crate) fn check_row_fields(
     fields: &Fields,
-    value: &Value,
+    row: RowFields<'_>,
     currency: Option<Currency>,
     only: &dyn Fn(&str) -> bool,
 ) -> Result<(), Misfit> {
-    check_object(fields, &At::Text(""), value, currency, only)
+    check_fields(fields, &At::Text(""), row, currency, only)
+}
+
+/// A row's top-level fields as a turn sees them: its object, with the fields an effect on trial
+/// wrote read in place of the object's own (the workspace keeps those beside the row rather
+/// than in a copy of it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowFields<'a> {
+    own: &'a Map<String, Value>,
+    written: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> RowFields<'a> {
+    /// The fields of `own`, those in `written` replaced or added.
+    pub(crate) fn new(own: &'a Map<String, Value>, written: Option<&'a Map<String, Value>>) -> Self {
+        RowFields { own, written }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
+        written_field(self.written, name).or_else(|| self.own.get(name))
+    }
+
+    /// Every field, in the order the row holds them once written: its own, then those added.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
+        let (own, written) = (self.own, self.written);
+        let replaced = own.iter().map(move |(name, value)| (name, written_field(written, name).unwrap_or(value)));
+        let added = written.into_iter().flat_map(Map::iter).filter(move |(name, _)| !own.contains_key(*name));
+        replaced.chain(added)
+    }
+}
+
+/// A field of those written, found by a scan: a trial writes a few fields, and comparing their
+/// names costs less than hashing the one looked for.
+fn written_field<'a>(written: Option<&'a Map<String, Value>>, name: &str) -> Option<&'a Value> {
+    written?.iter().find_map(|(field, value)| (field == name).then_some(value))
 }
 
 /// Every field's value is checked.
@@ -153,17 +188,31 @@ fn check_object(
     let Value::Object(map) = value else {
         return Err(misfit(path, format!("is {}, not an object", shape(value))));
     };
-    if let Some(extra) = map.keys().find(|k| !fields.contains_key(*k)) {
+    check_fields(fields, path, RowFields::new(map, None), currency, only)
+}
+
+/// The fields of an object that `only` takes against their declarations: none undeclared,
+/// none missing or `null` that is not optional, each value of its type.
+fn check_fields(
+    fields: &Fields,
+    path: &At<'_>,
+    row: RowFields<'_>,
+    currency: Option<Currency>,
+    only: &dyn Fn(&str) -> bool,
+) -> Result<(), Misfit> {
+    if let Some((extra, _)) = row.iter().find(|(k, _)| only(k) && !fields.contains_key(*k)) {
         return Err(misfit(&At::Field(path, extra), "is not a declared field".into()));
     }
     for (name, field) in fields {
+        if !only(name) {
+            continue;
+        }
         let at = At::Field(path, name);
-        match map.get(name) {
+        match row.get(name) {
             None | Some(Value::Null) if field.optional => {}
             None => return Err(misfit(&at, "is missing; the field is not optional".into())),
             Some(Value::Null) => return Err(misfit(&at, "is null, but the field is not optional".into())),
-            Some(inner) if only(name) => check_value_at(field, &at, inner, currency)?,
-            Some(_) => {}
+            Some(inner) => check_value_at(field, &at, inner, currency)?,
         }
     }
     Ok(())

@@ -931,10 +931,13 @@ fn effects_fit_schemas(
     eval: &Eval<'_>,
 ) -> Result<(), Finding> {
     let (before, touched) = (work.snapshot(), work.touched.clone());
+    // On trial, the fields the steps write are kept beside the rows, not in copies of them.
+    work.begin_trial();
     let fits = match eval.apply(work, op) {
         Ok(()) => rows_fit_schemas(contract, work, &before),
         Err(_) => Ok(()),
     };
+    work.end_trial();
     work.restore(before);
     work.touched = touched;
     fits
@@ -950,17 +953,21 @@ fn rows_fit_schemas(
     let currency = contract.currency();
     for row in work.changed_rows(before) {
         let Some(table) = contract.table(&row.table) else { continue };
-        let Some(record) = work.row(&row)? else { continue };
+        // A changed row has been read: its slot is there. One deleted has nothing to check.
+        let Some(slot) = work.rows.get(&row) else { continue };
+        let Some(value) = &slot.current else { continue };
+        // During a trial, the fields its steps wrote beside the row are read in place of its own.
+        let beside = work.trial.as_ref().and_then(|t| t.fields.get(&row));
         // A row whose value as read fits is checked on the fields its effects wrote alone.
-        let written = work.rows.get(&row).and_then(|slot| match (&slot.read, slot.written.fields()) {
+        let written = match (&slot.read, slot.written.fields()) {
             (Some(read), Some(fields)) if contract.fits().fits(table, read, currency) => Some(fields),
             _ => None,
-        });
+        };
         let checked = match written {
-            Some(fields) => crate::records::check_row_fields(table, &row.key, &record.value, currency, &|field| {
+            Some(fields) => crate::records::check_row_fields(table, &row.key, value, beside, currency, &|field| {
                 fields.contains(field)
             }),
-            None => crate::records::check_row(table, &row.key, &record.value, currency),
+            None => crate::records::check_row_fields(table, &row.key, value, beside, currency, &|_| true),
         };
         if let Err(e) = checked {
             return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::change::{self, RowChange};
 use crate::facts::{EventRecord, Facts, Interaction, RowEvent, RowRef};
@@ -75,6 +75,19 @@ pub struct RowView {
     pub unchanged: bool,
 }
 
+/// An effect on trial (`turn::effects_fit_schemas`): tried on the rows, checked, and undone.
+/// The top-level fields its steps write are kept here, by row, rather than in a copy of each
+/// row, so that a trial costs what its steps write, not the size of the rows they touch.
+#[derive(Debug, Default)]
+pub(crate) struct Trial {
+    /// The top-level fields written so far, each whole, by row; the row's other fields are its
+    /// current value's.
+    pub(crate) fields: BTreeMap<RowRef, Map<String, Value>>,
+    /// The rows copied whole during the trial (read whole after a step wrote them, created,
+    /// deleted, or replaced): later steps write the copy, as outside a trial.
+    copied: BTreeSet<RowRef>,
+}
+
 /// The rows a turn has read, with the changes its effects have made so far.
 pub struct Workspace<'f> {
     facts: &'f dyn Facts,
@@ -96,6 +109,8 @@ pub struct Workspace<'f> {
     /// The events of this turn's acts committed so far, each with the rows its effect changed
     /// or holds.
     pub(crate) turn_history: Vec<(Vec<RowRef>, RowEvent)>,
+    /// The effect on trial, while one is.
+    pub(crate) trial: Option<Trial>,
 }
 
 impl std::fmt::Debug for Workspace<'_> {
@@ -118,6 +133,46 @@ impl<'f> Workspace<'f> {
             turn_events: Vec::new(),
             history: BTreeMap::new(),
             turn_history: Vec::new(),
+            trial: None,
+        }
+    }
+
+    /// Starts trying an effect: until [`Workspace::end_trial`], the fields its steps write are
+    /// kept beside the rows. Take a [`Workspace::snapshot`] first, and restore it after.
+    pub(crate) fn begin_trial(&mut self) {
+        self.trial = Some(Trial::default());
+    }
+
+    /// Ends the trial, dropping what its steps wrote beside the rows; [`Workspace::restore`]
+    /// undoes the rest.
+    pub(crate) fn end_trial(&mut self) {
+        self.trial = None;
+    }
+
+    /// During a trial, the top-level `field` of `row` as the turn sees it now (`None` inside
+    /// when the row has no such field), for a row some of whose fields the trial's steps have
+    /// written beside it: read without copying the row. `None` for any other row: read it whole.
+    pub(crate) fn trial_field(&self, row: &RowRef, field: &str) -> Option<Option<Value>> {
+        let written = self.trial.as_ref()?.fields.get(row)?;
+        if let Some(value) = written.get(field) {
+            return Some(Some(value.clone()));
+        }
+        let current = self.rows.get(row)?.current.as_ref()?;
+        Some(current.get(field).cloned())
+    }
+
+    /// Folds the fields the trial's steps wrote beside `row` into a copy of it, which later
+    /// steps then write as outside a trial. Nothing outside a trial.
+    fn copy_trial_row(&mut self, row: &RowRef) {
+        let Some(trial) = &mut self.trial else { return };
+        if !trial.copied.insert(row.clone()) {
+            return;
+        }
+        let Some(written) = trial.fields.remove(row) else { return };
+        if let Some(Slot { current: Some(shared), .. }) = self.rows.get_mut(row)
+            && let Value::Object(fields) = Arc::make_mut(shared)
+        {
+            fields.extend(written);
         }
     }
 
@@ -152,16 +207,10 @@ impl<'f> Workspace<'f> {
 
     /// The row as the turn sees it now (read revision, current value).
     pub fn row(&mut self, row: &RowRef) -> Result<Option<RowView>, Finding> {
-        if !self.touched.contains(row) {
-            self.touched.insert(row.clone());
-        }
-        if !self.rows.contains_key(row) {
-            let read = self.facts.shared_record(&row.table, &row.key).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable)
-                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
-            })?;
-            let current = read.as_ref().map(|r| r.value.clone());
-            self.rows.insert(row.clone(), Slot { read, current, written: Written::Nothing });
+        self.read(row)?;
+        // Read whole during a trial: the fields written beside it go into a copy first.
+        if self.trial.as_ref().is_some_and(|t| t.fields.contains_key(row)) {
+            self.copy_trial_row(row);
         }
         let Some(slot) = self.rows.get(row) else { return Ok(None) };
         Ok(match (&slot.read, &slot.current) {
@@ -178,6 +227,23 @@ impl<'f> Workspace<'f> {
         })
     }
 
+    /// Reads `row` from the facts, once per turn; answers whether it exists as the turn sees
+    /// it now.
+    fn read(&mut self, row: &RowRef) -> Result<bool, Finding> {
+        if !self.touched.contains(row) {
+            self.touched.insert(row.clone());
+        }
+        if !self.rows.contains_key(row) {
+            let read = self.facts.shared_record(&row.table, &row.key).map_err(|e| {
+                Finding::refuse(ReasonCode::FactUnavailable)
+                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
+            })?;
+            let current = read.as_ref().map(|r| r.value.clone());
+            self.rows.insert(row.clone(), Slot { read, current, written: Written::Nothing });
+        }
+        Ok(self.rows.get(row).is_some_and(|slot| slot.current.is_some()))
+    }
+
     /// Creates `row` with `value`; it must not exist as the turn sees it now.
     pub fn create(&mut self, row: &RowRef, value: Value) -> Result<(), Finding> {
         if self.row(row)?.is_some() {
@@ -187,6 +253,7 @@ impl<'f> Workspace<'f> {
                 crate::text::visible(&row.key)
             )));
         }
+        self.copy_trial_row(row);
         if let Some(slot) = self.rows.get_mut(row) {
             slot.current = Some(Arc::new(value));
             slot.written = Written::Whole;
@@ -203,6 +270,7 @@ impl<'f> Workspace<'f> {
                 row.table
             )));
         }
+        self.copy_trial_row(row);
         if let Some(slot) = self.rows.get_mut(row) {
             slot.current = None;
             slot.written = Written::Whole;
@@ -218,9 +286,18 @@ impl<'f> Workspace<'f> {
         make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
     ) -> Result<(), Finding> {
         let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
-        if self.row(row)?.is_none() {
+        // Read, not viewed: during a trial, viewing a row with fields written beside it copies it.
+        if !self.read(row)? {
             return Err(inapplicable(format!("row `{}` of `{}` does not exist", row.key, row.table)));
         }
+        // During a trial, a row not copied yet (an object, as every stored row is) is written
+        // beside itself.
+        let beside = self.trial.as_ref().is_some_and(|t| !t.copied.contains(row))
+            && self.rows.get(row).is_some_and(|s| matches!(s.current.as_deref(), Some(Value::Object(_))));
+        if beside && let Some(field) = pointer.first() {
+            return self.update_on_trial(row, field, pointer, make);
+        }
+        self.copy_trial_row(row);
         let Some(Slot { current: Some(shared), written, .. }) = self.rows.get_mut(row) else {
             return Err(inapplicable(format!("row `{}` vanished", row.key)));
         };
@@ -229,36 +306,52 @@ impl<'f> Workspace<'f> {
             Some(field) => written.field(field),
             None => *written = Written::Whole,
         }
-        let value = Arc::make_mut(shared);
-        let Some((last, parents)) = pointer.split_last() else {
-            *value = make(Some(value))?;
-            return Ok(());
+        change_at(Arc::make_mut(shared), pointer, make)
+    }
+
+    /// [`Workspace::update`] during a trial, of a row not copied: the top-level `field` the
+    /// pointer starts at is copied into the trial's fields (once) and changed there.
+    fn update_on_trial(
+        &mut self,
+        row: &RowRef,
+        field: &str,
+        pointer: &[String],
+        make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
+    ) -> Result<(), Finding> {
+        let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
+        let (Some(trial), Some(Slot { current: Some(shared), written, .. })) =
+            (&mut self.trial, self.rows.get_mut(row))
+        else {
+            return Err(inapplicable(format!("row `{}` vanished", row.key)));
         };
-        let mut target = value;
-        for part in parents {
-            target = match target {
-                Value::Object(map) => map.get_mut(part),
-                Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
-                _ => None,
-            }
-            .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
+        let Value::Object(own) = &**shared else {
+            return Err(inapplicable(format!("`{}` is not inside an object", pointer.join("."))));
+        };
+        // Said before the change, as outside a trial.
+        written.field(field);
+        if !trial.fields.contains_key(row) {
+            trial.fields.insert(row.clone(), Map::new());
         }
-        match target {
-            Value::Object(map) => {
-                let new = make(map.get(last))?;
-                map.insert(last.clone(), new);
-            }
-            Value::Array(items) => {
-                let slot = last
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get_mut(i))
-                    .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
-                *slot = make(Some(slot))?;
-            }
-            _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
+        let Some(fields) = trial.fields.get_mut(row) else { return Ok(()) };
+        if pointer.len() == 1 {
+            // The whole field is made anew: the value there is only read.
+            let new = make(fields.get(field).or_else(|| own.get(field)))?;
+            fields.insert(field.to_owned(), new);
+            return Ok(());
         }
-        Ok(())
+        if !fields.contains_key(field)
+            && let Some(value) = own.get(field)
+        {
+            fields.insert(field.to_owned(), value.clone());
+        }
+        // The fields written as an object of their own: the pointer reaches into it as it would
+        // into the row.
+        let mut scratch = Value::Object(std::mem::take(fields));
+        let changed = change_at(&mut scratch, pointer, make);
+        if let Value::Object(back) = scratch {
+            *fields = back;
+        }
+        changed
     }
 
     pub(crate) fn interaction(&mut self, id: &str) -> Result<Option<Interaction>, Finding> {
@@ -331,13 +424,172 @@ impl<'f> Workspace<'f> {
             (None, None) => true,
             _ => false,
         };
+        // A field written beside its row during a trial changed it if it differs from the row's.
+        let beside = |row: &RowRef, current: Option<&Arc<Value>>| {
+            let written = self.trial.as_ref().and_then(|t| t.fields.get(row));
+            written.is_some_and(|fields| {
+                fields.iter().any(|(name, value)| current.and_then(|c| c.get(name)) != Some(value))
+            })
+        };
         self.rows
             .iter()
-            .filter(|(row, slot)| match since.get(*row) {
-                Some(before) => !same(before.as_ref(), slot.current.as_ref()),
-                None => !same(slot.read.as_ref().map(|r| &r.value), slot.current.as_ref()),
+            .filter(|(row, slot)| {
+                beside(row, slot.current.as_ref())
+                    || match since.get(*row) {
+                        Some(before) => !same(before.as_ref(), slot.current.as_ref()),
+                        None => !same(slot.read.as_ref().map(|r| &r.value), slot.current.as_ref()),
+                    }
             })
             .map(|(row, _)| row.clone())
             .collect()
+    }
+}
+
+/// Changes the value at `pointer` (object fields and list indexes) inside `value` to what
+/// `make` makes of the value there.
+fn change_at(
+    value: &mut Value,
+    pointer: &[String],
+    make: impl Fn(Option<&Value>) -> Result<Value, Finding>,
+) -> Result<(), Finding> {
+    let inapplicable = |m: String| Finding::refuse(ReasonCode::EffectInapplicable).detail(m);
+    let Some((last, parents)) = pointer.split_last() else {
+        *value = make(Some(value))?;
+        return Ok(());
+    };
+    let mut target = value;
+    for part in parents {
+        target = match target {
+            Value::Object(map) => map.get_mut(part),
+            Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        }
+        .ok_or_else(|| inapplicable(format!("`{}` has no `{part}`", pointer.join("."))))?;
+    }
+    match target {
+        Value::Object(map) => {
+            let new = make(map.get(last))?;
+            map.insert(last.clone(), new);
+        }
+        Value::Array(items) => {
+            let slot = last
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get_mut(i))
+                .ok_or_else(|| inapplicable(format!("`{}` is out of range", pointer.join("."))))?;
+            *slot = make(Some(slot))?;
+        }
+        _ => return Err(inapplicable(format!("`{}` is not inside an object", pointer.join(".")))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::FactError;
+    use crate::records::Record;
+    use serde_json::json;
+
+    /// One row, `order/o1`, shared by every read of it.
+    struct OneRow(SharedRecord);
+    impl Facts for OneRow {
+        fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+            Ok(self.shared_record(table, key)?.map(|r| r.to_record()))
+        }
+        fn shared_record(&self, table: &str, key: &str) -> Result<Option<SharedRecord>, FactError> {
+            Ok((table == "order" && key == "o1").then(|| self.0.clone()))
+        }
+        fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
+            Ok(None)
+        }
+    }
+
+    fn order() -> OneRow {
+        let value = json!({"id": "o1", "status": "pending", "items": [{"price": 10}, {"price": 5}],
+                           "payments": {"gift": {"balance": 3}}});
+        OneRow(Record { table: "order".into(), key: "o1".into(), revision: 4, value }.into())
+    }
+
+    fn o1() -> RowRef {
+        RowRef { table: "order".into(), key: "o1".into() }
+    }
+
+    fn path(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    /// The steps of an effect: a top-level field set, a new field, a nested change, a list
+    /// element, and a failing step (a field the row does not have).
+    fn steps(work: &mut Workspace<'_>) -> Vec<Result<(), Finding>> {
+        let row = o1();
+        vec![
+            work.update(&row, &path(&["status"]), |_| Ok(json!("cancelled"))),
+            work.update(&row, &path(&["reason"]), |old| Ok(json!(old.is_none()))),
+            work.update(&row, &path(&["payments", "gift", "balance"]), |old| {
+                Ok(json!(old.and_then(Value::as_i64).unwrap_or_default() + 15))
+            }),
+            work.update(&row, &path(&["items", "1", "price"]), |_| Ok(json!(6))),
+            work.update(&row, &path(&["refunds", "0"]), |_| Ok(json!(1))),
+        ]
+    }
+
+    #[test]
+    fn an_effect_on_trial_writes_beside_the_row_and_reads_as_it_would_outside_one() {
+        let facts = order();
+        // Outside a trial: the row is copied and written.
+        let mut plain = Workspace::new(&facts);
+        let plain_results = steps(&mut plain);
+        let plain_row = plain.row(&o1()).unwrap().unwrap();
+
+        let mut work = Workspace::new(&facts);
+        let before = work.snapshot();
+        work.begin_trial();
+        let results = steps(&mut work);
+        assert_eq!(results, plain_results);
+        assert!(results[4].is_err(), "{results:?}");
+        // Nothing was copied: the slot still holds the row as read, the writes are beside it.
+        let slot = &work.rows[&o1()];
+        assert!(Arc::ptr_eq(slot.current.as_ref().unwrap(), &facts.0.value));
+        assert_eq!(slot.written, plain.rows[&o1()].written);
+        assert_eq!(work.trial_field(&o1(), "status"), Some(Some(json!("cancelled"))));
+        assert_eq!(work.trial_field(&o1(), "id"), Some(Some(json!("o1"))));
+        assert_eq!(work.trial_field(&o1(), "missing"), Some(None));
+        assert_eq!(work.changed_rows(&before), vec![o1()]);
+        // Read whole, the row is the one the same steps make outside a trial, field order too.
+        let seen = work.row(&o1()).unwrap().unwrap();
+        assert_eq!(seen.value, plain_row.value);
+        assert_eq!(seen.value.to_string(), plain_row.value.to_string());
+        assert!(!seen.unchanged);
+        // Later steps write the copy; the trial's fields are gone into it.
+        work.update(&o1(), &path(&["status"]), |_| Ok(json!("refunded"))).unwrap();
+        assert_eq!(work.trial_field(&o1(), "status"), None);
+        assert_eq!(work.row(&o1()).unwrap().unwrap().value["status"], "refunded");
+        work.end_trial();
+        work.restore(before);
+        // Undone: the row as read, never changed in place.
+        let after = work.row(&o1()).unwrap().unwrap();
+        assert!(after.unchanged && Arc::ptr_eq(&after.value, &facts.0.value));
+        assert_eq!(facts.0.value["status"], "pending");
+        assert!(work.changed_rows(&work.snapshot()).is_empty());
+    }
+
+    #[test]
+    fn a_trial_that_writes_what_the_row_holds_changes_no_row() {
+        let facts = order();
+        let mut work = Workspace::new(&facts);
+        let before = work.snapshot();
+        work.begin_trial();
+        work.update(&o1(), &path(&["status"]), |old| Ok(old.cloned().unwrap_or_default())).unwrap();
+        assert!(work.trial.as_ref().is_some_and(|t| t.fields.contains_key(&o1())));
+        assert!(work.changed_rows(&before).is_empty());
+        // Deleted during the trial: gone, and nothing is left beside it.
+        work.delete(&o1()).unwrap();
+        assert_eq!(work.row(&o1()).unwrap(), None);
+        assert_eq!(work.trial_field(&o1(), "status"), None);
+        assert_eq!(work.changed_rows(&before), vec![o1()]);
+        work.end_trial();
+        work.restore(before);
+        assert!(work.row(&o1()).unwrap().is_some_and(|r| r.unchanged));
     }
 }
