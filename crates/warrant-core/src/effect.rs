@@ -55,6 +55,27 @@ impl Derived {
 /// it, and the value.
 type Visit<'v> = dyn FnMut(Option<&str>, &[&str], &Value) + 'v;
 
+/// Steps from `current` through `fields` by reference, stepping through lists, and calls `visit`
+/// with every value reached (each element of a list reached), named by `concrete`.
+fn descend(mut current: Vec<&Value>, fields: &[String], table: Option<&str>, concrete: &[&str], visit: &mut Visit<'_>) {
+    for field in fields {
+        let mut next = Vec::new();
+        for value in current {
+            match value {
+                Value::Array(items) => next.extend(items.iter().filter_map(|item| item.get(field))),
+                other => next.extend(other.get(field)),
+            }
+        }
+        current = next;
+    }
+    for value in current {
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| visit(table, concrete, item)),
+            value => visit(table, concrete, value),
+        }
+    }
+}
+
 /// Evaluation state for one act: its checked arguments and the quantities derived so far.
 pub(crate) struct Eval<'a> {
     pub(crate) contract: &'a Contract,
@@ -295,17 +316,18 @@ impl<'a> Eval<'a> {
         let (places, skip) = self.places(work, &path)?;
         let fields = path.fields.get(skip..).unwrap_or_default();
         for place in places {
+            // During a trial, a row with fields written beside it is walked from the field the
+            // path steps into, without a copy of the row.
+            if let Place::Row(row) = &place
+                && let Some((first, rest)) = fields.split_first()
+                && let Some(field) = work.trial_field(row, first)
+            {
+                let concrete: Vec<&str> = fields.iter().map(String::as_str).collect();
+                descend(field.into_iter().collect(), rest, Some(&row.table), &concrete, visit);
+                continue;
+            }
             // Each start: its table, the keys from the row down to it, and its value.
             let (table, prefix, start): (Option<String>, Vec<String>, Arc<Value>) = match place {
-                // During a trial, a row with fields written beside it is read at the one field
-                // the path steps into, without a copy of the row.
-                Place::Row(row)
-                    if let Some(first) = fields.first()
-                        && let Some(field) = work.trial_field(&row, first) =>
-                {
-                    let start = Value::Object(field.into_iter().map(|value| (first.clone(), value)).collect());
-                    (Some(row.table), Vec::new(), Arc::new(start))
-                }
                 Place::Row(row) => {
                     let record = work.row(&row)?.ok_or_else(|| inapplicable(format!("row `{}` vanished", row.key)))?;
                     (Some(row.table), Vec::new(), record.value)
@@ -320,25 +342,8 @@ impl<'a> Eval<'a> {
                 }
                 Place::Value(value) => (None, Vec::new(), Arc::new(value)),
             };
-            // Walk by reference; only the leaves are copied.
-            let mut current: Vec<&Value> = vec![start.as_ref()];
-            for field in fields {
-                let mut next = Vec::new();
-                for value in current {
-                    match value {
-                        Value::Array(items) => next.extend(items.iter().filter_map(|item| item.get(field))),
-                        other => next.extend(other.get(field)),
-                    }
-                }
-                current = next;
-            }
             let concrete: Vec<&str> = prefix.iter().chain(fields).map(String::as_str).collect();
-            for value in current {
-                match value {
-                    Value::Array(items) => items.iter().for_each(|item| visit(table.as_deref(), &concrete, item)),
-                    value => visit(table.as_deref(), &concrete, value),
-                }
-            }
+            descend(vec![start.as_ref()], fields, table.as_deref(), &concrete, visit);
         }
         Ok(())
     }

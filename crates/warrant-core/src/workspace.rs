@@ -152,13 +152,14 @@ impl<'f> Workspace<'f> {
     /// During a trial, the top-level `field` of `row` as the turn sees it now (`None` inside
     /// when the row has no such field), for a row some of whose fields the trial's steps have
     /// written beside it: read without copying the row. `None` for any other row: read it whole.
-    pub(crate) fn trial_field(&self, row: &RowRef, field: &str) -> Option<Option<Value>> {
+    /// (A row created or deleted during the trial has no fields beside it: both copy first.)
+    pub(crate) fn trial_field(&self, row: &RowRef, field: &str) -> Option<Option<&Value>> {
         let written = self.trial.as_ref()?.fields.get(row)?;
         if let Some(value) = written.get(field) {
-            return Some(Some(value.clone()));
+            return Some(Some(value));
         }
-        let current = self.rows.get(row)?.current.as_ref()?;
-        Some(current.get(field).cloned())
+        let current = self.rows.get(row)?.current.as_deref()?;
+        Some(current.get(field))
     }
 
     /// Folds the fields the trial's steps wrote beside `row` into a copy of it, which later
@@ -552,8 +553,8 @@ mod tests {
         let slot = &work.rows[&o1()];
         assert!(Arc::ptr_eq(slot.current.as_ref().unwrap(), &facts.0.value));
         assert_eq!(slot.written, plain.rows[&o1()].written);
-        assert_eq!(work.trial_field(&o1(), "status"), Some(Some(json!("cancelled"))));
-        assert_eq!(work.trial_field(&o1(), "id"), Some(Some(json!("o1"))));
+        assert_eq!(work.trial_field(&o1(), "status"), Some(Some(&json!("cancelled"))));
+        assert_eq!(work.trial_field(&o1(), "id"), Some(Some(&json!("o1"))));
         assert_eq!(work.trial_field(&o1(), "missing"), Some(None));
         assert_eq!(work.changed_rows(&before), vec![o1()]);
         // Read whole, the row is the one the same steps make outside a trial, field order too.

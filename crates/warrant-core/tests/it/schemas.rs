@@ -48,6 +48,20 @@ args.tier = { kind = "member", of = "actor", path = "cards" }
 [[operation.effect]]
 set = "actor.tier"
 arg = "tier"
+
+[[operation]]
+name = "confirm_gold_then"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+
+[[operation.effect]]
+set = "actor.tier"
+value = "gold"
+
+[[operation.effect]]
+set = "actor.tier"
+arg = "tier"
+when = { "actor.tier" = "gold" }
 "#;
 
 const FIELDS: &str = r#"
@@ -214,6 +228,26 @@ fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     assert_eq!(refused.response.acts[0].verdict, Verdict::Refuse, "{:?}", refused.response.acts);
     assert_eq!(refused.response.acts[0].reasons[0].code.as_str(), "effect_breaks_schema");
     assert!(refused.response.interactions.is_empty() && refused.writes.is_empty());
+}
+
+#[test]
+fn an_effect_on_trial_reads_what_its_earlier_steps_wrote() {
+    // The trial writes `tier` beside the row; the second step's condition reads it there. It
+    // holds only on the value the first step wrote (the row as read says `silver`), and the
+    // second step then writes `g1`, which the enum does not hold.
+    for (when, verdict) in [("gold", Verdict::Refuse), ("silver", Verdict::Hold)] {
+        let condition = format!("when = {{ \"actor.tier\" = \"{when}\" }}");
+        let text = CONTRACT.replace("FIELDS", FIELDS).replace("when = { \"actor.tier\" = \"gold\" }", &condition);
+        let contract = Contract::load("schemas.toml", &text, &Files).unwrap();
+        let decided = decide_tier_on(&contract, "confirm_gold_then", "g1", kim(), 2);
+        let act = &decided.response.acts[0];
+        assert_eq!(act.verdict, verdict, "when `{when}`: {act:?}");
+        if verdict == Verdict::Refuse {
+            assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema", "{act:?}");
+            assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("`tier`")), "{act:?}");
+        }
+        assert!(decided.writes.is_empty());
+    }
 }
 
 #[test]
