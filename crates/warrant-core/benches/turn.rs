@@ -6,7 +6,8 @@
 //!
 //! Run: `cargo bench -p warrant-core --bench turn`. `WARRANT_BENCH_TURNS` sets how many turns
 //! each figure takes (20,000 by default); with `--count N` the turns are decided N times and
-//! nothing is timed, for `valgrind --tool=callgrind` (instructions do not depend on the load).
+//! nothing is timed, for `valgrind --tool=callgrind` (instructions do not depend on the load);
+//! `--act K` (0 the read, 1 the cancel, 2 the exchange) then decides that act's turns alone.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -90,6 +91,8 @@ const USER: &str = "yusuf_rossi_9620";
 
 /// The requests, as `crates/warrant-engine/benches/turn.rs` makes them: a read that commits, a
 /// cancel and an exchange that are held for confirmation, in rotation.
+const ACTS: [&str; 3] = ["read", "cancel", "exchange"];
+
 fn requests(n: usize) -> Vec<String> {
     let acts = [
         json!({"op": "get_order_details", "args": {"order_id": "#W4776164"}}),
@@ -135,8 +138,17 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--count") {
         let n: usize = args.get(at + 1).and_then(|v| v.parse().ok()).expect("--count N");
+        let act = args.iter().position(|a| a == "--act").map(|at| {
+            args.get(at + 1).and_then(|v| v.parse::<usize>().ok()).filter(|k| *k < ACTS.len()).expect("--act K")
+        });
+        let chosen: Vec<&String> = bodies
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| act.is_none_or(|k| i % ACTS.len() == k))
+            .map(|(_, b)| b)
+            .collect();
         for i in 0..n {
-            std::hint::black_box(one_turn(&contract, &facts, &bodies[i % bodies.len()]));
+            std::hint::black_box(one_turn(&contract, &facts, chosen[i % chosen.len()]));
         }
         return;
     }
@@ -146,6 +158,7 @@ fn main() {
         30
     };
     let (mut baseline, mut latencies) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut by_act: Vec<Vec<Duration>> = vec![Vec::with_capacity(n / ACTS.len() + 1); ACTS.len()];
     // Interleaved, so that a change in the machine's load reaches both figures alike.
     for i in 0..n {
         let body = &bodies[i % bodies.len()];
@@ -154,8 +167,13 @@ fn main() {
         baseline.push(t.elapsed());
         let t = Instant::now();
         std::hint::black_box(one_turn(&contract, &facts, body));
-        latencies.push(t.elapsed());
+        let took = t.elapsed();
+        latencies.push(took);
+        by_act[i % ACTS.len()].push(took);
     }
     report("baseline: parse the request as plain JSON", baseline);
     report("deterministic turn (parse, structure, policy)", latencies);
+    for (name, took) in ACTS.iter().zip(by_act) {
+        report(&format!("  of which the {name}"), took);
+    }
 }
