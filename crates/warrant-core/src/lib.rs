@@ -36,6 +36,7 @@ pub mod request;
 pub mod schema;
 pub mod score;
 pub mod source;
+mod sure_fit;
 pub mod text;
 pub mod tools;
 pub mod turn;

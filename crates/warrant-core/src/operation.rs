@@ -13,9 +13,10 @@ use crate::check::ModelTask;
 use crate::confirm::ConfirmCopy;
 use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::expressions::{self, CelValue, NamedExpressions, OpShapes, Root, ValueType};
-use crate::records::Table;
+use crate::records::{Table, TableSource};
 use crate::schema::{self, Field, Kind};
 use crate::source::{self, KindSet, SourceKinds};
+use crate::sure_fit::{self, SureFit};
 
 /// A declared operation.
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub struct Operation {
     pub effects: Vec<Step>,
     /// The keys its effects mint (`[operation.keys.NAME]`), in name order.
     pub keys: Vec<MintedKey>,
+    /// For a consequential operation, what the contract shows of whether its effect leaves its
+    /// rows fitting their tables (`None`: the effect is tried before the act is held).
+    pub(crate) sure_fit: Option<SureFit>,
 }
 
 /// A key an operation's effect mints from the turn (`[operation.keys.NAME]`): the same turn
@@ -653,6 +657,7 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
             derive: Vec::new(),
             effects: Vec::new(),
             keys: compile_keys(scope, raw_op)?,
+            sure_fit: None,
         };
         check_arg_references(scope, &op)
             .map_err(|message| at(name_at, ContractErrorKind::BadOperation { op: name.clone(), message }))?;
@@ -677,6 +682,9 @@ pub(crate) fn compile(scope: &Scope<'_>, raw: &[RawOperation]) -> Result<Vec<Ope
         for step in &raw_op.effect {
             let compiled = compile_effect(scope, &op, &mut names, step)?;
             op.effects.push(compiled);
+        }
+        if op.consequential {
+            op.sure_fit = prove_sure_fit(scope, &op);
         }
         ops.push(op);
     }
@@ -1674,7 +1682,7 @@ fn compile_create(
     let declared = scope.tables.iter().find(|t| t.name == table);
     match declared.map(|t| &t.source) {
         None => return Err(format!("effect `create`: table `{table}` is not declared in `[records]`")),
-        Some(crate::records::TableSource::Nested { table: parent, .. }) => {
+        Some(TableSource::Nested { table: parent, .. }) => {
             return Err(format!(
                 "effect `create`: the rows of `{table}` are entries of `{parent}` rows; set an entry there"
             ));
@@ -1872,6 +1880,88 @@ fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), St
         (Kind::Money, _) => Err(format!("`{at}` is money, and `{value}` is not a number")),
         _ => schema::check_value(field, at, value, None).map_err(|m| format!("`{}` {}", m.path, m.message)),
     }
+}
+
+/// What the contract shows of `op`'s effect: `None` unless every step is of a kind shown here
+/// (`set` of a literal, an argument or an amount; `add`; `add_each`; `append` of an entry) and
+/// writes, below the actor's or a record argument's row in a typed table, a declared field
+/// that is neither the row's key nor its parent's.
+fn prove_sure_fit(scope: &Scope<'_>, op: &Operation) -> Option<SureFit> {
+    let mut sure = SureFit { roots: Vec::new(), values: Vec::new() };
+    for step in &op.effects {
+        match &step.change {
+            Change::SetValue { path, value } => {
+                let field = written_field(scope, op, path, &mut sure.roots)?;
+                sure.values.push((sure_fit::Source::Literal(value.clone()), field.clone()));
+            }
+            Change::SetArg { path, arg } => {
+                let field = written_field(scope, op, path, &mut sure.roots)?;
+                sure.values.push((sure_fit::Source::Arg(arg.clone()), field.clone()));
+            }
+            // An amount is written as `money::record_number` writes it, which reads back exactly.
+            Change::SetMoney { path, .. } | Change::Add { path, .. } => {
+                let field = written_field(scope, op, path, &mut sure.roots)?;
+                matches!(field.kind, Kind::Money).then_some(())?;
+            }
+            Change::AddEach { into, field, .. } => {
+                let Kind::Map(member) = &written_field(scope, op, into, &mut sure.roots)?.kind else { return None };
+                let Kind::Object(fields) = &member.kind else { return None };
+                matches!(fields.get(field)?.kind, Kind::Money).then_some(())?;
+            }
+            Change::Append { path, entry } => {
+                let Kind::List(element) = &written_field(scope, op, path, &mut sure.roots)?.kind else { return None };
+                let Kind::Object(fields) = &element.kind else { return None };
+                // Every field of the entry declared, every field that is not optional given.
+                if entry.iter().any(|(name, _)| !fields.contains_key(name))
+                    || fields.iter().any(|(name, f)| !f.optional && !entry.iter().any(|(e, _)| e == name))
+                {
+                    return None;
+                }
+                for (name, value) in entry {
+                    let field = fields.get(name)?;
+                    let source = match value {
+                        EntryValue::Value(v) => sure_fit::Source::Literal(v.clone()),
+                        EntryValue::Arg(arg) => sure_fit::Source::Arg(arg.clone()),
+                        EntryValue::Derived(derived) => sure_fit::Source::Derived(derived.clone()),
+                        EntryValue::Money(_) if matches!(field.kind, Kind::Money) => continue,
+                        EntryValue::Money(_) => return None,
+                    };
+                    sure.values.push((source, field.clone()));
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(sure)
+}
+
+/// The declared field `path` writes, where the step is one shown here: rooted at the actor or a
+/// record argument (not at `item`, a created row or a member), without keyed segments, in a
+/// typed table, below a top-level field that holds neither the row's key nor its parent's.
+/// Its root is added to `roots`.
+fn written_field<'s>(scope: &Scope<'s>, op: &Operation, path: &Path, roots: &mut Vec<String>) -> Option<&'s Field> {
+    let table = if path.root == "actor" {
+        scope.actor?
+    } else {
+        match &op.arg(&path.root)?.kind {
+            ArgKind::Record { table } | ArgKind::Records { table, .. } => table.as_str(),
+            _ => return None,
+        }
+    };
+    let table = scope.tables.iter().find(|t| t.name == table)?;
+    let top = path.fields.first()?;
+    let parent_field = match &table.source {
+        TableSource::Nested { parent_field, .. } => Some(parent_field),
+        TableSource::File(_) => None,
+    };
+    if !path.keys.is_empty() || table.key.as_ref() == Some(top) || parent_field == Some(top) {
+        return None;
+    }
+    let field = path_field(scope, op, &StepNames::default(), path).ok()??;
+    if !roots.contains(&path.root) {
+        roots.push(path.root.clone());
+    }
+    Some(field)
 }
 
 /// The paths of an effect step, each checked against its root's schema.
@@ -2157,5 +2247,118 @@ mod tests {
         assert!(parse_expr("sum(x.y").is_err());
         assert!(parse_expr("a * b").is_err());
         assert!(parse_expr("").is_err());
+    }
+
+    /// Files a contract loads: its policy file only (the rows are not read to load it).
+    struct PolicyOnly;
+    impl crate::contract::ContractFiles for PolicyOnly {
+        fn read(&self, path: &str) -> Result<String, String> {
+            match path {
+                "policy.cedar" => Ok("permit (principal, action, resource);".into()),
+                other => Err(format!("no `{other}`")),
+            }
+        }
+    }
+
+    const SHOWN: &str = r#"
+[sources]
+kinds = ["user", "agent"]
+acts = "agent"
+
+[actor]
+table = "customer"
+
+[records]
+currency = "USD"
+
+[[records.table]]
+name = "customer"
+file = "customers.json"
+entity = "Customer"
+key = "id"
+fields.id = { kind = "text" }
+fields.tier = { kind = "enum", values = ["silver", "gold"] }
+fields.credit = { kind = "money" }
+fields.log = { kind = "list", of = { kind = "object", fields = { what = { kind = "text" }, amount = { kind = "money", optional = true } } } }
+
+[[records.table]]
+name = "note"
+file = "notes.json"
+entity = "Note"
+
+[policies]
+files = ["policy.cedar"]
+
+[[operation]]
+name = "shown"
+consequential = true
+args.tier = { kind = "enum", values = ["silver", "gold"] }
+derive = [
+  { name = "first_what", expr = "first(actor.log.what)" },
+  { name = "owed", expr = "sum(actor.log.amount)" },
+]
+
+[[operation.effect]]
+set = "actor.tier"
+arg = "tier"
+
+[[operation.effect]]
+set = "actor.credit"
+money = "owed"
+
+[[operation.effect]]
+append = "actor.log"
+entry.what = { derived = "first_what" }
+entry.amount = { money = "owed" }
+
+[[operation]]
+name = "key"
+consequential = true
+
+[[operation.effect]]
+set = "actor.id"
+value = "someone"
+
+[[operation]]
+name = "untyped"
+consequential = true
+args.note = { kind = "record", table = "note" }
+
+[[operation.effect]]
+set = "note.text"
+value = "seen"
+
+[[operation]]
+name = "computed"
+consequential = true
+
+[[operation.effect]]
+set = "actor.tier"
+cel = "'gold'"
+
+[[operation]]
+name = "not_held"
+
+[[operation.effect]]
+set = "actor.tier"
+value = "gold"
+"#;
+
+    #[test]
+    fn an_effect_is_shown_to_fit_only_where_each_step_writes_a_declared_field_of_a_typed_row() {
+        use crate::sure_fit::Source;
+        let contract = crate::Contract::load("shown.toml", SHOWN, &PolicyOnly).unwrap();
+        let shown = |name: &str| contract.operations().iter().find(|o| o.name == name).unwrap().sure_fit.clone();
+        let sure = shown("shown").expect("every step of `shown` writes a declared field");
+        assert_eq!(sure.roots, ["actor"]);
+        // The amounts are not left to check: `money::record_number` writes what reads back.
+        let left: Vec<&Source> = sure.values.iter().map(|(source, _)| source).collect();
+        assert_eq!(left, [&Source::Arg("tier".into()), &Source::Derived("first_what".into())]);
+        assert!(matches!(sure.values[0].1.kind, Kind::Enum(_)) && matches!(sure.values[1].1.kind, Kind::Text));
+        // The row's key, an untyped table, a value CEL computes: tried, not shown; and an
+        // operation that commits at once is never tried.
+        for name in ["key", "untyped", "computed", "not_held"] {
+            assert_eq!(shown(name), None, "{name}");
+        }
     }
 }

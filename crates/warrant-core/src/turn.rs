@@ -29,6 +29,7 @@ use crate::reason::ReasonCode;
 use crate::records::{Record, SharedRecord, cedar_attrs};
 use crate::request::Draft;
 use crate::request::{TurnRequest, ValidRequest};
+use crate::sure_fit::{Source, SureFit};
 
 /// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
 pub use crate::id::derive_id;
@@ -924,12 +925,19 @@ fn named_rows(
 /// Before a consequential act is held, its effect is tried on the working copies and undone:
 /// an effect whose rows would break their schemas is refused now rather than after the user
 /// confirms. A step that cannot apply here is left to the confirmation, which decides again.
+/// An effect the contract shows will fit (`crate::sure_fit`) is not tried where what is left
+/// to check holds: the trial's answer would be that it fits.
 fn effects_fit_schemas(
     contract: &Contract,
     work: &mut Workspace<'_>,
     op: &crate::operation::Operation,
     eval: &Eval<'_>,
 ) -> Result<(), Finding> {
+    if let Some(sure) = &op.sure_fit
+        && sure_fit_holds(contract, work, sure, eval)
+    {
+        return Ok(());
+    }
     let (before, touched) = (work.snapshot(), work.touched.clone());
     // On trial, the fields the steps write are kept beside the rows, not in copies of them.
     work.begin_trial();
@@ -941,6 +949,46 @@ fn effects_fit_schemas(
     work.restore(before);
     work.touched = touched;
     fits
+}
+
+/// Whether an effect the contract shows will fit does fit here: every row its steps may write
+/// has been read this turn, is as read, and fits its table (so its fields no step writes still
+/// fit), and every value left to check fits the field it is written to, as the steps would write
+/// it. `false` says nothing of the effect: it is tried.
+fn sure_fit_holds(contract: &Contract, work: &Workspace<'_>, sure: &SureFit, eval: &Eval<'_>) -> bool {
+    let currency = contract.currency();
+    let row_fits = |row: &RowRef| {
+        let (Some(table), Some(slot)) = (contract.table(&row.table), work.rows.get(row)) else { return false };
+        match (&slot.read, &slot.current) {
+            (Some(read), Some(current)) => {
+                Arc::ptr_eq(&read.value, current) && contract.fits().fits(table, read, currency)
+            }
+            _ => false,
+        }
+    };
+    let rows_fit = sure.roots.iter().all(|root| match (root.as_str(), eval.args.get(root)) {
+        ("actor", _) => eval.actor.as_ref().is_some_and(row_fits),
+        (_, Some(Checked::Record(row))) => row_fits(row),
+        (_, Some(Checked::Records(rows))) => rows.iter().all(row_fits),
+        (_, Some(Checked::Absent)) => true,
+        _ => false,
+    });
+    rows_fit
+        && sure.values.iter().all(|(source, field)| {
+            let value = match source {
+                Source::Literal(v) => std::borrow::Cow::Borrowed(v),
+                Source::Arg(arg) => {
+                    std::borrow::Cow::Owned(eval.args.get(arg).map_or(Value::Null, |c| c.to_row_json(currency)))
+                }
+                Source::Derived(name) => {
+                    std::borrow::Cow::Owned(eval.derived.get(name).map_or(Value::Null, crate::effect::Derived::to_json))
+                }
+            };
+            match &*value {
+                Value::Null => field.optional,
+                value => crate::schema::check_value(field, "", value, currency).is_ok(),
+            }
+        })
 }
 
 /// Every row an effect changed must still fit its table: an effect whose result breaks the

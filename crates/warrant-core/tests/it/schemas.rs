@@ -62,6 +62,17 @@ value = "gold"
 set = "actor.tier"
 arg = "tier"
 when = { "actor.tier" = "gold" }
+
+[[operation]]
+name = "repeat_first_call"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+derive = [{ name = "first_at", expr = "first(actor.calls.at)" }]
+
+[[operation.effect]]
+append = "actor.calls"
+entry.at = { derived = "first_at" }
+entry.minutes = { value = 1 }
 "#;
 
 const FIELDS: &str = r#"
@@ -251,6 +262,24 @@ fn an_effect_on_trial_reads_what_its_earlier_steps_wrote() {
 }
 
 #[test]
+fn an_effect_shown_to_fit_still_has_the_values_only_the_act_gives_checked() {
+    // Every step of `repeat_first_call` writes a declared field, so the effect is not tried
+    // where the row fits as read and the value derived for `at` fits it. Without a first call,
+    // the value derived is `null`, which `at` cannot hold: the effect is tried and refused.
+    let contract = load(FIELDS).unwrap();
+    let held = decide_tier_on(&contract, "repeat_first_call", "gold", kim(), 2);
+    assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
+    let mut no_calls = kim();
+    no_calls["calls"] = json!([]);
+    let refused = decide_tier_on(&contract, "repeat_first_call", "gold", no_calls, 3);
+    let act = &refused.response.acts[0];
+    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
+    let detail = act.reasons[0].detail.as_deref().unwrap_or_default();
+    assert!(detail.contains("calls[0].at") && detail.contains("null"), "{detail}");
+    assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+}
+
+#[test]
 fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
     // An effect's result is checked on the fields it wrote only when the row as read fits; a
     // row stored before its table's schema changed is checked whole, and its fault is named.
@@ -265,7 +294,7 @@ fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
     ] {
         let mut row = kim();
         row[fault.0] = fault.1.clone();
-        for op in ["set_tier", "confirm_tier"] {
+        for op in ["set_tier", "confirm_tier", "repeat_first_call"] {
             // Twice: a row found not to fit is not kept as fitting.
             for _ in 0..2 {
                 let refused = decide_tier_on(&contract, op, "gold", row.clone(), revision);
