@@ -29,6 +29,8 @@ pub(crate) enum Source {
     Literal(Value),
     /// An argument's checked value, as a row holds it.
     Arg(String),
+    /// An argument's checked value as the act gives it (`set` with `args` writes it so).
+    ArgAsGiven(String),
     /// A derived quantity, as is.
     Derived(String),
 }

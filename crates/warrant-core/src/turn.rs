@@ -851,7 +851,9 @@ fn decide_act(
     let located = locate_plain_values(op, proposal, answers, needed)?;
     let checked = args::check_args(ctx, work, op, &located.args)?;
     semantic_checks(op, &checked, proposal, &located, answers, needed)?;
-    let mut eval = Eval::new(contract, ctx.actor_row.clone(), &checked, ctx.clock, mint_seed(input, proposal));
+    // Only an operation that mints keys reads the seed.
+    let seed = if op.keys.is_empty() { String::new() } else { mint_seed(input, proposal) };
+    let mut eval = Eval::new(contract, ctx.actor_row.clone(), &checked, ctx.clock, seed);
     eval.derive_all(work, op)?;
     let actor = ActorRecord { row: ctx.actor_row.as_ref(), record: actor_record.as_ref() };
     decide_policy(contract, work, op, actor, &eval)?;
@@ -979,6 +981,9 @@ fn sure_fit_holds(contract: &Contract, work: &Workspace<'_>, sure: &SureFit, eva
                 Source::Literal(v) => std::borrow::Cow::Borrowed(v),
                 Source::Arg(arg) => {
                     std::borrow::Cow::Owned(eval.args.get(arg).map_or(Value::Null, |c| c.to_row_json(currency)))
+                }
+                Source::ArgAsGiven(arg) => {
+                    std::borrow::Cow::Owned(eval.args.get(arg).map_or(Value::Null, Checked::to_json))
                 }
                 Source::Derived(name) => {
                     std::borrow::Cow::Owned(eval.derived.get(name).map_or(Value::Null, crate::effect::Derived::to_json))

@@ -280,6 +280,34 @@ fn an_effect_shown_to_fit_still_has_the_values_only_the_act_gives_checked() {
 }
 
 #[test]
+fn an_object_of_arguments_shown_to_fit_still_has_each_argument_checked() {
+    // `set_home` writes an object of its arguments into a declared object field: held untried
+    // where the argument fits the field it lands in, refused where it does not.
+    let fields = format!(
+        "{FIELDS}fields.home = {{ kind = \"object\", optional = true, fields = {{ tier = {{ kind = \"enum\", values = [\"silver\", \"gold\"] }} }} }}\n"
+    );
+    let text = CONTRACT.replace("FIELDS", &fields)
+        + r#"
+[[operation]]
+name = "set_home"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+
+[[operation.effect]]
+set = "actor.home"
+args = ["tier"]
+"#;
+    let contract = Contract::load("schemas.toml", &text, &Files).unwrap();
+    let held = decide_tier_on(&contract, "set_home", "gold", kim(), 2);
+    assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
+    let refused = decide_tier_on(&contract, "set_home", "g1", kim(), 2);
+    let act = &refused.response.acts[0];
+    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
+    assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("home.tier")), "{act:?}");
+    assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+}
+
+#[test]
 fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
     // An effect's result is checked on the fields it wrote only when the row as read fits; a
     // row stored before its table's schema changed is checked whole, and its fault is named.
