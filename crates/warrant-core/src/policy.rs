@@ -52,6 +52,8 @@ pub struct Policies {
     /// For each operation, what its policies can read of the context: a decision hands Cedar
     /// that part alone. Built with `by_action`.
     context_reads: BTreeMap<String, Reads>,
+    /// Each operation's action, as Cedar names it. Built with `by_action`.
+    action_uids: BTreeMap<String, EntityUid>,
     /// The rows' entities built so far, shared by every clone of the contract.
     entities: Arc<EntityCache>,
 }
@@ -345,6 +347,12 @@ impl Policies {
         policies.validate(schema, &starts)?;
         policies.by_action = policies.split_by_action(schema).map_err(PolicyLoadError::Schema)?;
         policies.context_reads = policies.context_reads().map_err(PolicyLoadError::Schema)?;
+        policies.action_uids = policies
+            .by_action
+            .keys()
+            .map(|name| Ok((name.clone(), uid("Action", name)?)))
+            .collect::<Result<_, String>>()
+            .map_err(PolicyLoadError::Schema)?;
         Ok(policies)
     }
 
@@ -526,7 +534,10 @@ impl Policies {
     ) -> Result<PolicyDecision, String> {
         let principal_uid = principal.entity.uid();
         let resource_uid = resource.as_ref().map_or_else(|| principal_uid.clone(), |r| r.entity.uid());
-        let action_uid = uid("Action", action)?;
+        let action_uid = match self.action_uids.get(action) {
+            Some(known) => known.clone(),
+            None => uid("Action", action)?,
+        };
         // Two kept rows' entities are kept as a pair, their hierarchy computed once.
         let pair = match (principal.kept, resource.as_ref().map(|r| r.kept)) {
             (Some(p), None) => Some((p, None)),

@@ -359,6 +359,7 @@ impl<'f> TurnState<'f> {
         let request = input.request;
         let mut work = Workspace::new(input.facts);
         work.conversation.clone_from(&request.conversation);
+        work.at.clone_from(&request.at);
         TurnState {
             work,
             response: TurnResponse {
@@ -738,13 +739,7 @@ fn commit(
     // or holds.
     state.work.turn_events.push(event.clone());
     let touched = changed.rows.iter().chain(&changed.holds).cloned().collect();
-    let committed = RowEvent {
-        event: event.clone(),
-        conversation: request.conversation.clone(),
-        at: request.at.clone(),
-        outcome: None,
-    };
-    state.work.turn_history.push((touched, committed));
+    state.work.turn_history.push((touched, state.work.turn_events.len() - 1));
     state.events.push(event);
     state.response.effects.push(effect.clone());
     state.effects.push(EffectRecord { effect, rows: changed.rows, changes: changed.changes, holds: changed.holds });

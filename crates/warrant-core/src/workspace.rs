@@ -106,9 +106,10 @@ pub struct Workspace<'f> {
     pub(crate) turn_events: Vec<EventRecord>,
     /// The committed events of rows read so far (every conversation's), by row.
     pub(crate) history: BTreeMap<RowRef, Vec<RowEvent>>,
-    /// The events of this turn's acts committed so far, each with the rows its effect changed
-    /// or holds.
-    pub(crate) turn_history: Vec<(Vec<RowRef>, RowEvent)>,
+    /// The instant of the turn (its `at`), which the events of its acts are committed at.
+    pub(crate) at: String,
+    /// For each of `turn_events`, by position, the rows its effect changed or holds.
+    pub(crate) turn_history: Vec<(Vec<RowRef>, usize)>,
     /// The effect on trial, while one is.
     pub(crate) trial: Option<Trial>,
 }
@@ -132,6 +133,7 @@ impl<'f> Workspace<'f> {
             events: BTreeMap::new(),
             turn_events: Vec::new(),
             history: BTreeMap::new(),
+            at: String::new(),
             turn_history: Vec::new(),
             trial: None,
         }
@@ -189,7 +191,13 @@ impl<'f> Workspace<'f> {
             self.history.insert(row.clone(), found);
         }
         let mut events = self.history.get(row).cloned().unwrap_or_default();
-        events.extend(self.turn_history.iter().filter(|(rows, _)| rows.contains(row)).map(|(_, e)| e.clone()));
+        let own = self.turn_history.iter().filter(|(rows, _)| rows.contains(row));
+        events.extend(own.filter_map(|(_, at)| self.turn_events.get(*at)).map(|event| RowEvent {
+            event: event.clone(),
+            conversation: self.conversation.clone(),
+            at: self.at.clone(),
+            outcome: None,
+        }));
         Ok(events)
     }
 

@@ -310,3 +310,73 @@ forbid (principal, action == Action::"pay", resource) when { context.derived.bal
     assert_eq!(pay(12.50), (Verdict::Commit, String::new(), vec![]));
     assert_eq!(pay(12.49).2, ["card_holds_at_least_12_50"]);
 }
+
+/// Rows, and a ledger in which no row has committed events yet.
+struct NoEventsYet(crate::Rows);
+impl turn::Facts for NoEventsYet {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, turn::FactError> {
+        self.0.record(table, key)
+    }
+    fn interaction(&self, id: &str) -> Result<Option<turn::Interaction>, turn::FactError> {
+        self.0.interaction(id)
+    }
+    fn row_events(&self, _: &turn::RowRef) -> Result<Vec<turn::RowEvent>, turn::FactError> {
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn a_row_s_history_holds_the_acts_of_this_turn_that_changed_it() {
+    let contract = CONTRACT.replace(
+        "[[operation]]\nname = \"cancel\"",
+        r#"[[operation]]
+name = "mark"
+args.order_id = { kind = "record", table = "order" }
+
+[[operation.effect]]
+set = "order_id.status"
+value = "marked"
+
+[[operation]]
+name = "ship"
+resource = "order_id"
+args.order_id = { kind = "record", table = "order" }
+derive = [{ name = "marked_now", cel = "history.order_id.exists(e, e.operation == 'mark' && e.args.order_id == order_id.key && e.actor == 'kim' && e.conversation == 'c' && e.at == '2026-11-30T03:00:00Z' && e.outcome == null)", type = "bool" }]
+
+[[operation]]
+name = "cancel""#,
+    );
+    let policy = format!(
+        "{POLICY}\n@id(\"ship_marked\")\nforbid (principal, action == Action::\"ship\", resource) when {{ !context.derived.marked_now }};\n"
+    );
+    struct Policy(String);
+    impl ContractFiles for Policy {
+        fn read(&self, path: &str) -> Result<String, String> {
+            if path == "policy.cedar" { Ok(self.0.clone()) } else { Err(format!("no `{path}`")) }
+        }
+    }
+    let contract = Contract::load("cel.toml", &contract, &Policy(policy)).unwrap();
+    let mut rows = BTreeMap::new();
+    rows.insert(
+        "customer/kim".to_owned(),
+        Record { table: "customer".into(), key: "kim".into(), revision: 1, value: json!({"credit": 25.00}) },
+    );
+    rows.insert("order/o1".to_owned(), Record { table: "order".into(), key: "o1".into(), revision: 3, value: order() });
+    let facts = NoEventsYet(crate::Rows(rows));
+    let decide = |acts: Value| {
+        let body = json!({
+            "conversation": "c", "turn": "t", "actor": "kim",
+            "at": "2026-11-30T03:00:00Z", "time_zone": "Europe/Paris", "locale": "en-US",
+            "entries": [{"kind": "user", "text": "Ship it."}], "acts": acts,
+        });
+        let valid = request::parse(&contract, &body.to_string()).unwrap();
+        turn::decide(&contract, &valid, &facts, &BTreeSet::new())
+    };
+    let verdicts = |decision: &Decision| decision.response.acts.iter().map(|a| a.verdict).collect::<Vec<_>>();
+    // Alone, the row's history holds nothing: shipping is forbidden.
+    let alone = decide(json!([{"op": "ship", "args": {"order_id": "o1"}}]));
+    assert_eq!(alone.response.acts[0].reasons[0].policies, ["ship_marked"], "{:?}", alone.response.acts);
+    // After an act of the same turn changed the row, its event is in the history, as committed.
+    let after = decide(json!([{"op": "mark", "args": {"order_id": "o1"}}, {"op": "ship", "args": {"order_id": "o1"}}]));
+    assert_eq!(verdicts(&after), [Verdict::Commit, Verdict::Commit], "{:?}", after.response.acts);
+}
