@@ -967,6 +967,8 @@ fn sure_fit_holds(contract: &Contract, work: &Workspace<'_>, sure: &SureFit, eva
         ("actor", _) => eval.actor.as_ref().is_some_and(row_fits),
         (_, Some(Checked::Record(row))) => row_fits(row),
         (_, Some(Checked::Records(rows))) => rows.iter().all(row_fits),
+        (_, Some(Checked::Member(m))) => row_fits(&m.row),
+        (_, Some(Checked::Members(ms))) => ms.iter().all(|m| row_fits(&m.row)),
         (_, Some(Checked::Absent)) => true,
         _ => false,
     });

@@ -64,6 +64,16 @@ arg = "tier"
 when = { "actor.tier" = "gold" }
 
 [[operation]]
+name = "top_up"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+derive = [{ name = "credit", expr = "actor.credit" }]
+
+[[operation.effect]]
+add = "tier.balance"
+amount = "credit"
+
+[[operation]]
 name = "repeat_first_call"
 consequential = true
 args.tier = { kind = "member", of = "actor", path = "cards" }
@@ -322,7 +332,7 @@ fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
     ] {
         let mut row = kim();
         row[fault.0] = fault.1.clone();
-        for op in ["set_tier", "confirm_tier", "repeat_first_call"] {
+        for op in ["set_tier", "confirm_tier", "repeat_first_call", "top_up"] {
             // Twice: a row found not to fit is not kept as fitting.
             for _ in 0..2 {
                 let refused = decide_tier_on(&contract, op, "gold", row.clone(), revision);
@@ -335,6 +345,8 @@ fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
             }
         }
     }
+    // An effect on a member of the fitting row is held.
+    assert_eq!(wrote(&decide_tier_on(&contract, "top_up", "gold", kim(), 2)), (Verdict::Hold, 0));
     // The fitting row is still decided on the field the effect wrote.
     assert_eq!(wrote(&decide_tier_on(&contract, "set_tier", "g1", kim(), 2)).0, Verdict::Refuse);
     assert_eq!(wrote(&decide_tier_on(&contract, "set_tier", "gold", kim(), 2)), (Verdict::Commit, 1));
