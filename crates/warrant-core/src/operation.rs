@@ -1946,9 +1946,9 @@ fn prove_sure_fit(scope: &Scope<'_>, op: &Operation) -> Option<SureFit> {
 }
 
 /// The declared field `path` writes, where the step is one shown here: rooted at the actor, a
-/// record argument or a member argument (not at `item` or a created row), without keyed
-/// segments, in a typed table, below a top-level field that holds neither the row's key nor its
-/// parent's. Its root is added to `roots`.
+/// record argument or a member argument (not at `item` or a created row), naming a field below
+/// it without keyed segments or stepping through a list, in a typed table, below a top-level
+/// field that holds neither the row's key nor its parent's. Its root is added to `roots`.
 fn written_field<'s>(scope: &Scope<'s>, op: &Operation, path: &Path, roots: &mut Vec<String>) -> Option<&'s Field> {
     // The row's table, and the top-level field of the row the path writes below.
     let (table, top) = if path.root == "actor" {
@@ -1969,10 +1969,20 @@ fn written_field<'s>(scope: &Scope<'s>, op: &Operation, path: &Path, roots: &mut
         TableSource::Nested { parent_field, .. } => Some(parent_field),
         TableSource::File(_) => None,
     };
-    if !path.keys.is_empty() || table.key.as_ref() == Some(top) || parent_field == Some(top) {
+    // A path that names no field below its root replaces a whole row or member; one with a
+    // keyed segment names a map entry by a value.
+    if path.fields.is_empty() || !path.keys.is_empty() || table.key.as_ref() == Some(top) || parent_field == Some(top) {
         return None;
     }
-    let field = path_field(scope, op, &StepNames::default(), path).ok()??;
+    // A path that steps through a list writes a field of every element, and there a segment of
+    // digits would be read as a position in the list: such a step is tried.
+    let mut field = root_field(scope, op, &path.root).ok()??;
+    for name in &path.fields {
+        if matches!(field.kind, Kind::List(_)) {
+            return None;
+        }
+        field = schema::step(field, name, &path.root).ok()?;
+    }
     if !roots.contains(&path.root) {
         roots.push(path.root.clone());
     }
@@ -2346,6 +2356,14 @@ set = "actor.home"
 args = ["zip"]
 
 [[operation]]
+name = "through_list"
+consequential = true
+
+[[operation.effect]]
+set = "actor.log.what"
+value = "seen"
+
+[[operation]]
 name = "key"
 consequential = true
 
@@ -2391,9 +2409,10 @@ value = "gold"
         assert!(matches!(sure.values[0].1.kind, Kind::Enum(_)) && matches!(sure.values[1].1.kind, Kind::Text));
         let object = shown("move").expect("`move` writes an object of declared fields");
         assert_eq!(object.values.iter().map(|(s, _)| s).collect::<Vec<_>>(), [&Source::ArgAsGiven("city".into())]);
-        // An object without a field it needs, the row's key, an untyped table, a value CEL
-        // computes: tried, not shown; and an operation that commits at once is never tried.
-        for name in ["move_without_city", "key", "untyped", "computed", "not_held"] {
+        // An object without a field it needs, a field of every element of a list, the row's key,
+        // an untyped table, a value CEL computes: tried, not shown; and an operation that
+        // commits at once is never tried.
+        for name in ["move_without_city", "through_list", "key", "untyped", "computed", "not_held"] {
             assert_eq!(shown(name), None, "{name}");
         }
     }

@@ -318,6 +318,35 @@ args = ["tier"]
 }
 
 #[test]
+fn a_field_of_every_element_of_a_list_is_tried_even_when_its_name_reads_as_a_position() {
+    // `calls` elements may hold a field named `0`. Writing `actor.calls.0` reaches, in the row,
+    // the list's first element, not that field of each element: the effect is tried, and what it
+    // leaves (a number where an element belongs) is refused before the act is held.
+    let fields = FIELDS.replace(
+        "minutes = { kind = \"integer\" } } } }",
+        "minutes = { kind = \"integer\" }, \"0\" = { kind = \"integer\", optional = true } } } }",
+    );
+    assert_ne!(fields, FIELDS);
+    let text = CONTRACT.replace("FIELDS", &fields)
+        + r#"
+[[operation]]
+name = "poke"
+consequential = true
+args.tier = { kind = "member", of = "actor", path = "cards" }
+
+[[operation.effect]]
+set = "actor.calls.0"
+value = 7
+"#;
+    let contract = Contract::load("schemas.toml", &text, &Files).unwrap();
+    let decided = decide_tier_on(&contract, "poke", "gold", kim(), 2);
+    let act = &decided.response.acts[0];
+    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
+    assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("calls[0]")), "{act:?}");
+    assert!(decided.writes.is_empty() && decided.response.interactions.is_empty());
+}
+
+#[test]
 fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
     // An effect's result is checked on the fields it wrote only when the row as read fits; a
     // row stored before its table's schema changed is checked whole, and its fault is named.
