@@ -1884,8 +1884,7 @@ fn literal_fits(field: Option<&Field>, at: &str, value: &Value) -> Result<(), St
 
 /// What the contract shows of `op`'s effect: `None` unless every step is of a kind shown here
 /// (`set` of a literal, an argument, an object of arguments or an amount; `add`; `add_each`;
-/// `append` of an entry) and writes, below the actor's or a record argument's row in a typed
-/// table, a declared field that is neither the row's key nor its parent's.
+/// `append` of an entry) and writes a field [`written_field`] takes.
 fn prove_sure_fit(scope: &Scope<'_>, op: &Operation) -> Option<SureFit> {
     let mut sure = SureFit { roots: Vec::new(), values: Vec::new() };
     for step in &op.effects {
@@ -1920,13 +1919,9 @@ fn prove_sure_fit(scope: &Scope<'_>, op: &Operation) -> Option<SureFit> {
             }
             Change::Append { path, entry } => {
                 let Kind::List(element) = &written_field(scope, op, path, &mut sure.roots)?.kind else { return None };
+                // `check_entry` has refused, at load, an entry that names an undeclared field or
+                // leaves out one that is not optional.
                 let Kind::Object(fields) = &element.kind else { return None };
-                // Every field of the entry declared, every field that is not optional given.
-                if entry.iter().any(|(name, _)| !fields.contains_key(name))
-                    || fields.iter().any(|(name, f)| !f.optional && !entry.iter().any(|(e, _)| e == name))
-                {
-                    return None;
-                }
                 for (name, value) in entry {
                     let field = fields.get(name)?;
                     let source = match value {

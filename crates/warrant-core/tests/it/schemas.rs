@@ -228,6 +228,21 @@ fn decide_tier_on(contract: &Contract, op: &str, tier: &str, kim: Value, revisio
     turn::decide(contract, &valid, &facts, &BTreeSet::new())
 }
 
+/// The contract with the customer's `fields` and the operations `ops` added to the test's own.
+fn with_ops(fields: &str, ops: &str) -> Contract {
+    Contract::load("schemas.toml", &(CONTRACT.replace("FIELDS", fields) + ops), &Files).unwrap()
+}
+
+/// Asserts the decision's first act was refused `effect_breaks_schema`, naming `at`, with nothing
+/// written and no interaction opened.
+fn assert_breaks_schema(decision: &turn::Decision, at: &str) {
+    let act = &decision.response.acts[0];
+    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
+    let detail = act.reasons[0].detail.as_deref().unwrap_or_default();
+    assert!(detail.contains(at), "`{at}` not named: {detail}");
+    assert!(decision.writes.is_empty() && decision.response.interactions.is_empty(), "{:?}", decision.writes);
+}
+
 #[test]
 fn an_effect_whose_result_breaks_the_schema_is_refused_and_writes_nothing() {
     let gold = set_tier("gold");
@@ -282,11 +297,7 @@ fn an_effect_shown_to_fit_still_has_the_values_only_the_act_gives_checked() {
     let mut no_calls = kim();
     no_calls["calls"] = json!([]);
     let refused = decide_tier_on(&contract, "repeat_first_call", "gold", no_calls, 3);
-    let act = &refused.response.acts[0];
-    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
-    let detail = act.reasons[0].detail.as_deref().unwrap_or_default();
-    assert!(detail.contains("calls[0].at") && detail.contains("null"), "{detail}");
-    assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+    assert_breaks_schema(&refused, "`calls[0].at` is null");
 }
 
 #[test]
@@ -296,8 +307,7 @@ fn an_object_of_arguments_shown_to_fit_still_has_each_argument_checked() {
     let fields = format!(
         "{FIELDS}fields.home = {{ kind = \"object\", optional = true, fields = {{ tier = {{ kind = \"enum\", values = [\"silver\", \"gold\"] }} }} }}\n"
     );
-    let text = CONTRACT.replace("FIELDS", &fields)
-        + r#"
+    let ops = r#"
 [[operation]]
 name = "set_home"
 consequential = true
@@ -307,14 +317,10 @@ args.tier = { kind = "member", of = "actor", path = "cards" }
 set = "actor.home"
 args = ["tier"]
 "#;
-    let contract = Contract::load("schemas.toml", &text, &Files).unwrap();
+    let contract = with_ops(&fields, ops);
     let held = decide_tier_on(&contract, "set_home", "gold", kim(), 2);
     assert_eq!(held.response.acts[0].verdict, Verdict::Hold, "{:?}", held.response.acts);
-    let refused = decide_tier_on(&contract, "set_home", "g1", kim(), 2);
-    let act = &refused.response.acts[0];
-    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
-    assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("home.tier")), "{act:?}");
-    assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+    assert_breaks_schema(&decide_tier_on(&contract, "set_home", "g1", kim(), 2), "home.tier");
 }
 
 #[test]
@@ -327,8 +333,7 @@ fn a_field_of_every_element_of_a_list_is_tried_even_when_its_name_reads_as_a_pos
         "minutes = { kind = \"integer\" }, \"0\" = { kind = \"integer\", optional = true } } } }",
     );
     assert_ne!(fields, FIELDS);
-    let text = CONTRACT.replace("FIELDS", &fields)
-        + r#"
+    let ops = r#"
 [[operation]]
 name = "poke"
 consequential = true
@@ -338,12 +343,7 @@ args.tier = { kind = "member", of = "actor", path = "cards" }
 set = "actor.calls.0"
 value = 7
 "#;
-    let contract = Contract::load("schemas.toml", &text, &Files).unwrap();
-    let decided = decide_tier_on(&contract, "poke", "gold", kim(), 2);
-    let act = &decided.response.acts[0];
-    assert_eq!((act.verdict, act.reasons[0].code.as_str()), (Verdict::Refuse, "effect_breaks_schema"), "{act:?}");
-    assert!(act.reasons[0].detail.as_deref().is_some_and(|d| d.contains("calls[0]")), "{act:?}");
-    assert!(decided.writes.is_empty() && decided.response.interactions.is_empty());
+    assert_breaks_schema(&decide_tier_on(&with_ops(&fields, ops), "poke", "gold", kim(), 2), "calls[0]");
 }
 
 #[test]
@@ -364,13 +364,7 @@ fn a_stored_row_that_does_not_fit_is_refused_whatever_field_an_effect_writes() {
         for op in ["set_tier", "confirm_tier", "repeat_first_call", "top_up"] {
             // Twice: a row found not to fit is not kept as fitting.
             for _ in 0..2 {
-                let refused = decide_tier_on(&contract, op, "gold", row.clone(), revision);
-                let act = &refused.response.acts[0];
-                assert_eq!(act.verdict, Verdict::Refuse, "{op} {fault:?}: {act:?}");
-                assert_eq!(act.reasons[0].code.as_str(), "effect_breaks_schema", "{act:?}");
-                let detail = act.reasons[0].detail.as_deref().unwrap_or_default();
-                assert!(detail.contains(fault.0), "{fault:?}: {detail}");
-                assert!(refused.writes.is_empty() && refused.response.interactions.is_empty());
+                assert_breaks_schema(&decide_tier_on(&contract, op, "gold", row.clone(), revision), fault.0);
             }
         }
     }
