@@ -4,7 +4,9 @@
 //! first: it must be one JSON object, no object at any depth may repeat a key, and no string
 //! or key may hold U+0000. Each fault names the field at fault, as `acts[0].args.order_id`,
 //! and is `invalid_input`; the typed parse that follows reads the same text with the same
-//! paths, and names a missing field by its full path too.
+//! paths, and names a missing field by its full path too. A type whose readers refuse what the
+//! walk refuses (the turn request) is read in one pass instead ([`read`]), and walked only when
+//! that pass fails.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -14,6 +16,7 @@ use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
 
 use crate::reason::ReasonCode;
 use crate::request::error::RequestError;
@@ -31,6 +34,28 @@ pub fn check(json: &str) -> Result<(), RequestError> {
         (Err(_), Some(fault)) => Err(fault),
         (Err(e), None) => Err(invalid(walk.path.render(), e.to_string())),
     }
+}
+
+/// Reads `json` as `T` under [`check`]'s rules, in one pass where it can.
+///
+/// The one pass is the typed parse alone, taken when the text opens with `{` and holds no
+/// `\u0000` escape (the only way a JSON string or key can hold U+0000), so that the parse itself
+/// finds every other fault `check` looks for. `T` must read every part strictly for that: each
+/// struct refuses unknown fields (serde's derive then refuses a repeated field too), and every
+/// free JSON value inside it is read with [`strict_map`] or [`strict_values`], which refuse a
+/// repeated key at any depth. When the one pass fails for any reason, the text is walked and
+/// parsed again exactly as [`check`] and [`from_str`] do, so that the fault found, and the field
+/// it names, are theirs: the one pass accepts only what the two would.
+pub fn read<T: DeserializeOwned>(json: &str) -> Result<T, RequestError> {
+    let opens_an_object = json.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('{');
+    if opens_an_object
+        && !json.contains("\\u0000")
+        && let Ok(value) = serde_json::from_str(json)
+    {
+        return Ok(value);
+    }
+    check(json)?;
+    from_str(json)
 }
 
 /// Parses `json` (already [`check`]ed) as `T`, naming the field at fault: a missing field by
@@ -102,6 +127,117 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
         T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
+    }
+}
+
+/// For a field holding free JSON arguments: an object whose keys are not repeated at any depth.
+pub fn strict_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+    deserializer.deserialize_map(StrictMap)
+}
+
+/// For a field holding a list of free JSON values, none with a repeated key at any depth.
+pub fn strict_values<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Value>, D::Error> {
+    Vec::<Strict>::deserialize(deserializer).map(|values| values.into_iter().map(|v| v.0).collect())
+}
+
+/// A JSON value read as serde_json reads one, except that an object with a repeated key is an
+/// error rather than its last value kept.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictValue).map(Strict)
+    }
+}
+
+struct StrictValue;
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_i128<E: de::Error>(self, value: i128) -> Result<Value, E> {
+        Number::deserialize(de::value::I128Deserializer::new(value)).map(Value::Number)
+    }
+
+    fn visit_u128<E: de::Error>(self, value: u128) -> Result<Value, E> {
+        Number::deserialize(de::value::U128Deserializer::new(value)).map(Value::Number)
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        StrictMap.visit_map(map).map(Value::Object)
+    }
+}
+
+struct StrictMap;
+
+impl<'de> Visitor<'de> for StrictMap {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Map<String, Value>, E> {
+        Ok(Map::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Map<String, Value>, A::Error> {
+        let mut values = Map::new();
+        while let Some((key, Strict(value))) = map.next_entry::<String, Strict>()? {
+            if values.contains_key(&key) {
+                return Err(de::Error::custom(format!("the key `{}` appears twice in one object", visible(&key))));
+            }
+            values.insert(key, value);
+        }
+        Ok(values)
     }
 }
 
@@ -332,6 +468,40 @@ mod tests {
         assert!(check(r#"{"a":[1,"b",null,{"c":{}}],"d":{"e":1.5}}"#).is_ok());
         // Equal keys in different objects are not repeats.
         assert!(check(r#"{"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":2}]}"#).is_ok());
+    }
+
+    #[test]
+    fn the_one_pass_read_accepts_and_refuses_what_the_walk_and_the_parse_do() {
+        use crate::request::TurnRequest;
+        let head = r#""conversation":"c","turn":"t","actor":"a","at":"2026-11-29T15:00:00Z","time_zone":"UTC","locale":"en-US""#;
+        let bodies = [
+            format!("{{{head}}}"),
+            format!(" \n {{{head}}}"),
+            format!(r#"{{{head},"acts":[{{"op":"x","args":null}}]}}"#),
+            format!(r#"{{{head},"acts":[{{"op":"x","args":{{"k":{{"m":[1,{{"n":1,"n":2}}]}}}}}}]}}"#),
+            format!(r#"{{{head},"calls":[{{"tool":"t","args":{{"k":1,"k":1}}}}]}}"#),
+            format!(r#"{{{head},"draft":{{"text":"d","claims":[{{"c":1}},[{{"c":1,"c":2}}]]}}}}"#),
+            format!(r#"{{{head},"draft":{{"text":"d","claims":[{{"c":1.5,"d":-3,"e":18446744073709551615}}]}}}}"#),
+            format!(r#"{{{head},"entries":[{{"kind":"user","text":"a\\u0000b"}}]}}"#),
+            format!(r#"{{{head},"entries":[{{"kind":"user","text":"a\u0000b"}}]}}"#),
+            format!(r#"{{{head},"acts":[{{"op":"x","args":{{"k\u0031":1,"k1":2}}}}]}}"#),
+            format!(r#"{{{head},"turn":"again"}}"#),
+            format!(r#"{{{head}}} {{}}"#),
+            format!(r#"[{head}]"#),
+        ];
+        for body in &bodies {
+            let one: Result<TurnRequest, _> = read(body);
+            let two = check(body).and_then(|()| from_str::<TurnRequest>(body));
+            match (one, two) {
+                (Ok(one), Ok(two)) => assert_eq!(one, two, "{body}"),
+                (Err(one), Err(two)) => assert_eq!((one.field, one.message), (two.field, two.message), "{body}"),
+                (one, two) => panic!("{body}: the one pass gave {one:?}, the walk and the parse {two:?}"),
+            }
+        }
+        // Both ways accept the plain body, the one led by whitespace, the numbers and the escaped
+        // backslash before `u0000`, and refuse the rest: so each branch above is taken.
+        let accepted = bodies.iter().filter(|b| read::<TurnRequest>(b).is_ok()).count();
+        assert_eq!(accepted, 4);
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub struct ActRequest {
     /// The operation.
     pub op: String,
     /// Its arguments, by name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::strict_map")]
     pub args: Map<String, Value>,
     /// The source kind proposing it; defaults to the contract's `sources.acts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +77,7 @@ pub struct Call {
     /// The tool.
     pub tool: String,
     /// Its arguments.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::strict_map")]
     pub args: Map<String, Value>,
 }
 
@@ -88,6 +88,6 @@ pub struct Draft {
     /// The text.
     pub text: String,
     /// The claims it makes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::strict_values")]
     pub claims: Vec<Value>,
 }

@@ -49,8 +49,7 @@ impl ValidRequest {
 
 /// Parses and validates a turn request against a contract.
 pub fn parse(contract: &Contract, json: &str) -> Result<ValidRequest, RequestError> {
-    wire::check(json)?;
-    let request: TurnRequest = wire::from_str(json)?;
+    let request: TurnRequest = wire::read(json)?;
     validate(contract, request)
 }
 
