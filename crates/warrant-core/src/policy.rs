@@ -460,7 +460,23 @@ impl Policies {
     /// Whether a policy of `action` can read the context's attribute `attr` (any attribute, for
     /// an action no policy scope was split for).
     pub(crate) fn reads_context(&self, action: &str, attr: &str) -> bool {
-        self.context_reads.get(action).is_none_or(|reads| reads.reads(attr))
+        self.reads_context_at(action, &[attr])
+    }
+
+    /// Whether a policy of `action` can read any of the context at `path` (an attribute, then
+    /// attributes of it): what no policy of the action reads need not be built.
+    pub(crate) fn reads_context_at(&self, action: &str, path: &[&str]) -> bool {
+        let Some(mut at) = self.context_reads.get(action) else { return true };
+        for attr in path {
+            match at {
+                Reads::All => return true,
+                Reads::Some(attrs) => match attrs.get(*attr) {
+                    Some(next) => at = next,
+                    None => return false,
+                },
+            }
+        }
+        true
     }
 
     /// Whether there is no policy at all.
@@ -552,15 +568,16 @@ impl Policies {
             Some(pair) => self.entities.pair(pair, build)?,
             None => build()?,
         };
-        // The part of the context the action's policies read; all of it for an action no
-        // policy scope was split for.
-        let context = match self.context_reads.get(action) {
-            Some(reads @ Reads::Some(_)) => reads.keep(&context, DATETIME_MARK).into_owned(),
-            _ => context,
-        };
         let Value::Object(pairs) = context else { return Err("the context is not an object".into()) };
-        let context = Context::from_pairs(pairs.iter().filter_map(|(k, v)| restricted(v).map(|r| (k.clone(), r))))
-            .map_err(|e| e.to_string())?;
+        // The part of the context the action's policies read, made Cedar's without a copy of
+        // the rest; all of it for an action no policy scope was split for.
+        let context = match self.context_reads.get(action) {
+            Some(Reads::Some(attrs)) => Context::from_pairs(attrs.iter().filter_map(|(name, reads)| {
+                pairs.get(name).and_then(|v| restricted_read(v, reads)).map(|r| (name.clone(), r))
+            })),
+            _ => Context::from_pairs(pairs.iter().filter_map(|(k, v)| restricted(v).map(|r| (k.clone(), r)))),
+        }
+        .map_err(|e| e.to_string())?;
         let request =
             Request::new(principal_uid, action_uid, resource_uid, context, None).map_err(|e| e.to_string())?;
         let set = self.by_action.get(action).unwrap_or(&self.set);
@@ -620,6 +637,20 @@ fn entity(uid: EntityUid, attrs: &Value) -> Result<Entity, String> {
     Entity::new(uid, attrs, std::collections::HashSet::new()).map_err(|e| e.to_string())
 }
 
+/// The part of `value` that `reads` names, as a Cedar value: what [`Reads::keep`] keeps of it,
+/// made Cedar's by [`restricted`] without the copy `keep` makes.
+fn restricted_read(value: &Value, reads: &Reads) -> Option<RestrictedExpression> {
+    match (reads, value) {
+        (Reads::Some(attrs), Value::Object(map)) if !map.contains_key(DATETIME_MARK) => {
+            RestrictedExpression::new_record(attrs.iter().filter_map(|(name, reads)| {
+                map.get(name).and_then(|v| restricted_read(v, reads)).map(|r| (name.clone(), r))
+            }))
+            .ok()
+        }
+        _ => restricted(value),
+    }
+}
+
 /// A JSON value as a Cedar value: strings, booleans, integers, sets, records and datetimes
 /// ([`datetime`]). `null` and numbers that are not integers have no Cedar form and are left
 /// out, so a policy that reads them errs, and an erring policy refuses; so does a datetime
@@ -674,6 +705,44 @@ forbid(principal, action == Action::"cancel", resource) unless { resource.status
 
     fn entity(t: &str, id: &str, attrs: Value) -> PolicyEntity {
         PolicyEntity { entity_type: t.into(), id: id.into(), attrs }
+    }
+
+    #[test]
+    fn the_part_of_the_context_read_is_made_cedar_s_as_the_part_kept_would_be() {
+        let some = |pairs: Vec<(&str, Reads)>| Reads::Some(pairs.into_iter().map(|(k, r)| (k.to_owned(), r)).collect());
+        let context = json!({
+            "args": {"id": {"deep": [1, 2, null]}, "other": "x", "gone": null, "ratio": 1.5},
+            "derived": {"paid": 3, "at": {DATETIME_MARK: "2026-01-01"}},
+            "members": {"card": {"source": "gift_card", "balance": 40}},
+            "now": {DATETIME_MARK: "2026-01-01T00:00:00Z"},
+        });
+        let cases = [
+            Reads::All,
+            Reads::none(),
+            some(vec![("args", some(vec![("id", Reads::All), ("gone", Reads::All), ("missing", Reads::All)]))]),
+            some(vec![("args", some(vec![("id", some(vec![("deep", Reads::All)])), ("ratio", Reads::All)]))]),
+            // An attribute of a datetime or of a string is read as the whole value, as kept.
+            some(vec![("now", some(vec![("x", Reads::All)])), ("args", some(vec![("other", some(vec![]))]))]),
+            some(vec![("derived", some(vec![("at", some(vec![])), ("paid", Reads::All)])), ("members", Reads::All)]),
+        ];
+        for reads in cases {
+            let kept = reads.keep(&context, DATETIME_MARK).into_owned();
+            let Value::Object(kept) = kept else { panic!("{kept}") };
+            let Value::Object(whole) = &context else { panic!("{context}") };
+            let direct: Vec<(String, Option<RestrictedExpression>)> = match &reads {
+                Reads::Some(attrs) => {
+                    attrs.iter().filter_map(|(k, r)| whole.get(k).map(|v| (k.clone(), restricted_read(v, r)))).collect()
+                }
+                Reads::All => whole.iter().map(|(k, v)| (k.clone(), restricted(v))).collect(),
+            };
+            let via_copy: Vec<(String, Option<RestrictedExpression>)> =
+                kept.iter().map(|(k, v)| (k.clone(), restricted(v))).collect();
+            let sorted = |mut pairs: Vec<(String, Option<RestrictedExpression>)>| {
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                pairs
+            };
+            assert_eq!(sorted(direct), sorted(via_copy), "{reads:?}");
+        }
     }
 
     #[test]

@@ -28,14 +28,6 @@ impl Reads {
         Reads::Some(BTreeMap::new())
     }
 
-    /// Whether any of attribute `attr` is read.
-    pub(crate) fn reads(&self, attr: &str) -> bool {
-        match self {
-            Reads::All => true,
-            Reads::Some(attrs) => attrs.contains_key(attr),
-        }
-    }
-
     /// What the policies in `policies` (each in Cedar's JSON form) read of `context`.
     pub(crate) fn of_policies<'a>(policies: impl IntoIterator<Item = &'a Value>) -> Reads {
         let mut reads = Reads::none();
@@ -83,7 +75,9 @@ impl Reads {
     /// The part of `value` read: `value` itself when all of it is, else the attributes read of
     /// it. A value that is no record, or an object holding `mark` (a Cedar value written as
     /// JSON, such as a datetime), is kept whole, so that a policy reading an attribute of it
-    /// errs as it would have.
+    /// errs as it would have. A decision builds that part directly as Cedar's
+    /// (`policy::restricted_read`); this is what it is tested against.
+    #[cfg(test)]
     pub(crate) fn keep<'v>(&self, value: &'v Value, mark: &str) -> std::borrow::Cow<'v, Value> {
         use std::borrow::Cow;
         match (self, value) {

@@ -1115,11 +1115,16 @@ fn decide_policy(
     let checked = eval.args;
     let policies = contract.policies();
     let entities = policy_entities(contract, work, op, actor, checked)?;
+    // Only what a policy of the action can read is built: Cedar is handed no more.
+    let reads = |path: &[&str]| policies.reads_context_at(&op.name, path);
     let mut context_args = Map::new();
     let mut members = Map::new();
     for (name, value) in checked {
-        if !matches!(value, Checked::Absent) {
+        if !matches!(value, Checked::Absent) && reads(&["args", name]) {
             context_args.insert(name.clone(), value.to_json());
+        }
+        if !reads(&["members", name]) {
+            continue;
         }
         let member_attrs = |work: &mut Workspace<'_>, m: &args::MemberRef| -> Result<Value, Finding> {
             let element = args::member_value(work, m)?;
@@ -1146,7 +1151,9 @@ fn decide_policy(
     // action can read it.
     let mut context = Map::new();
     context.insert("args".into(), Value::Object(context_args));
-    context.insert("derived".into(), Value::Object(policy_derived(op, eval)));
+    if reads(&["derived"]) {
+        context.insert("derived".into(), Value::Object(policy_derived(op, eval)));
+    }
     context.insert("members".into(), Value::Object(members));
     if policies.reads_context(&op.name, "now") {
         let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
@@ -1155,8 +1162,10 @@ fn decide_policy(
     if policies.reads_context(&op.name, "today") {
         context.insert("today".into(), crate::policy::datetime(clock.today().to_string()));
     }
-    let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
-    context.insert("time_zone".into(), Value::String(time_zone.to_owned()));
+    if reads(&["time_zone"]) {
+        let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
+        context.insert("time_zone".into(), Value::String(time_zone.to_owned()));
+    }
     let context = Value::Object(context);
     // An entity Cedar refuses errs, as it did when Cedar was handed the rows with the context.
     let entities = match entities {
