@@ -251,7 +251,8 @@ struct Proposal<'a> {
     source: ActSource,
     index: usize,
     op: String,
-    args: Map<String, Value>,
+    /// Its arguments, borrowed from the request or the interaction confirmed.
+    args: std::borrow::Cow<'a, Map<String, Value>>,
     from: String,
     /// The user entries its text pointers point into.
     words: Rc<UserWords>,
@@ -527,7 +528,7 @@ fn resolve_answers(input: &TurnInput<'_>, state: &mut TurnState<'_>) -> Vec<Conf
 
 /// The turn's proposals in the order they are decided: confirmed answers, the request's acts,
 /// then the operations of the scored clauses of each entry (whose readings go on the response).
-fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut TurnResponse) -> Vec<Proposal<'h>> {
+fn proposals<'h>(input: &TurnInput<'h>, held: &'h [Confirmed], response: &mut TurnResponse) -> Vec<Proposal<'h>> {
     let (contract, request) = (input.contract, input.request);
     let mut proposals: Vec<Proposal<'h>> = held
         .iter()
@@ -535,7 +536,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             source: ActSource::Answer,
             index: *index,
             op: it.op.clone(),
-            args: it.args.clone(),
+            args: std::borrow::Cow::Borrowed(&it.args),
             from: it.from.clone(),
             words: Rc::new(UserWords {
                 latest: it.user_text.clone(),
@@ -554,7 +555,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
             source: ActSource::Act,
             index: i,
             op: act.op.clone(),
-            args: act.args.clone(),
+            args: std::borrow::Cow::Borrowed(&act.args),
             from,
             words: Rc::clone(&input.words),
             confirmed: None,
@@ -588,7 +589,7 @@ fn proposals<'h>(input: &TurnInput<'_>, held: &'h [Confirmed], response: &mut Tu
                 source: ActSource::Clause,
                 index: i,
                 op: operation.clause.op().to_owned(),
-                args: Map::new(),
+                args: std::borrow::Cow::Owned(Map::new()),
                 from: entry.kind.clone(),
                 words: Rc::clone(&input.words),
                 confirmed: None,
@@ -608,7 +609,7 @@ fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Optio
             // request whose store kept its keys in another order.
             let acts = proposals
                 .iter()
-                .map(|p| format!("{} {}", p.op, crate::id::canonical(&Value::Object(p.args.clone()))))
+                .map(|p| format!("{} {}", p.op, crate::id::canonical(&Value::Object(p.args.as_ref().clone()))))
                 .collect();
             Some(CheckRequest::uncovered(message, acts))
         }
@@ -1286,7 +1287,7 @@ fn locate_plain_values<'p>(
     answers: &CheckAnswers,
     needed: &mut Vec<CheckRequest>,
 ) -> Result<Located<'p>, Finding> {
-    let mut args = std::borrow::Cow::Borrowed(&proposal.args);
+    let mut args = std::borrow::Cow::Borrowed(proposal.args.as_ref());
     let mut located = BTreeSet::new();
     let mut first: Option<Finding> = None;
     for slot in word_slots(op, &proposal.args) {

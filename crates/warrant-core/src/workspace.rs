@@ -242,15 +242,16 @@ impl<'f> Workspace<'f> {
         if !self.touched.contains(row) {
             self.touched.insert(row.clone());
         }
-        if !self.rows.contains_key(row) {
-            let read = self.facts.shared_record(&row.table, &row.key).map_err(|e| {
-                Finding::refuse(ReasonCode::FactUnavailable)
-                    .detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
-            })?;
-            let current = read.as_ref().map(|r| r.value.clone());
-            self.rows.insert(row.clone(), Slot { read, current, written: Written::Nothing });
+        if let Some(slot) = self.rows.get(row) {
+            return Ok(slot.current.is_some());
         }
-        Ok(self.rows.get(row).is_some_and(|slot| slot.current.is_some()))
+        let read = self.facts.shared_record(&row.table, &row.key).map_err(|e| {
+            Finding::refuse(ReasonCode::FactUnavailable).detail(format!("row `{}` of `{}`: {e}", row.key, row.table))
+        })?;
+        let current = read.as_ref().map(|r| r.value.clone());
+        let exists = current.is_some();
+        self.rows.insert(row.clone(), Slot { read, current, written: Written::Nothing });
+        Ok(exists)
     }
 
     /// Creates `row` with `value`; it must not exist as the turn sees it now.
