@@ -100,6 +100,12 @@ impl SqliteStore {
         self.group.as_ref().map(|group| group.durable()).transpose()
     }
 
+    /// How many times this process's checkpointer for the store's file has copied the file's
+    /// log into it, off the commit path. `None` for a store whose commits share no group.
+    pub fn checkpoints(&self) -> Result<Option<u64>, StoreError> {
+        self.group.as_ref().map(|group| group.checkpoints()).transpose()
+    }
+
     /// A connection to the file at `path`, in write-ahead-log mode.
     fn connect(path: &Path) -> Result<Connection, StoreError> {
         let conn = Connection::open(path)?;

@@ -62,6 +62,13 @@ fn commits_at_once_share_transactions_and_every_acknowledged_one_is_there_after_
             .collect()
     });
     let (batches, commits) = keep.commit_batches().unwrap().unwrap();
+    // The log was copied into the file off the commit path, as commits came: the
+    // checkpointer is told every few dozen durable commits.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while keep.checkpoints().unwrap().unwrap() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(keep.checkpoints().unwrap().unwrap() > 0, "{commits} commits and no checkpoint");
     drop(keep);
     // Every store of the process is gone now, and its committer with them: the file, opened
     // again, holds every acknowledged commit, at the sequence number it was acknowledged with.
