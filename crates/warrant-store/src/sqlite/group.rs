@@ -40,10 +40,12 @@ const MAX_BATCH: usize = 256;
 /// How many durable commits make the checkpointer copy the log into the file again.
 const CHECKPOINT_COMMITS: u64 = 32;
 
-/// How many pages the log of the group's own connection may hold before it copies them into the
-/// file itself, after a `COMMIT`: only when the checkpointer falls that far behind (a commit
-/// stream with no pause in which the log could be copied whole and begun again).
-const BACKSTOP_PAGES: i64 = 8_000;
+/// How many pages the log may hold before the group's own connection copies it into the file,
+/// after a `COMMIT`. Under a stream of commits with no pause, the checkpointer never copies the
+/// log whole, and the log begins again only after a copy made here; the checkpointer has
+/// copied most of it by then. Measured against 8,000 pages (the log grew to 33 MB): a higher
+/// rate at 16 clients and a lower p99 at half load.
+const BACKSTOP_PAGES: i64 = 2_000;
 
 /// How many times in a row the checkpointer copies the log while commits keep adding to it,
 /// before it waits to be told again.
