@@ -457,14 +457,9 @@ impl Policies {
         self.origins.get(AsRef::<str>::as_ref(id))
     }
 
-    /// Whether a policy of `action` can read the context's attribute `attr` (any attribute, for
-    /// an action no policy scope was split for).
-    pub(crate) fn reads_context(&self, action: &str, attr: &str) -> bool {
-        self.reads_context_at(action, &[attr])
-    }
-
     /// Whether a policy of `action` can read any of the context at `path` (an attribute, then
-    /// attributes of it): what no policy of the action reads need not be built.
+    /// attributes of it; any path, for an action no policy scope was split for): what no policy
+    /// of the action reads need not be built.
     pub(crate) fn reads_context_at(&self, action: &str, path: &[&str]) -> bool {
         let Some(mut at) = self.context_reads.get(action) else { return true };
         for attr in path {

@@ -1156,11 +1156,11 @@ fn decide_policy(
         context.insert("derived".into(), Value::Object(policy_derived(op, eval)));
     }
     context.insert("members".into(), Value::Object(members));
-    if policies.reads_context(&op.name, "now") {
+    if reads(&["now"]) {
         let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
         context.insert("now".into(), now);
     }
-    if policies.reads_context(&op.name, "today") {
+    if reads(&["today"]) {
         context.insert("today".into(), crate::policy::datetime(clock.today().to_string()));
     }
     if reads(&["time_zone"]) {
