@@ -27,8 +27,10 @@ use crate::txn::Settled;
 /// How long a writer waits for another process's transaction before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Room for every statement this module prepares, so none is prepared twice.
-const STATEMENT_CACHE: usize = 48;
+/// Room for every statement this module prepares, so none is prepared twice: 47 reading and
+/// writing rows, and the statements that begin and end transactions and savepoints
+/// ([`control`]), with room to spare.
+const STATEMENT_CACHE: usize = 64;
 
 /// A connection to a SQLite store.
 #[derive(Debug)]
@@ -141,10 +143,16 @@ impl SqliteStore {
     /// Ends a read span (`Ledger::begin_reads`) if one is open on the connection.
     fn end_span(&mut self) -> Result<(), StoreError> {
         if !self.conn.is_autocommit() {
-            self.conn.execute_batch("COMMIT")?;
+            control(&self.conn, "COMMIT")?;
         }
         Ok(())
     }
+}
+
+/// Runs one of the statements that begin and end transactions and savepoints, prepared once on
+/// the connection rather than parsed again each time: a turn runs several of them.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// Ends the transaction as the steps decided.

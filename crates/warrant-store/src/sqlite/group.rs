@@ -29,7 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use rusqlite::Connection;
 
-use super::{SqliteTxn, ledger};
+use super::{SqliteTxn, control, ledger};
 use crate::commit::{Commit, CommitOutcome};
 use crate::error::StoreError;
 use crate::txn::{self, Settled};
@@ -273,10 +273,10 @@ impl Group {
             return Ok(state);
         };
         drop(state);
-        let committed = conn.execute_batch("COMMIT");
+        let committed = control(&conn, "COMMIT");
         if committed.is_err() {
             // Still open after a failed COMMIT (a busy lock, a full disk): nothing is kept.
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = control(&conn, "ROLLBACK");
         }
         let mut state = self.lock()?;
         state.conn = Some(conn);
@@ -315,24 +315,25 @@ impl Group {
 /// back, and nothing of it stays.
 fn apply(conn: &Connection, begin: bool, commit: &Commit) -> Result<Applied, StoreError> {
     if begin {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+        control(conn, "BEGIN IMMEDIATE")?;
     }
     run(conn, commit).inspect_err(|_| {
         // The savepoint could not be released or rolled back: the whole batch is lost.
-        let _ = conn.execute_batch("ROLLBACK");
+        let _ = control(conn, "ROLLBACK");
     })
 }
 
 /// One commit inside its own savepoint: released when kept, rolled back when refused or
 /// failed. The outer error means the savepoint itself failed.
 fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
-    conn.execute_batch("SAVEPOINT one_commit")?;
+    control(conn, "SAVEPOINT one_commit")?;
     let steps = txn::commit(&mut SqliteTxn::on(conn), commit);
     let keep = matches!(steps, Ok(Settled::Keep(_)));
     if keep {
-        conn.execute_batch("RELEASE one_commit")?;
+        control(conn, "RELEASE one_commit")?;
     } else {
-        conn.execute_batch("ROLLBACK TO one_commit; RELEASE one_commit")?;
+        control(conn, "ROLLBACK TO one_commit")?;
+        control(conn, "RELEASE one_commit")?;
     }
     Ok(match steps {
         Ok(Settled::Keep(Some(outcome)) | Settled::Discard(Some(outcome))) => Ok(outcome),

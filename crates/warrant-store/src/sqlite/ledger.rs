@@ -103,7 +103,7 @@ impl Ledger for SqliteStore {
     fn begin_reads(&mut self) -> Result<(), StoreError> {
         self.end_span()?;
         // Deferred: the snapshot is taken by the span's first read.
-        self.conn.execute_batch("BEGIN DEFERRED")?;
+        super::control(&self.conn, "BEGIN DEFERRED")?;
         Ok(())
     }
 
