@@ -2,20 +2,22 @@
 //! transactions, so that commits arriving together are made durable by one `COMMIT` (one sync
 //! of the write-ahead log) instead of one each.
 //!
-//! A file's [`Group`] keeps one connection of its own. A commit (its turn's JSON columns already
-//! text, `TurnRow`) takes the connection in turn, opens the group's transaction if none is open
-//! (`BEGIN IMMEDIATE`), and runs its steps (`txn.rs`) inside a savepoint of its own: its checks
-//! see every commit before it in the transaction, and a commit refused or failed rolls back to
-//! its savepoint alone, never touching the others. The group's lock is not held while a commit
-//! runs its statements (the connection is taken out of the group's state), so commits that
-//! arrive meanwhile count themselves as waiting, and commits whose batch has ended can leave.
-//! Then it waits for the transaction to end. The last commit of a batch (none other waits for
-//! the connection, or the batch is full) ends it with `COMMIT`, again without holding the
-//! group's lock, and every commit of the batch is answered only then: a commit is acknowledged
-//! once it is durable, and a batch whose `COMMIT` fails fails every commit in it, none of which
-//! is then written. Sequence numbers are taken in the order the commits run, which is their
-//! commit order. Other processes on the same file are serialized by SQLite's write lock as
-//! before.
+//! A file's [`Group`] keeps one connection of its own and a queue. A commit (its turn's JSON
+//! columns already text, `TurnRow`) joins the queue; if no commit's thread is leading, its own
+//! thread leads: it takes the connection and runs the queued commits, its own among them, in
+//! one transaction (`BEGIN IMMEDIATE`), each inside a savepoint of its own (`txn.rs`), so that
+//! each commit's checks see every commit before it in the transaction, and a commit refused or
+//! failed rolls back to its savepoint alone, never touching the others. The group's lock is
+//! not held while the statements run, so commits that arrive meanwhile join the queue, and the
+//! leader runs them in the same transaction. When none is left waiting (or the batch is full),
+//! the leader ends the transaction with `COMMIT`, again without the lock, and every commit of
+//! the batch is answered only then: a commit is acknowledged once it is durable, and a batch
+//! whose `COMMIT` fails fails every commit in it, none of which is then written. Once its own
+//! commit is answered, the leader hands the lead to a commit still queued. The other commits'
+//! threads sleep once, until their answer is there, rather than waking to take the connection
+//! and again to be answered. Sequence numbers are taken in the order the commits run, which
+//! is their commit order. Other processes on the same file are serialized by SQLite's write
+//! lock as before.
 //!
 //! The group's connection leaves copying the log into the file (a checkpoint, with a sync of
 //! the file) to a thread of the group, [`checkpointer`], told every [`CHECKPOINT_COMMITS`]
@@ -23,7 +25,7 @@
 //! it held up every commit waiting meanwhile, which made the slowest commits (p99) several
 //! times slower than the median.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
@@ -59,9 +61,8 @@ static GROUPS: Mutex<BTreeMap<PathBuf, Weak<Group>>> = Mutex::new(BTreeMap::new(
 #[derive(Debug)]
 pub(crate) struct Group {
     state: Mutex<State>,
-    /// Told when the connection comes back to the state, to one commit waiting for it.
-    free: Condvar,
-    /// Told when a batch ends, to every commit waiting for its own batch.
+    /// Told when a batch ends or a leader leaves the lead, to every commit waiting: for its
+    /// answer, or to lead.
     ended: Condvar,
     /// The checkpointer's signal: it copies the log into the file off the commit path.
     checkpoints: Arc<Signal>,
@@ -132,33 +133,36 @@ fn checkpointer(conn: Connection, signal: Arc<Signal>) {
     }
 }
 
-/// The transaction open on the group's connection.
-#[derive(Debug, Clone, Copy)]
-struct Batch {
-    id: u64,
-    commits: usize,
-}
-
 #[derive(Debug)]
 struct State {
-    /// The group's connection; `None` while a commit runs its statements on it, or while a batch
-    /// is being made durable.
+    /// The group's connection; `None` while a leader runs commits on it.
     conn: Option<Connection>,
-    /// The batch open on the connection.
-    open: Option<Batch>,
-    /// The id the next batch takes.
+    /// Whether a commit's thread is running the queued commits (the leader).
+    leading: bool,
+    /// Commits waiting for the leader, by ticket, in the order they came.
+    queue: Vec<(u64, Commit)>,
+    /// The ticket the next commit takes.
     next: u64,
-    /// Every batch up to this id has ended, durable or failed.
-    ended: u64,
-    /// The batches whose `COMMIT` failed, with why and how many of their commits have not been
-    /// told yet.
-    failed: BTreeMap<u64, (String, usize)>,
-    /// Commits waiting to take the connection.
-    waiting: usize,
+    /// The answers of commits whose batch has ended, by ticket, until their threads take them.
+    answers: BTreeMap<u64, Result<CommitOutcome, StoreError>>,
     /// Batches made durable, and the commits they held.
     durable: (u64, u64),
     /// Commits made durable since the checkpointer was last told.
     since_checkpoint: u64,
+}
+
+/// Dropped only when a leader leaves the lead by a panic or an error of the group's lock: the
+/// lead is let go, without the connection, and every commit waiting is woken, to fail rather
+/// than wait for ever.
+struct Unwinding<'g>(&'g Group);
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.0.state.lock() {
+            state.leading = false;
+        }
+        self.0.ended.notify_all();
+    }
 }
 
 /// A commit's result inside its batch, before the batch has ended.
@@ -189,16 +193,14 @@ impl Group {
             .map_err(|e| StoreError::Corrupt { what: format!("cannot start the checkpointer: {e}") })?;
         let state = State {
             conn: Some(conn),
-            open: None,
+            leading: false,
+            queue: Vec::new(),
             next: 1,
-            ended: 0,
-            failed: BTreeMap::new(),
-            waiting: 0,
+            answers: BTreeMap::new(),
             durable: (0, 0),
             since_checkpoint: 0,
         };
-        let group =
-            Arc::new(Group { state: Mutex::new(state), free: Condvar::new(), ended: Condvar::new(), checkpoints });
+        let group = Arc::new(Group { state: Mutex::new(state), ended: Condvar::new(), checkpoints });
         groups.insert(path, Arc::downgrade(&group));
         Ok(group)
     }
@@ -216,74 +218,90 @@ impl Group {
     /// Commits `commit` in the group's next batch, and answers once that batch has ended.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         let mut state = self.lock()?;
-        state.waiting += 1;
-        let conn = loop {
-            if let Some(conn) = state.conn.take() {
-                break conn;
-            }
-            state = self.wait(&self.free, state)?;
-        };
-        state.waiting -= 1;
-        let open = state.open;
-        if open.is_none() {
-            // The id is taken now, so that no other commit can take the same one.
-            state.next += 1;
-        }
-        let id = open.map_or(state.next - 1, |batch| batch.id);
-        drop(state);
-        let applied = apply(&conn, open.is_none(), commit);
-        let mut state = self.lock()?;
-        state.conn = Some(conn);
-        self.free.notify_one();
-        let applied = match applied {
-            Ok(applied) => {
-                let commits = open.map_or(0, |batch| batch.commits) + 1;
-                state.open = Some(Batch { id, commits });
-                applied
-            }
-            Err(broken) => {
-                // Nothing of the batch stays: every commit in it is told so.
-                state.open = None;
-                state.ended = id;
-                let others = open.map_or(0, |batch| batch.commits);
-                if others > 0 {
-                    state.failed.insert(id, (broken.to_string(), others));
-                }
-                self.ended.notify_all();
-                return Err(broken);
-            }
-        };
+        let ticket = state.next;
+        state.next += 1;
+        state.queue.push((ticket, commit.clone()));
         loop {
-            if state.ended >= id {
-                return finish(&mut state, id, applied);
+            if let Some(answer) = state.answers.remove(&ticket) {
+                return answer;
             }
-            let last = state.open.is_some_and(|b| b.id == id && (state.waiting == 0 || b.commits >= MAX_BATCH));
-            if last && state.conn.is_some() {
-                state = self.end_batch(state)?;
-            } else {
-                state = self.wait(&self.ended, state)?;
-            }
+            state = if state.leading { self.wait(&self.ended, state)? } else { self.lead(state, ticket)? };
         }
     }
 
-    /// Ends the open batch with `COMMIT`, the group's lock released meanwhile, and wakes every
-    /// commit waiting.
-    fn end_batch<'g>(&'g self, mut state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
-        let (Some(conn), Some(batch)) = (state.conn.take(), state.open.take()) else {
+    /// Runs the queued commits, a batch at a time, until the batch holding `ticket` has ended;
+    /// then leaves the lead to a commit still waiting.
+    fn lead<'g>(&'g self, mut state: MutexGuard<'g, State>, ticket: u64) -> Result<MutexGuard<'g, State>, StoreError> {
+        // A leader that panicked took the connection with it: every commit fails from then on.
+        let Some(conn) = state.conn.take() else { return Err(poisoned()) };
+        state.leading = true;
+        let unwinding = Unwinding(self);
+        while !state.answers.contains_key(&ticket) {
+            state = self.batch(&conn, state)?;
+        }
+        std::mem::forget(unwinding);
+        state.conn = Some(conn);
+        state.leading = false;
+        self.ended.notify_all();
+        Ok(state)
+    }
+
+    /// One batch: the queued commits, and those that come while they run, in one transaction,
+    /// ended with `COMMIT` once none waits or the batch is full; every commit of it answered.
+    fn batch<'g>(
+        &'g self,
+        conn: &Connection,
+        mut state: MutexGuard<'g, State>,
+    ) -> Result<MutexGuard<'g, State>, StoreError> {
+        let mut applied: Vec<(u64, Applied)> = Vec::new();
+        let mut broken: Option<(u64, StoreError)> = None;
+        loop {
+            let take = state.queue.len().min(MAX_BATCH - applied.len());
+            if take == 0 {
+                break;
+            }
+            let mut taken: VecDeque<(u64, Commit)> = state.queue.drain(..take).collect();
+            drop(state);
+            while let Some((t, commit)) = taken.pop_front() {
+                match apply(conn, applied.is_empty(), &commit) {
+                    Ok(result) => applied.push((t, result)),
+                    Err(e) => {
+                        broken = Some((t, e));
+                        break;
+                    }
+                }
+            }
+            state = self.lock()?;
+            if broken.is_some() {
+                // Not run: back to the head of the queue, for the next batch.
+                let rest: Vec<_> = taken.into_iter().collect();
+                state.queue.splice(0..0, rest);
+                break;
+            }
+        }
+        if let Some((t, e)) = broken {
+            // Nothing of the batch stays: every commit in it is told so.
+            let why = e.to_string();
+            for (other, _) in applied {
+                state.answers.insert(other, Err(StoreError::BatchFailed { why: why.clone() }));
+            }
+            state.answers.insert(t, Err(e));
+            self.ended.notify_all();
             return Ok(state);
-        };
+        }
+        if applied.is_empty() {
+            return Ok(state);
+        }
         drop(state);
-        let committed = control(&conn, "COMMIT");
+        let committed = control(conn, "COMMIT");
         if committed.is_err() {
             // Still open after a failed COMMIT (a busy lock, a full disk): nothing is kept.
-            let _ = control(&conn, "ROLLBACK");
+            let _ = control(conn, "ROLLBACK");
         }
         let mut state = self.lock()?;
-        state.conn = Some(conn);
-        state.ended = batch.id;
         match committed {
             Ok(()) => {
-                let commits = u64::try_from(batch.commits).unwrap_or(u64::MAX);
+                let commits = u64::try_from(applied.len()).unwrap_or(u64::MAX);
                 state.durable.0 += 1;
                 state.durable.1 += commits;
                 state.since_checkpoint += commits;
@@ -291,12 +309,17 @@ impl Group {
                     state.since_checkpoint = 0;
                     self.checkpoints.tell(|s| s.due = true);
                 }
+                for (t, result) in applied {
+                    state.answers.insert(t, result);
+                }
             }
             Err(e) => {
-                state.failed.insert(batch.id, (e.to_string(), batch.commits));
+                let why = e.to_string();
+                for (t, _) in applied {
+                    state.answers.insert(t, Err(StoreError::BatchFailed { why: why.clone() }));
+                }
             }
         }
-        self.free.notify_one();
         self.ended.notify_all();
         Ok(state)
     }
@@ -342,20 +365,6 @@ fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
         Ok(Settled::Keep(None) | Settled::Discard(None)) => ledger::duplicate(conn, commit),
         Err(e) => Err(e),
     })
-}
-
-/// The commit's answer once its batch has ended: its own result if the batch is durable, the
-/// batch's failure if not.
-fn finish(state: &mut State, batch: u64, applied: Applied) -> Result<CommitOutcome, StoreError> {
-    let Some((why, untold)) = state.failed.get_mut(&batch) else {
-        return applied;
-    };
-    let why = why.clone();
-    *untold = untold.saturating_sub(1);
-    if *untold == 0 {
-        state.failed.remove(&batch);
-    }
-    Err(StoreError::BatchFailed { why })
 }
 
 fn poisoned() -> StoreError {
