@@ -27,9 +27,9 @@ use crate::txn::Settled;
 /// How long a writer waits for another process's transaction before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Room for every statement this module prepares, so none is prepared twice: 47 reading and
-/// writing rows, and the statements that begin and end transactions and savepoints
-/// ([`control`]), with room to spare.
+/// Room for every statement this module prepares, so none is prepared twice: those reading and
+/// writing rows (under 50), and those that begin and end transactions and savepoints
+/// ([`control`]).
 const STATEMENT_CACHE: usize = 64;
 
 /// A connection to a SQLite store.

@@ -25,7 +25,7 @@
 //! it held up every commit waiting meanwhile, which made the slowest commits (p99) several
 //! times slower than the median.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
@@ -260,9 +260,10 @@ impl Group {
             if take == 0 {
                 break;
             }
-            let mut taken: VecDeque<(u64, Commit)> = state.queue.drain(..take).collect();
+            let taken: Vec<(u64, Commit)> = state.queue.drain(..take).collect();
             drop(state);
-            while let Some((t, commit)) = taken.pop_front() {
+            let mut rest = taken.into_iter();
+            for (t, commit) in rest.by_ref() {
                 match apply(conn, applied.is_empty(), &commit) {
                     Ok(result) => applied.push((t, result)),
                     Err(e) => {
@@ -274,7 +275,6 @@ impl Group {
             state = self.lock()?;
             if broken.is_some() {
                 // Not run: back to the head of the queue, for the next batch.
-                let rest: Vec<_> = taken.into_iter().collect();
                 state.queue.splice(0..0, rest);
                 break;
             }
