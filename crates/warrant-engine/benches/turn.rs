@@ -3,7 +3,8 @@
 //! - the deterministic part (parse, structure, policy) against facts in memory, beside parsing
 //!   the same request as plain JSON;
 //! - a turn with a durable SQLite commit from 1, 2, 4, 8 and 16 clients (group commit), beside a
-//!   bare one-row SQLite transaction, then paced at half the best rate for its p99;
+//!   bare one-row SQLite transaction, then paced at half the best rate for its p99, beside bare
+//!   one-row transactions paced alike (what the disk alone makes of that pace);
 //! - a turn on PostgreSQL with 16 concurrent clients, beside a bare one-row transaction;
 //! - replay throughput, beside reading the stored turns without deciding;
 //! - resident memory with the contract and its records loaded, and after many turns.
@@ -189,12 +190,7 @@ fn run_clients<S: Store + 'static>(
                     let mut out = Vec::with_capacity(per_client);
                     for (i, body) in requests.iter().enumerate() {
                         let t = match rate_per_client {
-                            Some(rate) => {
-                                let phase = c as f64 / clients as f64;
-                                let due = begun + Duration::from_secs_f64((i as f64 + phase) / rate);
-                                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                                due
-                            }
+                            Some(rate) => wait_until_due(begun, i, c, clients, rate),
                             None => Instant::now(),
                         };
                         let result = engine.turn(body).expect("turn");
@@ -215,6 +211,53 @@ fn run_clients<S: Store + 'static>(
     let rate = latencies.len() as f64 / wall.as_secs_f64();
     report(&format!("{label}, {clients} client(s)"), latencies, wall);
     rate
+}
+
+/// Sleeps until turn `i` of client `c` (of `clients`, each at `rate` turns/s) is due, and
+/// answers when it was due: client `c` starts `c/clients` of an interval late.
+fn wait_until_due(begun: Instant, i: usize, c: usize, clients: usize, rate: f64) -> Instant {
+    let phase = c as f64 / clients as f64;
+    let due = begun + Duration::from_secs_f64((i as f64 + phase) / rate);
+    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+    due
+}
+
+/// The baseline of the paced run: `clients` threads on the schedule [`paced`] keeps, each turn
+/// a bare one-row transaction (one `fsync` each) on one connection they share, so that the
+/// p99 shows what this machine's disk and scheduler alone make of a durable write at that pace.
+fn paced_bare(path: &std::path::Path, clients: usize, rate: f64, seconds: f64) {
+    let raw = rusqlite::Connection::open(path).expect("raw");
+    raw.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)")
+        .expect("schema");
+    let raw = std::sync::Mutex::new(raw);
+    let per_client = ((rate * seconds) as usize / clients).max(1);
+    let rate_per_client = rate / clients as f64;
+    let barrier = Barrier::new(clients);
+    let start = Instant::now();
+    let latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let (raw, barrier) = (&raw, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let begun = Instant::now();
+                    (0..per_client)
+                        .map(|i| {
+                            let due = wait_until_due(begun, i, c, clients, rate_per_client);
+                            let raw = raw.lock().expect("connection");
+                            raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+                            raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("{c}-{i}"), "{\"a\":1}"))
+                                .expect("insert");
+                            raw.execute_batch("COMMIT").expect("commit");
+                            due.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+    });
+    report(&format!("baseline: bare one-row transaction, paced, {clients} client(s)"), latencies, start.elapsed());
 }
 
 /// The `warrant` binary's allocator, so that the figures are the ones it runs at.
@@ -290,6 +333,7 @@ fn main() {
     let (max, clients) = best;
     let seconds = if scale() > 100 { 10.0 } else { 0.5 };
     println!("sqlite: paced at half the best rate ({:.0} /s with {clients} clients) for {seconds} s", max / 2.0);
+    paced_bare(&dir.path().join("paced.sqlite"), clients, max / 2.0, seconds);
     paced("sqlite durable turn at half load", sqlite(db.clone()), clients, max / 2.0, seconds);
 
     // Replay of everything stored so far.
