@@ -15,7 +15,8 @@
 //! whose `COMMIT` fails fails every commit in it, none of which is then written. Once its own
 //! commit is answered, the leader hands the lead to a commit still queued. The other commits'
 //! threads sleep once, until their answer is there, rather than waking to take the connection
-//! and again to be answered. Sequence numbers are taken in the order the commits run, which
+//! and again to be answered; each is woken alone (parked, then unparked by the leader that
+//! answers it or leaves it the lead), never by the end of a batch it is not in. Sequence numbers are taken in the order the commits run, which
 //! is their commit order. Other processes on the same file are serialized by SQLite's write
 //! lock as before.
 //!
@@ -27,7 +28,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::thread::Thread;
 
 use rusqlite::Connection;
 
@@ -61,9 +63,6 @@ static GROUPS: Mutex<BTreeMap<PathBuf, Weak<Group>>> = Mutex::new(BTreeMap::new(
 #[derive(Debug)]
 pub(crate) struct Group {
     state: Mutex<State>,
-    /// Told when a batch ends or a leader leaves the lead, to every commit waiting: for its
-    /// answer, or to lead.
-    ended: Condvar,
     /// The checkpointer's signal: it copies the log into the file off the commit path.
     checkpoints: Arc<Signal>,
 }
@@ -143,6 +142,9 @@ struct State {
     queue: Vec<(u64, Commit)>,
     /// The ticket the next commit takes.
     next: u64,
+    /// The thread of every commit not yet answered, by ticket: woken alone when its answer is
+    /// there or when it is to lead, so that a batch's end wakes only the threads it concerns.
+    waiting: BTreeMap<u64, Thread>,
     /// The answers of commits whose batch has ended, by ticket, until their threads take them.
     answers: BTreeMap<u64, Result<CommitOutcome, StoreError>>,
     /// Batches made durable, and the commits they held.
@@ -158,10 +160,11 @@ struct Unwinding<'g>(&'g Group);
 
 impl Drop for Unwinding<'_> {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.0.state.lock() {
-            state.leading = false;
+        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.leading = false;
+        for thread in state.waiting.values() {
+            thread.unpark();
         }
-        self.0.ended.notify_all();
     }
 }
 
@@ -196,11 +199,12 @@ impl Group {
             leading: false,
             queue: Vec::new(),
             next: 1,
+            waiting: BTreeMap::new(),
             answers: BTreeMap::new(),
             durable: (0, 0),
             since_checkpoint: 0,
         };
-        let group = Arc::new(Group { state: Mutex::new(state), ended: Condvar::new(), checkpoints });
+        let group = Arc::new(Group { state: Mutex::new(state), checkpoints });
         groups.insert(path, Arc::downgrade(&group));
         Ok(group)
     }
@@ -221,11 +225,27 @@ impl Group {
         let ticket = state.next;
         state.next += 1;
         state.queue.push((ticket, commit.clone()));
+        state.waiting.insert(ticket, std::thread::current());
         loop {
             if let Some(answer) = state.answers.remove(&ticket) {
+                state.waiting.remove(&ticket);
                 return answer;
             }
-            state = if state.leading { self.wait(&self.ended, state)? } else { self.lead(state, ticket)? };
+            state = if state.leading {
+                // Woken when answered or when the lead is left to this commit; a wake-up for
+                // neither (a spurious one) only goes round again.
+                drop(state);
+                std::thread::park();
+                self.lock()?
+            } else {
+                match self.lead(state, ticket) {
+                    Ok(state) => state,
+                    Err(e) => {
+                        self.lock()?.waiting.remove(&ticket);
+                        return Err(e);
+                    }
+                }
+            };
         }
     }
 
@@ -242,7 +262,10 @@ impl Group {
         std::mem::forget(unwinding);
         state.conn = Some(conn);
         state.leading = false;
-        self.ended.notify_all();
+        // The lead goes to the commit queued first; the others wait for its batch.
+        if let Some(thread) = state.queue.first().and_then(|(next, _)| state.waiting.get(next)) {
+            thread.unpark();
+        }
         Ok(state)
     }
 
@@ -283,10 +306,9 @@ impl Group {
             // Nothing of the batch stays: every commit in it is told so.
             let why = e.to_string();
             for (other, _) in applied {
-                state.answers.insert(other, Err(StoreError::BatchFailed { why: why.clone() }));
+                state.answer(other, Err(StoreError::BatchFailed { why: why.clone() }));
             }
-            state.answers.insert(t, Err(e));
-            self.ended.notify_all();
+            state.answer(t, Err(e));
             return Ok(state);
         }
         if applied.is_empty() {
@@ -310,26 +332,34 @@ impl Group {
                     self.checkpoints.tell(|s| s.due = true);
                 }
                 for (t, result) in applied {
-                    state.answers.insert(t, result);
+                    state.answer(t, result);
                 }
             }
             Err(e) => {
                 let why = e.to_string();
                 for (t, _) in applied {
-                    state.answers.insert(t, Err(StoreError::BatchFailed { why: why.clone() }));
+                    state.answer(t, Err(StoreError::BatchFailed { why: why.clone() }));
                 }
             }
         }
-        self.ended.notify_all();
         Ok(state)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
         self.state.lock().map_err(|_| poisoned())
     }
+}
 
-    fn wait<'g>(&self, on: &Condvar, state: MutexGuard<'g, State>) -> Result<MutexGuard<'g, State>, StoreError> {
-        on.wait(state).map_err(|_| poisoned())
+impl State {
+    /// Leaves the answer of the commit `ticket` for its thread, and wakes that thread unless it
+    /// is this one (the leader's own commit).
+    fn answer(&mut self, ticket: u64, answer: Result<CommitOutcome, StoreError>) {
+        self.answers.insert(ticket, answer);
+        if let Some(thread) = self.waiting.get(&ticket)
+            && thread.id() != std::thread::current().id()
+        {
+            thread.unpark();
+        }
     }
 }
 

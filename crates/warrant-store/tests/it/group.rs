@@ -157,3 +157,35 @@ fn sequence_numbers_follow_commit_order() {
     assert_eq!(counted, (1..=(THREADS * PER_THREAD / 2) as i64).collect::<Vec<_>>());
     assert!(all.windows(2).all(|w| w[0].1 < w[1].1), "sequence numbers out of commit order: {all:?}");
 }
+
+/// A waiting commit is woken alone, by the leader that answers it or leaves it the lead: a
+/// stream of commits from many threads, some arriving while a batch's `COMMIT` runs (to be led
+/// next), must leave none asleep for ever. A commit not answered within the deadline fails the
+/// test rather than hanging it.
+#[test]
+fn a_stream_of_commits_from_many_threads_leaves_none_waiting() {
+    const STREAMS: usize = 16;
+    const EACH: usize = 150;
+    let (_dir, path) = file();
+    let (answered, answers) = std::sync::mpsc::channel();
+    for thread in 0..STREAMS {
+        let (path, answered) = (path.clone(), answered.clone());
+        std::thread::spawn(move || {
+            let mut store = SqliteStore::open(&path).unwrap();
+            for i in 0..EACH {
+                let outcome = store.commit(&commit(&format!("s{thread}"), &format!("t{i}"))).unwrap();
+                answered.send(seq(&outcome)).unwrap();
+            }
+        });
+    }
+    drop(answered);
+    let mut seqs = Vec::new();
+    for n in 0..STREAMS * EACH {
+        let answer = answers.recv_timeout(std::time::Duration::from_secs(30));
+        let seq = answer.unwrap_or_else(|e| panic!("{n} commits answered, then none for 30 s: {e}"));
+        seqs.push(seq.unwrap_or_else(|| panic!("commit {n} was not committed")));
+    }
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), STREAMS * EACH, "every commit took a sequence number of its own");
+}
