@@ -14,6 +14,10 @@ pub enum StoreError {
     /// PostgreSQL failed, or could not be reached.
     Postgres(#[from] postgres::Error),
 
+    #[error("postgresql: the connection's runtime could not start: {0}")]
+    /// The runtime that drives a PostgreSQL connection could not be built.
+    PostgresRuntime(#[source] std::io::Error),
+
     /// What the database returned does not have the shape this crate wrote.
     #[error("stored data is corrupt: {what}")]
     Corrupt {

@@ -11,7 +11,12 @@
 //! by the sequence's last value (its floor, no higher than the number it takes), which other
 //! sessions see in `pg_locks`; a reader notes the last number taken, waits for every floor
 //! held then, and reads no further than that number. See `turn_horizon` (`pg/ledger.rs`).
+//!
+//! A commit's steps go to the server in one pipeline (`pg/commit.rs`) over a connection of the
+//! store's own (`pg/client.rs`).
 
+mod client;
+mod commit;
 mod history;
 mod ladder;
 mod ledger;
@@ -22,9 +27,11 @@ mod records;
 use std::collections::HashMap;
 use std::fmt;
 
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, GenericClient, IsolationLevel, NoTls, Row, Statement, Transaction};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+
+use client::{Client, Session, Transaction};
 
 use crate::error::StoreError;
 use crate::txn::Settled;
@@ -64,7 +71,7 @@ impl PgStore {
         if !schema_name(schema) {
             return Err(StoreError::InvalidSchemaName { schema: schema.to_owned() });
         }
-        let mut client = Client::connect(conninfo, NoTls)?;
+        let mut client = Client::connect(conninfo)?;
         let exists: bool = client
             .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&schema])?
             .try_get(0)?;
@@ -82,8 +89,7 @@ impl PgStore {
     }
 
     fn begin(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {
-        let tx = self.client.build_transaction().isolation_level(IsolationLevel::ReadCommitted);
-        Ok((tx.start()?, &mut self.statements, &self.schema))
+        Ok((self.client.transaction()?, &mut self.statements, &self.schema))
     }
 
     /// The steps of a write that is one statement, on the connection.
@@ -116,11 +122,7 @@ pub(crate) fn schema_name(schema: &str) -> bool {
 struct Statements(HashMap<&'static str, Statement>);
 
 impl Statements {
-    fn get(
-        &mut self,
-        client: &mut impl postgres::GenericClient,
-        sql: &'static str,
-    ) -> Result<Statement, postgres::Error> {
+    fn get(&mut self, client: &mut impl Session, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
         if let Some(statement) = self.0.get(sql) {
             return Ok(statement.clone());
         }
@@ -146,40 +148,44 @@ fn settle<T>(tx: Transaction<'_>, settled: Settled<T>) -> Result<T, StoreError> 
 
 /// The steps of a write inside one PostgreSQL transaction (`C` is a [`Transaction`]), or on the
 /// connection itself where the step is one statement (`C` is the [`Client`]).
-struct PgTxn<'a, C: GenericClient> {
+struct PgTxn<'a, C: Session> {
     tx: &'a mut C,
     statements: &'a mut Statements,
     schema: &'a str,
 }
 
-impl<C: GenericClient> PgTxn<'_, C> {
-    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
+impl<C: Session> PgTxn<'_, C> {
+    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, tokio_postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.query(&statement, params)
     }
 
-    fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
+    fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, tokio_postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.execute(&statement, params)
     }
 
-    fn query_opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, postgres::Error> {
+    fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.query_opt(&statement, params)
     }
 
-    fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, postgres::Error> {
+    fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, tokio_postgres::Error> {
         let statement = self.prepared(sql)?;
         self.tx.query_one(&statement, params)
     }
 
-    fn prepared(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
         self.statements.get(self.tx, sql)
     }
 }
 
 /// The constraint a statement violated, when it failed with `state`.
-fn violated<'e, T>(result: &'e Result<T, postgres::Error>, state: &SqlState) -> Option<&'e str> {
+fn violated<'e, T>(result: &'e Result<T, tokio_postgres::Error>, state: &SqlState) -> Option<&'e str> {
     let db = result.as_ref().err()?.as_db_error()?;
     if db.code() == state { db.constraint() } else { None }
 }

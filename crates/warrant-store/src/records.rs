@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::rows::Record;
-use crate::txn::{Settled, Txn};
+use crate::txn::{Action, Found, Settled, Txn};
 
 /// The revision a row has when it is first stored.
 pub(crate) const FIRST_REVISION: i64 = 1;
@@ -182,6 +182,16 @@ pub(crate) trait RecordsTxn: Txn {
     /// Marks a row at `expected` deleted, at `revision`, keeping nothing of its value; whether
     /// it did.
     fn delete_record(&mut self, table: &str, key: &str, expected: i64, revision: i64) -> Result<bool, StoreError>;
+
+    /// Performs `actions` in order from the first, and answers what each found: the first
+    /// alone, or more where the backend sends several statements before it reads an answer.
+    /// The answers end at the first error; none is empty.
+    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>>
+    where
+        Self: Sized,
+    {
+        actions.first().map(|action| crate::txn::perform_one(self, action)).into_iter().collect()
+    }
 }
 
 /// How often a write looks again at a row that a concurrent writer created under it. Each look

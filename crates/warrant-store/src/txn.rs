@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::commit::ABSENT;
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordRead, RecordWrite};
 use crate::error::StoreError;
-use crate::ladder::LadderTxn;
+use crate::ladder::{FindingRow, LadderTxn};
 use crate::records::{Current, FIRST_REVISION, Precondition, RecordsTxn, next_revision};
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn, TurnRow};
 
@@ -104,53 +104,175 @@ struct Stale {
     actual: Option<i64>,
 }
 
-/// One row a commit checks: read at a revision, or written.
-enum Step<'c> {
+/// One step of a commit, whose result decides whether the commit goes on. [`plan`] puts them
+/// in the order every backend runs them.
+pub(crate) enum Action<'c> {
+    /// Waits for any commit of the same turn in flight, then looks the turn up.
+    Claim(&'c TurnRow),
+    /// Locks a row the decision read, and reads its revision.
     Read(&'c RecordRead),
+    /// A write that replaces a live row at its expected revision, leaving it at `revision`.
+    Replace(&'c RecordWrite, i64),
+    /// Any other write (one that creates or deletes its row, or can never apply), which looks
+    /// at the row before it writes.
     Write(&'c RecordWrite),
+    Effect(&'c EffectRow),
+    Hold(&'c EffectHold),
+    Open(&'c InteractionRow),
+    /// An answer, given in the turn being committed.
+    Answer(&'c Answer, &'c str),
+    Turn(&'c TurnRow),
+    Event(&'c EventRow),
+    Finding(&'c FindingRow),
 }
 
-impl Step<'_> {
-    fn row(&self) -> (&str, &str) {
-        match self {
-            Step::Read(read) => (&read.table, &read.key),
-            Step::Write(write) => (&write.table, &write.key),
-        }
-    }
+/// What an [`Action`] found.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// The stored turn a claim found, if any.
+    Turn(Option<Box<StoredTurn>>),
+    /// The revision of a row read, as locked; `None` when it is missing or deleted.
+    Revision(Option<i64>),
+    /// Whether a write applied, and if not, the row's revision then.
+    Written {
+        applied: bool,
+        actual: Option<i64>,
+    },
+    Effect(EffectInsert),
+    /// A row that went in (a hold, an interaction, an event).
+    Inserted,
+    /// Whether the interaction was open, and is now answered.
+    Answered(bool),
+    /// The turn's sequence number, `None` when (conversation, turn) is taken.
+    Numbered(Option<i64>),
+    /// Whether the finding went in (its id was free).
+    Finding(bool),
 }
 
-/// Checks the reads and applies the writes, all in (table, key) order, so that two
-/// transactions that lock the same records lock them in the same order and cannot deadlock.
-/// Stops at the first stale one. A row both read and written is checked by its write alone,
-/// which locks it for writing at once rather than upgrading a shared lock.
+/// The rows a commit checks, in (table, key) order, so that two transactions that lock the
+/// same records lock them in the same order and cannot deadlock. A row both read and written
+/// is checked by its write alone, which locks it for writing at once rather than upgrading a
+/// shared lock.
 ///
 /// A read expecting [`ABSENT`] finds no row (or a deleted one); any other read finds the row
 /// at the revision read. A write expecting [`ABSENT`] creates its row, which must not exist (a
 /// deleted row may be created again, at the revision after its tombstone's); a write of `null`
 /// deletes its row at the revision expected; any other write replaces the row at the revision
 /// expected.
+fn rows<'c>(reads: &'c [RecordRead], writes: &'c [RecordWrite]) -> Vec<Action<'c>> {
+    let written: std::collections::BTreeSet<(&str, &str)> =
+        writes.iter().map(|w| (w.table.as_str(), w.key.as_str())).collect();
+    let mut ordered: Vec<(&str, &str, Action<'c>)> = writes
+        .iter()
+        .map(|write| {
+            // No row is ever at the last revision there is, so a write expecting it is stale.
+            let replace = (write.expected_revision != ABSENT && !write.value.is_null())
+                .then(|| next_revision(write.expected_revision))
+                .flatten();
+            let action = replace.map_or(Action::Write(write), |revision| Action::Replace(write, revision));
+            (write.table.as_str(), write.key.as_str(), action)
+        })
+        .collect();
+    ordered.extend(
+        reads
+            .iter()
+            .filter(|r| !written.contains(&(r.table.as_str(), r.key.as_str())))
+            .map(|read| (read.table.as_str(), read.key.as_str(), Action::Read(read))),
+    );
+    ordered.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    ordered.into_iter().map(|(_, _, action)| action).collect()
+}
+
+/// The steps of a commit, in order: the turn's claim, the rows, then what goes in, each kind
+/// sorted where its unique keys are locked as they go in (for the same reason as the rows).
+/// Sequence numbers last: a commit holds its number open for as short a time as it can.
+pub(crate) fn plan(commit: &Commit) -> Vec<Action<'_>> {
+    let turn = &commit.turn;
+    let mut actions = vec![Action::Claim(turn)];
+    actions.extend(rows(&commit.reads, &commit.writes));
+    let mut effects: Vec<&EffectRow> = commit.effects.iter().collect();
+    effects.sort_by(|a, b| a.idempotency_key.cmp(&b.idempotency_key));
+    actions.extend(effects.into_iter().map(Action::Effect));
+    let mut holds: Vec<&EffectHold> = commit.holds.iter().collect();
+    holds.sort_by(|a, b| (&a.table, &a.key, &a.effect).cmp(&(&b.table, &b.key, &b.effect)));
+    holds.dedup();
+    actions.extend(holds.into_iter().map(Action::Hold));
+    let mut opened: Vec<&InteractionRow> = commit.opened.iter().collect();
+    opened.sort_by(|a, b| a.id.cmp(&b.id));
+    actions.extend(opened.into_iter().map(Action::Open));
+    let mut answered: Vec<&Answer> = commit.answered.iter().collect();
+    answered.sort_by(|a, b| a.interaction.cmp(&b.interaction));
+    actions.extend(answered.into_iter().map(|answer| Action::Answer(answer, &turn.turn)));
+    actions.push(Action::Turn(turn));
+    actions.extend(commit.events.iter().map(Action::Event));
+    actions.extend(commit.findings.iter().map(Action::Finding));
+    actions
+}
+
+/// Performs one action with the backend's steps, waiting for each statement's answer.
+pub(crate) fn perform_one(tx: &mut impl RecordsTxn, action: &Action<'_>) -> Result<Found, StoreError> {
+    Ok(match action {
+        Action::Claim(turn) => Found::Turn(tx.claim_turn(&turn.conversation, &turn.turn)?.map(Box::new)),
+        Action::Read(read) => Found::Revision(tx.lock_read(&read.table, &read.key)?),
+        Action::Replace(write, revision) => written(tx, write, |tx| tx.update_record(write, *revision))?,
+        Action::Write(write) => written(tx, write, |tx| apply_write(tx, write))?,
+        Action::Effect(effect) => Found::Effect(tx.insert_effect(effect)?),
+        Action::Hold(hold) => {
+            tx.insert_hold(hold)?;
+            Found::Inserted
+        }
+        Action::Open(interaction) => {
+            tx.insert_interaction(interaction)?;
+            Found::Inserted
+        }
+        Action::Answer(answer, turn) => Found::Answered(tx.answer(answer, turn)?),
+        Action::Turn(turn) => Found::Numbered(tx.insert_turn(turn)?),
+        Action::Event(event) => {
+            tx.insert_event(event)?;
+            Found::Inserted
+        }
+        Action::Finding(finding) => Found::Finding(tx.insert_finding(finding)?),
+    })
+}
+
+/// A write's [`Found`]: whether it applied, and if not, the row's revision then.
+fn written<T: RecordsTxn>(
+    tx: &mut T,
+    write: &RecordWrite,
+    apply: impl FnOnce(&mut T) -> Result<bool, StoreError>,
+) -> Result<Found, StoreError> {
+    let applied = apply(tx)?;
+    let actual = if applied { None } else { tx.record_revision(&write.table, &write.key)? };
+    Ok(Found::Written { applied, actual })
+}
+
+/// The row a rows action found stale, if it did.
+fn stale(action: &Action<'_>, found: &Found) -> Option<Stale> {
+    let (table, key, expected, actual) = match (action, found) {
+        (Action::Read(read), Found::Revision(at)) => {
+            if *at == Some(read.revision) || (at.is_none() && read.revision == ABSENT) {
+                return None;
+            }
+            (&read.table, &read.key, read.revision, *at)
+        }
+        (Action::Replace(write, _) | Action::Write(write), Found::Written { applied: false, actual }) => {
+            (&write.table, &write.key, write.expected_revision, *actual)
+        }
+        _ => return None,
+    };
+    Some(Stale { table: table.clone(), key: key.clone(), expected, actual })
+}
+
+/// Checks the reads and applies the writes, in [`rows`] order, stopping at the first stale one.
 fn apply_writes(
     tx: &mut impl RecordsTxn,
     reads: &[RecordRead],
     writes: &[RecordWrite],
 ) -> Result<Option<Stale>, StoreError> {
-    let written: std::collections::BTreeSet<(&str, &str)> =
-        writes.iter().map(|w| (w.table.as_str(), w.key.as_str())).collect();
-    let mut ordered: Vec<Step<'_>> = writes.iter().map(Step::Write).collect();
-    ordered.extend(reads.iter().filter(|r| !written.contains(&(r.table.as_str(), r.key.as_str()))).map(Step::Read));
-    ordered.sort_by(|a, b| a.row().cmp(&b.row()));
-    for step in ordered {
-        let (fresh, expected) = match step {
-            Step::Read(read) => {
-                let at = tx.lock_read(&read.table, &read.key)?;
-                (at == Some(read.revision) || (at.is_none() && read.revision == ABSENT), read.revision)
-            }
-            Step::Write(write) => (apply_write(tx, write)?, write.expected_revision),
-        };
-        if !fresh {
-            let (table, key) = step.row();
-            let actual = tx.record_revision(table, key)?;
-            return Ok(Some(Stale { table: table.to_owned(), key: key.to_owned(), expected, actual }));
+    for action in rows(reads, writes) {
+        let found = perform_one(tx, &action)?;
+        if let Some(stale) = stale(&action, &found) {
+            return Ok(Some(stale));
         }
     }
     Ok(None)
@@ -169,7 +291,6 @@ fn apply_write(tx: &mut impl RecordsTxn, write: &RecordWrite) -> Result<bool, St
             _ => false,
         }
     } else {
-        // No row is ever at the last revision there is, so a write expecting it is stale.
         match next_revision(write.expected_revision) {
             Some(revision) => tx.update_record(write, revision)?,
             None => false,
@@ -177,60 +298,77 @@ fn apply_write(tx: &mut impl RecordsTxn, write: &RecordWrite) -> Result<bool, St
     })
 }
 
-/// The steps of a commit. `None` means the turn's unique constraint fired: a concurrent commit
-/// of the same turn won the race, and the caller reads the stored turn after the rollback and
-/// answers it as a duplicate.
-pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
-    use Settled::{Discard, Keep};
-    let turn = &commit.turn;
-    if let Some(stored) = tx.claim_turn(&turn.conversation, &turn.turn)? {
-        return Ok(Discard(Some(CommitOutcome::Duplicate(stored))));
-    }
-    if let Some(Stale { table, key, expected, actual }) = apply_writes(tx, &commit.reads, &commit.writes)? {
+/// What one action's result makes of the commit.
+enum Judged {
+    /// Go on.
+    Go,
+    /// The turn took this sequence number; go on.
+    Numbered(i64),
+    /// The commit ends here.
+    End(Box<Settled<Option<CommitOutcome>>>),
+}
+
+/// What `found` makes of the commit. `None` for the outcome means the turn's unique
+/// constraint fired: a concurrent commit of the same turn won the race.
+fn judge(action: &Action<'_>, found: Found) -> Result<Judged, StoreError> {
+    use Settled::Discard;
+    if let Some(Stale { table, key, expected, actual }) = stale(action, &found) {
         let stale = CommitOutcome::StaleRevision { table, key, expected, actual };
-        return Ok(Discard(Some(stale)));
+        return Ok(Judged::End(Box::new(Discard(Some(stale)))));
     }
-    // Sorted for the same reason as the writes: unique keys are locked as they go in.
-    let mut effects: Vec<&EffectRow> = commit.effects.iter().collect();
-    effects.sort_by(|a, b| a.idempotency_key.cmp(&b.idempotency_key));
-    for effect in effects {
-        if tx.insert_effect(effect)? == EffectInsert::KeyTaken {
-            let key = effect.idempotency_key.clone();
-            return Ok(Discard(Some(CommitOutcome::DuplicateEffect { idempotency_key: key })));
+    Ok(match (action, found) {
+        (Action::Claim(_), Found::Turn(Some(stored))) => {
+            Judged::End(Box::new(Discard(Some(CommitOutcome::Duplicate(*stored)))))
         }
-    }
-    let mut holds: Vec<&EffectHold> = commit.holds.iter().collect();
-    holds.sort_by(|a, b| (&a.table, &a.key, &a.effect).cmp(&(&b.table, &b.key, &b.effect)));
-    holds.dedup();
-    for hold in holds {
-        tx.insert_hold(hold)?;
-    }
-    let mut opened: Vec<&InteractionRow> = commit.opened.iter().collect();
-    opened.sort_by(|a, b| a.id.cmp(&b.id));
-    for interaction in opened {
-        tx.insert_interaction(interaction)?;
-    }
-    let mut answered: Vec<&Answer> = commit.answered.iter().collect();
-    answered.sort_by(|a, b| a.interaction.cmp(&b.interaction));
-    for answer in answered {
-        if !tx.answer(answer, &turn.turn)? {
+        (Action::Effect(effect), Found::Effect(EffectInsert::KeyTaken)) => {
+            let idempotency_key = effect.idempotency_key.clone();
+            Judged::End(Box::new(Discard(Some(CommitOutcome::DuplicateEffect { idempotency_key }))))
+        }
+        (Action::Answer(answer, _), Found::Answered(false)) => {
             let id = answer.interaction.clone();
-            return Ok(Discard(Some(CommitOutcome::InteractionClosed { id })));
+            Judged::End(Box::new(Discard(Some(CommitOutcome::InteractionClosed { id }))))
         }
-    }
-    // Sequence numbers last: a commit holds its number open for as short a time as it can.
-    let Some(seq) = tx.insert_turn(turn)? else {
-        return Ok(Discard(None));
-    };
-    for event in &commit.events {
-        tx.insert_event(event)?;
-    }
-    for finding in &commit.findings {
-        if !tx.insert_finding(finding)? {
+        (Action::Turn(_), Found::Numbered(None)) => Judged::End(Box::new(Discard(None))),
+        (Action::Turn(_), Found::Numbered(Some(seq))) => Judged::Numbered(seq),
+        (Action::Finding(finding), Found::Finding(false)) => {
             return Err(StoreError::IdTaken { kind: "finding", id: finding.id.clone() });
         }
+        (Action::Claim(_), Found::Turn(None))
+        | (Action::Read(_), Found::Revision(_))
+        | (Action::Replace(..) | Action::Write(_), Found::Written { .. })
+        | (Action::Effect(_), Found::Effect(EffectInsert::Inserted))
+        | (Action::Hold(_) | Action::Open(_) | Action::Event(_), Found::Inserted)
+        | (Action::Answer(..), Found::Answered(true))
+        | (Action::Finding(_), Found::Finding(true)) => Judged::Go,
+        (_, found) => return Err(StoreError::Corrupt { what: format!("a commit step answered {found:?}") }),
+    })
+}
+
+/// The steps of a commit, in [`plan`] order, each judged in that order: the first whose
+/// result ends the commit decides it, whatever the backend ran after it (inside the same
+/// transaction, which is then rolled back). `None` means the turn's unique constraint fired:
+/// the caller reads the stored turn after the rollback and answers it as a duplicate.
+pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
+    let actions = plan(commit);
+    let mut rest = actions.as_slice();
+    let mut seq = None;
+    while !rest.is_empty() {
+        let results = tx.perform(rest);
+        if results.is_empty() {
+            return Err(StoreError::Corrupt { what: "a commit step answered nothing".to_owned() });
+        }
+        let ran = results.len();
+        for (action, found) in rest.iter().zip(results) {
+            match judge(action, found?)? {
+                Judged::Go => {}
+                Judged::Numbered(taken) => seq = Some(taken),
+                Judged::End(settled) => return Ok(*settled),
+            }
+        }
+        rest = rest.get(ran..).unwrap_or_default();
     }
-    Ok(Keep(Some(CommitOutcome::Committed { seq })))
+    let seq = seq.ok_or_else(|| StoreError::Corrupt { what: "a commit took no sequence number".to_owned() })?;
+    Ok(Settled::Keep(Some(CommitOutcome::Committed { seq })))
 }
 
 /// The steps of an outcome report. The effect is locked first, so of two concurrent reports

@@ -1,9 +1,7 @@
 //! The ladder on PostgreSQL: the statements of its writes (`ladder.rs` holds the rules) and
 //! the reads of findings and promotions.
 
-use postgres::GenericClient;
-
-use super::{LOCK_PROMOTION, PgStore, PgTxn, settle};
+use super::{LOCK_PROMOTION, PgStore, PgTxn, Session, settle};
 use crate::error::StoreError;
 use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, LadderTxn,
@@ -105,23 +103,9 @@ impl LadderStore for PgStore {
     }
 }
 
-impl<C: GenericClient> LadderTxn for PgTxn<'_, C> {
+impl<C: Session> LadderTxn for PgTxn<'_, C> {
     fn insert_finding(&mut self, finding: &FindingRow) -> Result<bool, StoreError> {
-        let inserted = self.execute(
-            "INSERT INTO findings (id, guard, version, conversation, turn, kind, payload, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-            &[
-                &finding.id,
-                &finding.guard,
-                &finding.version,
-                &finding.conversation,
-                &finding.turn,
-                &finding.kind.as_str(),
-                &finding.payload,
-                &finding.at,
-            ],
-        )?;
-        Ok(inserted == 1)
+        Ok(super::commit::wrote_one(&self.run(&super::commit::insert_finding(finding))?))
     }
 
     fn finding_kind(&mut self, id: &str) -> Result<Option<FindingKind>, StoreError> {

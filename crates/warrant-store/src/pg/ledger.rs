@@ -1,11 +1,11 @@
 //! The ledger on PostgreSQL: the statements of a commit (`txn.rs` decides their order) and
 //! the reads of records, turns, effects, interactions and events.
 
-use postgres::error::SqlState;
-use postgres::{GenericClient, Row};
 use serde_json::Value;
+use tokio_postgres::Row;
 
-use super::{LOCK_MIGRATE, LOCK_TURN, PgStore, PgTxn, settle, violated};
+use super::commit::{self, decode_turn};
+use super::{LOCK_MIGRATE, PgStore, PgTxn, Session, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
@@ -13,9 +13,6 @@ use crate::migrations;
 use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn, TurnRow};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
-
-const SELECT_TURN: &str = "SELECT seq, conversation, turn, request, response, replay
-     FROM turns WHERE conversation = $1 AND turn = $2";
 
 /// The last sequence number a turn has taken, committed or not; 0 before the first.
 const LAST_TAKEN: &str = "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM turns_seq_seq";
@@ -31,17 +28,6 @@ const WAIT_FOR_FLOORS: &str = "SELECT pg_advisory_xact_lock(k) FROM (
            AND classid::bigint = (hashtext($1)::bigint & 4294967295)
          ORDER BY k
      ) floors";
-
-/// Inserts a turn, its sequence number taken only once its floor lock is held: the floor is
-/// the sequence's last value, read before the lock and so no higher than the number taken.
-/// The INSERT reads its row from the locking query, so the number is taken after the lock.
-const INSERT_TURN: &str = "WITH floor AS (
-         SELECT pg_advisory_xact_lock_shared((hashtext($6)::bigint << 32) | (last_value & 4294967295))
-         FROM turns_seq_seq
-     )
-     INSERT INTO turns (conversation, turn, request, response, replay)
-     SELECT $1::text, $2::text, $3::text::json, $4::text::json, $5::text::json FROM floor
-     RETURNING seq";
 
 impl Ledger for PgStore {
     fn migrate(&mut self) -> Result<(), StoreError> {
@@ -120,7 +106,7 @@ impl Ledger for PgStore {
         if !storable(conversation) || !storable(turn) {
             return Ok(None);
         }
-        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
+        self.query_opt(commit::SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
     }
 
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError> {
@@ -194,7 +180,7 @@ impl Ledger for PgStore {
             return Ok(outcome);
         }
         let (conversation, turn) = (&commit.turn.conversation, &commit.turn.turn);
-        match self.query_opt(SELECT_TURN, &[conversation, turn])? {
+        match self.query_opt(commit::SELECT_TURN, &[conversation, turn])? {
             Some(row) => Ok(CommitOutcome::Duplicate(decode_turn(&row)?)),
             None => Err(txn::vanished(conversation, turn)),
         }
@@ -281,17 +267,11 @@ impl PgStore {
     }
 }
 
-impl<C: GenericClient> Txn for PgTxn<'_, C> {
+impl<C: Session> Txn for PgTxn<'_, C> {
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
-        // Waits for a concurrent commit of the same turn to end. The lookup must be a
-        // statement of its own: at READ COMMITTED each statement sees what was committed when
-        // it began, and this one begins after the wait.
         let schema = self.schema;
-        self.execute(
-            "SELECT pg_advisory_xact_lock($1, hashtext($2::text || '/' || $3::text || '/' || $4::text))",
-            &[&LOCK_TURN, &schema, &conversation, &turn],
-        )?;
-        self.query_opt(SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
+        self.run(&commit::claim(schema, conversation, turn))?;
+        commit::found_turn(&self.run(&commit::select_turn(conversation, turn))?)
     }
 
     fn insert_record_if_absent(
@@ -310,112 +290,40 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
     }
 
     fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError> {
-        let updated = self.execute(
-            "UPDATE records SET value = $4, revision = $5
-             WHERE tbl = $1 AND key = $2 AND revision = $3 AND NOT deleted",
-            &[&write.table, &write.key, &write.expected_revision, &write.value, &revision],
-        )?;
-        Ok(updated == 1)
+        Ok(commit::wrote_one(&self.run(&commit::update_record(write, revision))?))
     }
 
     fn lock_read(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
-        // A shared lock: a writer of the row waits until this commit ends, and the revision
-        // read is the latest committed one (a locked row is read again once its writer ends).
-        let row = self.query_opt(
-            "SELECT revision FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted FOR SHARE",
-            &[&table, &key],
-        )?;
-        Ok(row.map(|row| row.try_get(0)).transpose()?)
+        commit::found_revision(&self.run(&commit::lock_read(table, key))?)
     }
 
     fn record_revision(&mut self, table: &str, key: &str) -> Result<Option<i64>, StoreError> {
-        let row = self
-            .query_opt("SELECT revision FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted", &[&table, &key])?;
-        Ok(row.map(|row| row.try_get(0)).transpose()?)
+        commit::found_revision(&self.run(&commit::record_revision(table, key))?)
     }
 
     fn insert_effect(&mut self, effect: &EffectRow) -> Result<EffectInsert, StoreError> {
-        // A concurrent commit of the same idempotency key makes this wait until it ends, then
-        // fail on the constraint, so the key is decided here and nowhere else.
-        let inserted = self.execute(
-            "INSERT INTO effects (id, idempotency_key, conversation, turn, op, payload)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&effect.id, &effect.idempotency_key, &effect.conversation, &effect.turn, &effect.op, &effect.payload],
-        );
-        match violated(&inserted, &SqlState::UNIQUE_VIOLATION) {
-            Some("effects_idempotency_key_key") => Ok(EffectInsert::KeyTaken),
-            Some("effects_pkey") => Err(StoreError::IdTaken { kind: "effect", id: effect.id.clone() }),
-            _ => {
-                inserted?;
-                Ok(EffectInsert::Inserted)
-            }
-        }
+        let inserted = self.run(&commit::insert_effect(effect));
+        commit::effect_inserted(inserted, effect)
     }
 
     fn insert_interaction(&mut self, interaction: &InteractionRow) -> Result<(), StoreError> {
-        let inserted = self.execute(
-            "INSERT INTO interactions (id, conversation, turn, payload, options, state)
-             VALUES ($1, $2, $3, $4, $5, 'open')",
-            &[
-                &interaction.id,
-                &interaction.conversation,
-                &interaction.turn,
-                &interaction.payload,
-                &txn::options_json(&interaction.options),
-            ],
-        );
-        if violated(&inserted, &SqlState::UNIQUE_VIOLATION) == Some("interactions_pkey") {
-            return Err(StoreError::IdTaken { kind: "interaction", id: interaction.id.clone() });
-        }
-        inserted?;
-        Ok(())
+        let inserted = self.run(&commit::insert_interaction(interaction));
+        commit::interaction_inserted(inserted, interaction)
     }
 
     fn answer(&mut self, answer: &Answer, turn: &str) -> Result<bool, StoreError> {
-        // A concurrent answer makes this wait, then check `state` again on the answered row.
-        let updated = self.execute(
-            "UPDATE interactions SET state = 'answered', answer_option = $2, answer_turn = $3
-             WHERE id = $1 AND state = 'open'",
-            &[&answer.interaction, &answer.option, &turn],
-        )?;
-        Ok(updated == 1)
+        Ok(commit::wrote_one(&self.run(&commit::answer(answer, turn))?))
     }
 
     fn insert_turn(&mut self, turn: &TurnRow) -> Result<Option<i64>, StoreError> {
         let schema = self.schema;
-        let row = self.query_one(
-            INSERT_TURN,
-            &[
-                &turn.conversation,
-                &turn.turn,
-                &turn.request.as_str(),
-                &turn.response.as_str(),
-                &turn.replay.as_str(),
-                &schema,
-            ],
-        );
-        if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("turns_conversation_turn_key") {
-            return Ok(None);
-        }
-        Ok(Some(row?.try_get(0)?))
+        let inserted = self.run(&commit::insert_turn(turn, schema));
+        commit::turn_inserted(inserted)
     }
 
     fn insert_event(&mut self, event: &EventRow) -> Result<i64, StoreError> {
-        let row = self.query_one(
-            "INSERT INTO events (id, conversation, kind, payload, effect)
-             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
-            &[&event.id, &event.conversation, &event.kind, &event.payload, &event.effect],
-        );
-        if violated(&row, &SqlState::UNIQUE_VIOLATION) == Some("events_id_key") {
-            return Err(StoreError::IdTaken { kind: "event", id: event.id.clone() });
-        }
-        if violated(&row, &SqlState::FOREIGN_KEY_VIOLATION) == Some("events_effect_fkey") {
-            return Err(StoreError::UnknownEffectReference {
-                event: event.id.clone(),
-                effect: event.effect.clone().unwrap_or_default(),
-            });
-        }
-        Ok(row?.try_get(0)?)
+        let inserted = self.run(&commit::insert_event(event));
+        commit::event_inserted(inserted, event)
     }
 
     fn lock_effect_outcome(&mut self, effect: &str) -> Result<Option<Option<String>>, StoreError> {
@@ -426,10 +334,7 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
     }
 
     fn insert_hold(&mut self, hold: &EffectHold) -> Result<(), StoreError> {
-        self.execute(
-            "INSERT INTO effect_holds (tbl, key, effect) VALUES ($1, $2, $3)",
-            &[&hold.table, &hold.key, &hold.effect],
-        )?;
+        self.run(&commit::insert_hold(hold))?;
         Ok(())
     }
 
@@ -437,17 +342,6 @@ impl<C: GenericClient> Txn for PgTxn<'_, C> {
         self.execute("UPDATE effects SET outcome = $2, report = $3 WHERE id = $1", &[&effect, &outcome, &report])?;
         Ok(())
     }
-}
-
-fn decode_turn(row: &Row) -> Result<StoredTurn, StoreError> {
-    Ok(StoredTurn {
-        seq: row.try_get(0)?,
-        conversation: row.try_get(1)?,
-        turn: row.try_get(2)?,
-        request: row.try_get(3)?,
-        response: row.try_get(4)?,
-        replay: row.try_get(5)?,
-    })
 }
 
 fn decode_effect(row: &Row) -> Result<EffectRow, StoreError> {

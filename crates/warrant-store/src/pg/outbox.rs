@@ -2,10 +2,10 @@
 //! `FOR UPDATE SKIP LOCKED`, so several processes taking at once each get rows no other holds,
 //! and none waits for another; the lease then keeps them after the transaction ends.
 
-use postgres::error::SqlState;
-use postgres::{GenericClient, Row};
+use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
 
-use super::{PgStore, PgTxn, settle, violated};
+use super::{PgStore, PgTxn, Session, settle, violated};
 use crate::error::StoreError;
 use crate::outbox::{
     self, DeliverySteps, DueJob, Enqueued, Failure, FailureRecorded, Jobs, Lease, MessageInsert, NewJob, Outbox,
@@ -116,7 +116,7 @@ impl Jobs for PgStore {
     }
 }
 
-impl<C: GenericClient> DeliverySteps for PgTxn<'_, C> {
+impl<C: Session> DeliverySteps for PgTxn<'_, C> {
     fn insert_message(&mut self, message: &OutboxMessage, now: i64) -> Result<MessageInsert, StoreError> {
         // A concurrent insert of the same key makes this wait for it, then do nothing.
         let inserted = self.query(

@@ -4,14 +4,14 @@
 //! NOTHING`, so of two writers creating one row the second finds the first's row and looks
 //! again.
 
-use postgres::GenericClient;
 use serde_json::Value;
 
-use super::{PgStore, PgTxn, settle};
+use super::{PgStore, PgTxn, Session, settle};
 use crate::error::StoreError;
 use crate::records::{self, Current, Imported, Precondition, RecordDifference, RecordError, Records, RecordsTxn};
 use crate::rows::Record;
 use crate::storable::{check_seed, storable};
+use crate::txn::{Action, Found};
 
 impl Records for PgStore {
     fn put_record(
@@ -76,7 +76,11 @@ impl Records for PgStore {
     }
 }
 
-impl<C: GenericClient> RecordsTxn for PgTxn<'_, C> {
+impl<C: Session> RecordsTxn for PgTxn<'_, C> {
+    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>> {
+        self.pipelined(actions)
+    }
+
     fn lock_record(&mut self, table: &str, key: &str) -> Result<Current, StoreError> {
         let row = self.query_opt(
             "SELECT revision, deleted FROM records WHERE tbl = $1 AND key = $2 FOR UPDATE",

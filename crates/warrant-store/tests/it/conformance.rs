@@ -619,6 +619,91 @@ pub fn a_taken_id_is_an_error_and_writes_nothing(fx: &Fixture) {
     assert_eq!(store.events(None).unwrap().len(), 1);
 }
 
+/// A commit's steps are judged in order, and the first whose result ends the commit decides
+/// it, whatever a later step would have failed on: a backend that runs steps ahead of their
+/// answers (PostgreSQL sends them in one pipeline) must answer as one that stops at once.
+pub fn the_first_step_that_ends_a_commit_decides_it(fx: &Fixture) {
+    let mut store = fx.open();
+    seed_orders(&mut *store);
+    let mut first = commit("c1", "t1");
+    first.effects.push(effect("e1", "k1", &first));
+    first.opened.push(interaction("i1", &first));
+    first.events.push(event("v1", "c1", "one", None));
+    first.findings.push(crate::build::finding("f1", &first));
+    committed(store.commit(&first).unwrap());
+    let mut closing = commit("c1", "t2");
+    closing.answered.push(answer("i1", "yes"));
+    committed(store.commit(&closing).unwrap());
+    let stale = |expected| CommitOutcome::StaleRevision {
+        table: "orders".to_owned(),
+        key: "#W0002".to_owned(),
+        expected,
+        actual: Some(1),
+    };
+    // Each refused commit takes turn t3, and leaves the first commit's one event alone.
+    let untouched = |store: &mut dyn Store| {
+        assert_eq!(store.turn("c1", "t3").unwrap(), None);
+        assert_eq!(store.events(None).unwrap().len(), 1);
+    };
+
+    // A stale read, then an interaction whose id is taken.
+    let mut c = commit("c1", "t3");
+    c.reads.push(warrant_store::RecordRead { table: "orders".into(), key: "#W0002".into(), revision: 4 });
+    c.opened.push(interaction("i1", &c));
+    assert_eq!(store.commit(&c).unwrap(), stale(4));
+    untouched(&mut *store);
+
+    // A stale write, then an effect whose id is taken and a finding whose id is taken.
+    let mut c = commit("c1", "t3");
+    c.writes.push(write("orders", "#W0001", 1, json!({"status": "cancelled"})));
+    c.writes.push(write("orders", "#W0002", 3, json!({"status": "returned"})));
+    c.effects.push(effect("e1", "k9", &c));
+    c.findings.push(crate::build::finding("f1", &c));
+    assert_eq!(store.commit(&c).unwrap(), stale(3));
+    assert_eq!(revision(&mut *store, "orders", "#W0001"), Some(1));
+
+    // A duplicate turn, then a stale read and an effect whose key is taken.
+    let mut c = commit("c1", "t1");
+    c.reads.push(warrant_store::RecordRead { table: "orders".into(), key: "#W0002".into(), revision: 4 });
+    c.effects.push(effect("e9", "k1", &c));
+    assert!(matches!(store.commit(&c).unwrap(), CommitOutcome::Duplicate(turn) if turn.turn == "t1"));
+
+    // An effect whose key is taken, then an event whose id is taken.
+    let mut c = commit("c1", "t3");
+    c.effects.push(effect("e9", "k1", &c));
+    c.events.push(event("v1", "c1", "two", None));
+    assert_eq!(store.commit(&c).unwrap(), CommitOutcome::DuplicateEffect { idempotency_key: "k1".to_owned() });
+    untouched(&mut *store);
+    assert_eq!(store.effect("e9").unwrap(), None);
+
+    // A closed interaction, then an event naming an effect that does not exist.
+    let mut c = commit("c1", "t3");
+    c.answered.push(answer("i1", "no"));
+    c.events.push(event("v9", "c1", "two", Some("e404")));
+    assert_eq!(store.commit(&c).unwrap(), CommitOutcome::InteractionClosed { id: "i1".to_owned() });
+    untouched(&mut *store);
+
+    // An error decides where nothing before it ends the commit.
+    let mut c = commit("c1", "t3");
+    c.reads.push(warrant_store::RecordRead { table: "orders".into(), key: "#W0002".into(), revision: 1 });
+    c.events.push(event("v9", "c1", "two", Some("e404")));
+    c.opened.push(interaction("i1", &c));
+    let result = store.commit(&c);
+    assert!(matches!(&result, Err(StoreError::IdTaken { kind: "interaction", id }) if id == "i1"), "{result:?}");
+    untouched(&mut *store);
+
+    // And the connection is left as it was: the same turn, made good, goes through.
+    let mut c = commit("c1", "t3");
+    c.reads.push(warrant_store::RecordRead { table: "orders".into(), key: "#W0002".into(), revision: 1 });
+    c.writes.push(write("orders", "#W0001", 1, json!({"status": "cancelled"})));
+    c.effects.push(effect("e2", "k2", &c));
+    c.events.push(event("v2", "c1", "two", Some("e2")));
+    c.findings.push(crate::build::finding("f2", &c));
+    committed(store.commit(&c).unwrap());
+    assert_eq!(revision(&mut *store, "orders", "#W0001"), Some(2));
+    assert_eq!(store.events(None).unwrap().len(), 2);
+}
+
 pub fn an_event_naming_an_unknown_effect_is_an_error_and_writes_nothing(fx: &Fixture) {
     let mut store = fx.open();
     let mut c = commit("c1", "t1");

@@ -49,6 +49,7 @@ conformance! {
     conformance::seeded_records_read_back_at_revision_one,
     conformance::seeding_twice_inserts_nothing_new,
     conformance::a_commit_stores_everything_of_the_turn,
+    conformance::the_first_step_that_ends_a_commit_decides_it,
     conformance::a_stale_revision_rolls_back_the_whole_commit,
     conformance::a_write_to_a_missing_record_is_stale_with_no_actual_revision,
     conformance::a_duplicate_turn_returns_the_first_and_writes_nothing,
