@@ -169,6 +169,19 @@ impl FactsMemo {
     pub fn over<'a>(&'a self, source: &'a dyn Facts) -> MemoFacts<'a> {
         MemoFacts { memo: self, source }
     }
+
+    /// Keeps `record` as what the row `row` reads, as if a decision had read it from its source:
+    /// a source that read ahead what a decision will ask for serves it from here. A row already
+    /// kept stays as it was read first.
+    pub fn keep_record(&self, row: RowRef, record: Option<SharedRecord>) {
+        self.records.borrow_mut().entry((row.table, row.key)).or_insert(record);
+    }
+
+    /// Keeps `effect` as the effect that holds `row` ([`Facts::pending_effect`]), as
+    /// [`FactsMemo::keep_record`] keeps a row.
+    pub fn keep_pending(&self, row: RowRef, effect: Option<String>) {
+        self.pending.borrow_mut().entry(row).or_insert(effect);
+    }
 }
 
 /// A source of facts seen through a [`FactsMemo`] ([`FactsMemo::over`]).

@@ -920,6 +920,66 @@ fn named_rows(
     rows.into_iter().collect()
 }
 
+/// What a turn's first decision is foreseen to read, from the request alone: the rows it reads
+/// ([`Facts::record`]) and those whose pending effect it asks ([`Facts::pending_effect`]).
+/// A source that pays a round trip for each read may read them together before the decision
+/// and keep them in its [`crate::facts::FactsMemo`]; the decision still reads what it asks for,
+/// foreseen or not, and a foreseen fact it does not ask for is read for nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Foreseen {
+    /// Rows read: the actor's, and those the acts' record arguments name by a plain id.
+    pub rows: Vec<RowRef>,
+    /// Rows whose pending effect a consequential act asks: those it names.
+    pub pending: Vec<RowRef>,
+}
+
+/// The facts the first decision of `valid` is foreseen to read ([`Foreseen`]), each once: an
+/// act's rows are named as its decision would name them once its arguments passed their checks
+/// ([`named_rows`]), and an act the contract does not offer, or an argument in another form
+/// than an id (a list of ids for `records`), foresees nothing.
+#[must_use]
+pub fn foreseen(contract: &Contract, valid: &ValidRequest) -> Foreseen {
+    let request = valid.request();
+    let actor = contract.actor_table().map(|table| RowRef { table: table.to_owned(), key: request.actor.clone() });
+    let mut rows: BTreeSet<RowRef> = actor.iter().cloned().collect();
+    let mut pending = BTreeSet::new();
+    for act in &request.acts {
+        let Some(op) = contract.operation(&act.op) else { continue };
+        let mut named = Vec::new();
+        for arg in &op.args {
+            let Some(value) = act.args.get(&arg.name) else { continue };
+            match &arg.kind {
+                ArgKind::Record { table } => {
+                    let key = match value {
+                        Value::String(key) => Some(key.as_str()),
+                        Value::Object(map) => map.get("id").and_then(Value::as_str),
+                        _ => None,
+                    };
+                    named.extend(key.map(|key| RowRef { table: table.clone(), key: key.to_owned() }));
+                }
+                ArgKind::Records { table, .. } => {
+                    let Value::Array(items) = value else { continue };
+                    named.extend(
+                        items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|key| RowRef { table: table.clone(), key: key.to_owned() }),
+                    );
+                }
+                _ => {}
+            }
+        }
+        rows.extend(named.iter().cloned());
+        if op.consequential {
+            pending.extend(named);
+            if op.resource.is_none() {
+                pending.extend(actor.iter().cloned());
+            }
+        }
+    }
+    Foreseen { rows: rows.into_iter().collect(), pending: pending.into_iter().collect() }
+}
+
 /// Before a consequential act is held, its effect is tried on the working copies and undone:
 /// an effect whose rows would break their schemas is refused now rather than after the user
 /// confirms. A step that cannot apply here is left to the confirmation, which decides again.

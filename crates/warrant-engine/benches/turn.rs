@@ -5,7 +5,8 @@
 //! - a turn with a durable SQLite commit from 1, 2, 4, 8 and 16 clients (group commit), beside a
 //!   bare one-row SQLite transaction, then paced at half the best rate for its p99, beside bare
 //!   one-row transactions paced alike (what the disk alone makes of that pace);
-//! - a turn on PostgreSQL with 16 concurrent clients, beside a bare one-row transaction;
+//! - a turn on PostgreSQL from 1 client and from 16, each beside bare one-row transactions from
+//!   as many;
 //! - replay throughput, beside reading the stored turns without deciding;
 //! - resident memory with the contract and its records loaded, and after many turns.
 //!
@@ -13,7 +14,8 @@
 //! measures the deterministic part on the system allocator).
 //!
 //! Run: `cargo bench -p warrant-engine --bench turn` (PostgreSQL at 127.0.0.1:5432, or set
-//! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts).
+//! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts, and `WARRANT_BENCH_PARTS`
+//! picks parts: `deterministic`, `sqlite`, `replay`, `postgres`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -260,6 +262,45 @@ fn paced_bare(path: &std::path::Path, clients: usize, rate: f64, seconds: f64) {
     report(&format!("baseline: bare one-row transaction, paced, {clients} client(s)"), latencies, start.elapsed());
 }
 
+/// The PostgreSQL baseline: `clients` threads, each on its own connection, each making `per`
+/// bare one-row transactions (`BEGIN`, one `INSERT`, `COMMIT`) as fast as they are answered.
+fn bare_postgres(conninfo: &str, clients: usize, per: usize) {
+    let barrier = Barrier::new(clients);
+    let start = Instant::now();
+    let latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let mut client = postgres::Client::connect(conninfo, postgres::NoTls).expect("connect");
+                    barrier.wait();
+                    (0..per)
+                        .map(|i| {
+                            let t = Instant::now();
+                            let mut tx = client.transaction().expect("begin");
+                            tx.execute(
+                                "INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')",
+                                &[&format!("{clients}-{c}-{i}")],
+                            )
+                            .expect("insert");
+                            tx.commit().expect("commit");
+                            t.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+    });
+    report(&format!("baseline: bare one-row PostgreSQL transaction, {clients} client(s)"), latencies, start.elapsed());
+}
+
+/// Whether the part `name` of the run is measured: every part, unless `WARRANT_BENCH_PARTS`
+/// names some (`deterministic`, `sqlite`, `replay`, `postgres`, separated by commas).
+fn part(name: &str) -> bool {
+    std::env::var("WARRANT_BENCH_PARTS").map_or(true, |parts| parts.split(',').any(|p| p.trim() == name))
+}
+
 /// The `warrant` binary's allocator, so that the figures are the ones it runs at.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -288,126 +329,108 @@ fn main() {
         rss_kib(),
         rss_start
     );
-    deterministic(&contract, &facts);
-    let rss_before = rss_kib();
-    let none = Default::default();
-    let acts = acts();
-    for i in 0..scale() * 100 {
-        let valid = request::parse(&contract, &turn_request("soak", i, &acts[i % acts.len()])).expect("valid");
-        std::hint::black_box(turn::decide(&contract, &valid, &facts, &none));
+    if part("deterministic") {
+        deterministic(&contract, &facts);
+        let rss_before = rss_kib();
+        let none = Default::default();
+        let acts = acts();
+        for i in 0..scale() * 100 {
+            let valid = request::parse(&contract, &turn_request("soak", i, &acts[i % acts.len()])).expect("valid");
+            std::hint::black_box(turn::decide(&contract, &valid, &facts, &none));
+        }
+        println!(
+            "resident memory after {} more deterministic turns: {} KiB (before {} KiB)",
+            scale() * 100,
+            rss_kib(),
+            rss_before
+        );
     }
-    println!(
-        "resident memory after {} more deterministic turns: {} KiB (before {} KiB)",
-        scale() * 100,
-        rss_kib(),
-        rss_before
-    );
 
-    // Durable SQLite.
-    {
-        let raw = rusqlite::Connection::open(dir.path().join("raw.sqlite")).expect("raw");
-        raw.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)",
-        )
-        .expect("schema");
-        let mut latencies = Vec::new();
+    if part("sqlite") {
+        // Durable SQLite.
+        {
+            let raw = rusqlite::Connection::open(dir.path().join("raw.sqlite")).expect("raw");
+            raw.execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)",
+            )
+            .expect("schema");
+            let mut latencies = Vec::new();
+            let start = Instant::now();
+            for i in 0..scale() {
+                let t = Instant::now();
+                raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+                raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("k{i}"), "{\"a\":1}")).expect("insert");
+                raw.execute_batch("COMMIT").expect("commit");
+                latencies.push(t.elapsed());
+            }
+            report("baseline: bare one-row SQLite transaction", latencies, start.elapsed());
+        }
+        let sqlite = |path: PathBuf| move || SqliteStore::open(&path).expect("sqlite");
+        // Group commit: the more clients commit at once, the more commits share a transaction.
+        let mut best = (0.0, 1);
+        for clients in [1, 2, 4, 8, 16] {
+            let rate = durable("sqlite durable turn", sqlite(db.clone()), clients, (scale() * 2 / clients).max(1));
+            if rate > best.0 {
+                best = (rate, clients);
+            }
+        }
+        let (max, clients) = best;
+        let seconds = if scale() > 100 { 10.0 } else { 0.5 };
+        println!("sqlite: paced at half the best rate ({:.0} /s with {clients} clients) for {seconds} s", max / 2.0);
+        paced_bare(&dir.path().join("paced.sqlite"), clients, max / 2.0, seconds);
+        paced("sqlite durable turn at half load", sqlite(db.clone()), clients, max / 2.0, seconds);
+    }
+
+    if part("replay") {
+        // Replay of everything stored so far.
+        let mut replaying = build_engine(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite"));
         let start = Instant::now();
-        for i in 0..scale() {
-            let t = Instant::now();
-            raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
-            raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("k{i}"), "{\"a\":1}")).expect("insert");
-            raw.execute_batch("COMMIT").expect("commit");
-            latencies.push(t.elapsed());
+        let mut read = 0;
+        let mut after = 0;
+        loop {
+            let batch = replaying.turns(after, 500).expect("turns");
+            let Some(last) = batch.last() else { break };
+            after = last.seq;
+            read += batch.len();
         }
-        report("baseline: bare one-row SQLite transaction", latencies, start.elapsed());
+        let read_wall = start.elapsed();
+        println!(
+            "{:<44} {read:>7} turns  {:>9.0} /min",
+            "baseline: read the stored turns",
+            read as f64 / read_wall.as_secs_f64() * 60.0
+        );
+        let start = Instant::now();
+        let report_ = replaying.replay().expect("replay");
+        let wall = start.elapsed();
+        println!(
+            "{:<44} {:>7} turns  {:>9.0} /min  ({} identical, {} changed)",
+            "replay from recorded facts",
+            report_.turns,
+            report_.turns as f64 / wall.as_secs_f64() * 60.0,
+            report_.identical,
+            report_.changes.len()
+        );
     }
-    let sqlite = |path: PathBuf| move || SqliteStore::open(&path).expect("sqlite");
-    // Group commit: the more clients commit at once, the more commits share a transaction.
-    let mut best = (0.0, 1);
-    for clients in [1, 2, 4, 8, 16] {
-        let rate = durable("sqlite durable turn", sqlite(db.clone()), clients, (scale() * 2 / clients).max(1));
-        if rate > best.0 {
-            best = (rate, clients);
-        }
-    }
-    let (max, clients) = best;
-    let seconds = if scale() > 100 { 10.0 } else { 0.5 };
-    println!("sqlite: paced at half the best rate ({:.0} /s with {clients} clients) for {seconds} s", max / 2.0);
-    paced_bare(&dir.path().join("paced.sqlite"), clients, max / 2.0, seconds);
-    paced("sqlite durable turn at half load", sqlite(db.clone()), clients, max / 2.0, seconds);
-
-    // Replay of everything stored so far.
-    let mut replaying = build_engine(contract.clone(), &folder, SqliteStore::open(&db).expect("sqlite"));
-    let start = Instant::now();
-    let mut read = 0;
-    let mut after = 0;
-    loop {
-        let batch = replaying.turns(after, 500).expect("turns");
-        let Some(last) = batch.last() else { break };
-        after = last.seq;
-        read += batch.len();
-    }
-    let read_wall = start.elapsed();
-    println!(
-        "{:<44} {read:>7} turns  {:>9.0} /min",
-        "baseline: read the stored turns",
-        read as f64 / read_wall.as_secs_f64() * 60.0
-    );
-    let start = Instant::now();
-    let report_ = replaying.replay().expect("replay");
-    let wall = start.elapsed();
-    println!(
-        "{:<44} {:>7} turns  {:>9.0} /min  ({} identical, {} changed)",
-        "replay from recorded facts",
-        report_.turns,
-        report_.turns as f64 / wall.as_secs_f64() * 60.0,
-        report_.identical,
-        report_.changes.len()
-    );
 
     // PostgreSQL.
     let conninfo = std::env::var("WARRANT_BENCH_POSTGRES")
         .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
     let schema = format!("warrant_bench_{}", std::process::id());
     match postgres::Client::connect(&conninfo, postgres::NoTls) {
+        _ if !part("postgres") => {}
         Err(e) => println!("postgres: not reachable ({e}); no PostgreSQL figures"),
         Ok(mut client) => {
             client
                 .batch_execute("DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (k TEXT PRIMARY KEY, v JSONB)")
                 .expect("raw table");
-            let clients = 16;
-            let per = scale() / clients;
-            let barrier = Arc::new(Barrier::new(clients));
-            let start = Instant::now();
-            let latencies: Vec<Duration> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..clients)
-                    .map(|c| {
-                        let barrier = barrier.clone();
-                        let conninfo = conninfo.clone();
-                        scope.spawn(move || {
-                            let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).expect("connect");
-                            barrier.wait();
-                            (0..per)
-                                .map(|i| {
-                                    let t = Instant::now();
-                                    let mut tx = client.transaction().expect("begin");
-                                    tx.execute(
-                                        "INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')",
-                                        &[&format!("{c}-{i}")],
-                                    )
-                                    .expect("insert");
-                                    tx.commit().expect("commit");
-                                    t.elapsed()
-                                })
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
-            });
-            report("baseline: bare one-row PostgreSQL transaction, 16 clients", latencies, start.elapsed());
-            let pg = |conninfo: String, schema: String| move || PgStore::connect(&conninfo, &schema).expect("postgres");
-            durable("postgres turn", pg(conninfo.clone(), schema.clone()), clients, per);
+            // One client shows what a turn's round trips cost; sixteen, what the server does.
+            for clients in [1, 16] {
+                let per = if clients == 1 { scale() / 8 } else { scale() / clients };
+                bare_postgres(&conninfo, clients, per);
+                let pg =
+                    |conninfo: String, schema: String| move || PgStore::connect(&conninfo, &schema).expect("postgres");
+                durable("postgres turn", pg(conninfo.clone(), schema.clone()), clients, per);
+            }
             let _ = client
                 .batch_execute(&format!("DROP TABLE IF EXISTS bench_raw; DROP SCHEMA IF EXISTS {schema} CASCADE"));
         }

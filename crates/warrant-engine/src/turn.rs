@@ -11,10 +11,11 @@ use warrant_core::check::CheckAnswers;
 use warrant_core::facts::FactsMemo;
 use warrant_core::outbound::GateAnswers;
 use warrant_core::reason::ReasonCode;
+use warrant_core::records::SharedRecord;
 use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
-use warrant_core::turn::{Decision, RowRef, TurnResponse};
+use warrant_core::turn::{Decision, Foreseen, RowRef, TurnResponse};
 use warrant_model::ModelCall;
-use warrant_store::{CommitOutcome, Store, StoredTurn};
+use warrant_store::{CommitOutcome, ReadAhead, Store, StoredTurn, TurnAhead};
 
 use crate::commit::{Decided, to_commit};
 use crate::facts::StoreFacts;
@@ -121,18 +122,27 @@ impl<S: Store> Engine<S> {
         // is the first decision's (a store whose readers pay for what other connections wrote
         // since pays once for both).
         self.store.begin_reads()?;
-        let seen = self.store.turn(&request.conversation, &request.turn);
-        if !matches!(seen, Ok(None)) {
+        // The facts the first decision is foreseen to read are asked beside the lookup: a store
+        // that pays a round trip for each read sends them together.
+        let foreseen = warrant_core::turn::foreseen(&self.contract, valid);
+        let (rows, pending) = (pairs(&foreseen.rows), pairs(&foreseen.pending));
+        let seen =
+            self.store.turn_ahead(&request.conversation, &request.turn, ReadAhead { rows: &rows, pending: &pending });
+        if !matches!(seen, Ok(TurnAhead { turn: None, .. })) {
             self.store.end_reads()?;
         }
-        if let Some(stored) = seen? {
-            return repeat(valid, &stored);
+        let ahead = seen?;
+        if let Some(stored) = &ahead.turn {
+            return repeat(valid, stored);
         }
+        failpoint("after_lookup");
+        let mut first = Some(read_ahead(&foreseen, ahead));
         let mut gathered = Gathered::default();
         let budget = self.model.as_ref().map(ModelSetup::turn_budget);
         for attempt in 0..MAX_ATTEMPTS {
-            // Each attempt reads the store afresh: one after a conflict sees what the commit found.
-            let memo = FactsMemo::default();
+            // Each attempt reads the store afresh: one after a conflict sees what the commit
+            // found. The first starts from what was read beside the lookup.
+            let memo = first.take().unwrap_or_default();
             let reads = if attempt == 0 { Reads::Open } else { Reads::Begin };
             let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo, reads)?;
             let commit = to_commit(&Decided {
@@ -235,6 +245,29 @@ impl<S: Store> Engine<S> {
         self.store.end_reads()?;
         Ok(decision)
     }
+}
+
+/// Rows as the store names them, by table and key.
+fn pairs(rows: &[RowRef]) -> Vec<(&str, &str)> {
+    rows.iter().map(|r| (r.table.as_str(), r.key.as_str())).collect()
+}
+
+/// A memo that holds what the store read ahead of the first decision, as if it had read it.
+fn read_ahead(foreseen: &Foreseen, ahead: TurnAhead) -> FactsMemo {
+    let memo = FactsMemo::default();
+    for (row, found) in foreseen.rows.iter().zip(ahead.rows) {
+        if let Some(found) = found {
+            let found =
+                found.map(|r| SharedRecord { table: r.table, key: r.key, revision: r.revision, value: r.value });
+            memo.keep_record(row.clone(), found);
+        }
+    }
+    for (row, found) in foreseen.pending.iter().zip(ahead.pending) {
+        if let Some(effect) = found {
+            memo.keep_pending(row.clone(), effect);
+        }
+    }
+    memo
 }
 
 /// The answer to a turn whose key the store already holds: its recorded response when the

@@ -9,8 +9,8 @@ use crate::{
     AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, DueJob, EffectRow, Enqueued, EventRow,
     Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, LadderStore, Lease, Ledger, NewJob, Outbox,
     OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
-    PromptPromotionRow, PromptRegistry, PromptRow, Record, RecordDifference, RecordError, Records, RetryPolicy,
-    RowEventRow, SharedRecord, SqliteStore, StoreError, StoredTurn,
+    PromptPromotionRow, PromptRegistry, PromptRow, ReadAhead, Record, RecordDifference, RecordError, Records,
+    RetryPolicy, RowEventRow, SharedRecord, SqliteStore, StoreError, StoredTurn, TurnAhead,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -59,6 +59,7 @@ forward!(Ledger {
     fn begin_reads(&mut self) -> Result<(), StoreError>;
     fn end_reads(&mut self) -> Result<(), StoreError>;
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
+    fn turn_ahead(&mut self, conversation: &str, turn: &str, ahead: ReadAhead<'_>) -> Result<TurnAhead, StoreError>;
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;
     fn effect(&mut self, id: &str) -> Result<Option<EffectRow>, StoreError>;
     fn commit(&mut self, commit: &Commit) -> Result<CommitOutcome, StoreError>;

@@ -15,6 +15,28 @@ use crate::commit::{Commit, CommitOutcome, OutcomeReport, OutcomeResult};
 use crate::error::StoreError;
 use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn};
 
+/// Facts a decision is foreseen to read, asked of the store beside a turn's lookup
+/// ([`Ledger::turn_ahead`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadAhead<'a> {
+    /// Rows, as table and key ([`Ledger::shared_record`]).
+    pub rows: &'a [(&'a str, &'a str)],
+    /// Rows whose pending effect is asked ([`Ledger::pending_effect`]), as table and key.
+    pub pending: &'a [(&'a str, &'a str)],
+}
+
+/// A turn's lookup, and what the store read beside it of the facts a [`ReadAhead`] foresaw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnAhead {
+    /// The stored turn, if it was decided before.
+    pub turn: Option<StoredTurn>,
+    /// Each foreseen row's answer, in the order asked: `None` where it was not read. Shorter
+    /// than what was asked when the rest was not read.
+    pub rows: Vec<Option<Option<SharedRecord>>>,
+    /// Each foreseen row's pending effect, as [`TurnAhead::rows`] answers rows.
+    pub pending: Vec<Option<Option<String>>>,
+}
+
 /// The ledger of a store: the schema, the records, and every turn's commit.
 pub trait Ledger: Send {
     /// Creates or upgrades the schema (of every concern, not only the ledger's). Idempotent,
@@ -65,6 +87,17 @@ pub trait Ledger: Send {
 
     /// The stored turn `turn` of `conversation`.
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
+
+    /// The stored turn `turn` of `conversation`, as [`Ledger::turn`] answers it, with those of
+    /// the facts `ahead` foresees that the backend reads as cheaply beside it: one that pays a
+    /// round trip for every read sends them together. A foreseen fact that was not read, or
+    /// failed to be, is left unanswered (whoever needs it reads it); only the turn's lookup
+    /// failing is an error. Inside a span of reads ([`Ledger::begin_reads`]) all of it is read
+    /// in the span. By default, the lookup alone.
+    fn turn_ahead(&mut self, conversation: &str, turn: &str, ahead: ReadAhead<'_>) -> Result<TurnAhead, StoreError> {
+        let _ = ahead;
+        Ok(TurnAhead { turn: self.turn(conversation, turn)?, rows: Vec::new(), pending: Vec::new() })
+    }
 
     /// A stored interaction, open or answered.
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError>;

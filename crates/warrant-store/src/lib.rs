@@ -38,7 +38,7 @@ pub use commit::{
 };
 pub use error::StoreError;
 pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, PromotionRow};
-pub use ledger::Ledger;
+pub use ledger::{Ledger, ReadAhead, TurnAhead};
 pub use outbox::{
     DueJob, Enqueued, Failure, FailureRecorded, JobState, Jobs, Lease, NewJob, Outbox, OutboxMessage, OutboxRow,
     OutboxState, RetryPolicy,

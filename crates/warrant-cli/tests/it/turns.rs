@@ -256,6 +256,55 @@ fn postgres_a_key_taken_while_a_turn_decides_is_reused_or_repeated() {
     a_key_taken_while_a_turn_decides(&pg.store(), dir.path());
 }
 
+/// A turn's first decision is made on the rows read with its lookup (one read transaction on
+/// SQLite, one pipeline beside the lookup on PostgreSQL). A row the system of record changes
+/// while the turn is paused after its lookup makes that decision's commit stale; the turn is
+/// decided again on the row as changed, and its replay record names the conflict.
+fn a_row_changed_after_the_lookup_makes_the_first_decision_stale(store: &str, dir: &Path) {
+    let body = request("ahead", "t1", json!([{"op": "get_order_details", "args": {"order_id": ORDER}}]), json!([]));
+    let marker = dir.join("paused-ahead");
+    let child = spawn_turn(store, &body, &format!("pause_after_lookup:{}", marker.display()));
+    wait_for(&marker);
+    let get = warrant(&["records", "get", "order", ORDER, "--contract", CONTRACT, "--store", store], "");
+    let row: Value = serde_json::from_str(&stdout(&get)).unwrap();
+    let mut shipped = row["value"].clone();
+    shipped["status"] = json!("delivered");
+    let put = warrant(
+        &["records", "put", "order", ORDER, "--if-match", "1", "--contract", CONTRACT, "--store", store],
+        &shipped.to_string(),
+    );
+    assert_eq!(put.status.code(), Some(0), "{}", crate::stderr(&put));
+    std::fs::write(format!("{}.go", marker.display()), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), &answer["acts"][0]["verdict"]), (Some(0), &json!("commit")), "{answer}");
+
+    let mut engine = warrant_engine::Engine::builder()
+        .contract_file(root().join(CONTRACT))
+        .model(warrant_engine::ModelSource::None)
+        .open(store)
+        .unwrap();
+    let stored = engine.turns(0, 10).unwrap();
+    let replay = &stored.iter().find(|t| t.conversation == "ahead").unwrap().replay;
+    assert_eq!(replay["conflicts"], json!([{"table": "order", "key": ORDER}]), "{replay}");
+    let read = replay["facts"]["records"].as_array().unwrap();
+    let order = read.iter().find(|r| r["key"] == ORDER).unwrap();
+    assert_eq!((&order["revision"], &order["value"]["status"]), (&json!(2), &json!("delivered")), "{order}");
+}
+
+#[test]
+fn sqlite_a_row_changed_after_the_lookup_makes_the_first_decision_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    a_row_changed_after_the_lookup_makes_the_first_decision_stale(&sqlite_store(&dir), dir.path());
+}
+
+#[test]
+fn postgres_a_row_changed_after_the_lookup_makes_the_first_decision_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = postgres_schema();
+    a_row_changed_after_the_lookup_makes_the_first_decision_stale(&pg.store(), dir.path());
+}
+
 #[test]
 fn postgres_two_processes_racing_for_one_record_have_exactly_one_winner() {
     let pg = postgres_schema();

@@ -127,3 +127,62 @@ fn nothing_held_holds_nothing_and_a_read_holds_no_row() {
     assert!(decision.facts.pending.is_empty());
     assert_eq!(decision.effects[0].holds, []);
 }
+
+/// [`Courier`]'s facts, each read noted.
+struct Noted {
+    facts: Courier,
+    rows: std::cell::RefCell<BTreeSet<RowRef>>,
+    pending: std::cell::RefCell<BTreeSet<RowRef>>,
+}
+
+impl Facts for Noted {
+    fn record(&self, table: &str, key: &str) -> Result<Option<Record>, FactError> {
+        self.rows.borrow_mut().insert(RowRef { table: table.into(), key: key.into() });
+        self.facts.record(table, key)
+    }
+    fn interaction(&self, id: &str) -> Result<Option<Interaction>, FactError> {
+        self.facts.interaction(id)
+    }
+    fn pending_effect(&self, row: &RowRef) -> Result<Option<String>, FactError> {
+        self.pending.borrow_mut().insert(row.clone());
+        self.facts.pending_effect(row)
+    }
+}
+
+/// What the request foresees is what its first decision reads: the rows its acts name by id,
+/// and the pending effect of those a consequential act names. A row that turns out not to
+/// exist is foreseen for the check that would follow it, and an act the contract does not have
+/// or an argument that is no id foresees nothing.
+#[test]
+fn the_facts_a_turn_is_foreseen_to_read_are_those_its_first_decision_reads() {
+    let contract = Contract::load("courier.toml", CONTRACT, &Files).unwrap();
+    let foresee = |acts: serde_json::Value| {
+        let body = json!({
+            "conversation": "c", "turn": "t", "actor": "kim", "at": "2026-11-30T03:00:00Z", "time_zone": "UTC",
+            "locale": "en-US", "acts": acts,
+        });
+        let valid = request::parse(&contract, &body.to_string()).unwrap();
+        let noted = Noted { facts: Courier { held: None }, rows: Default::default(), pending: Default::default() };
+        let _ = turn::decide(&contract, &valid, &noted, &BTreeSet::new());
+        (turn::foreseen(&contract, &valid), noted.rows.into_inner(), noted.pending.into_inner())
+    };
+    let acts = json!([{"op": "recall", "args": {"parcel": "p1"}}, {"op": "track", "args": {"parcel": "p2"}},
+        {"op": "dispatch", "args": {"parcel": {"id": "p2", "revision": 2}}}]);
+    let (foreseen, rows, pending) = foresee(acts);
+    assert_eq!(foreseen.rows, [parcel("p1"), parcel("p2")]);
+    assert_eq!(foreseen.pending, [parcel("p1"), parcel("p2")]);
+    assert_eq!(foreseen.rows.iter().cloned().collect::<BTreeSet<_>>(), rows);
+    assert_eq!(foreseen.pending.iter().cloned().collect::<BTreeSet<_>>(), pending);
+
+    // A read asks no pending effect; a missing row is foreseen, and refused before one is asked.
+    let (foreseen, rows, pending) = foresee(json!([{"op": "track", "args": {"parcel": "p1"}},
+        {"op": "recall", "args": {"parcel": "p404"}}]));
+    assert_eq!(foreseen.rows, [parcel("p1"), parcel("p404")]);
+    assert_eq!(foreseen.pending, [parcel("p404")]);
+    assert_eq!(rows, BTreeSet::from([parcel("p1"), parcel("p404")]));
+    assert!(pending.is_empty());
+
+    let (foreseen, ..) = foresee(json!([{"op": "unknown", "args": {"parcel": "p1"}},
+        {"op": "recall", "args": {"parcel": 7}}, {"op": "recall", "args": {"parcel": {"key": "p1"}}}]));
+    assert_eq!(foreseen, turn::Foreseen::default());
+}

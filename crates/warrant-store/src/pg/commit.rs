@@ -14,7 +14,7 @@ use super::{LOCK_TURN, PgTxn, violated};
 use crate::commit::{Answer, EffectHold, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::FindingRow;
-use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn, TurnRow};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn, TurnRow};
 use crate::txn::{self, Action, EffectInsert, Found};
 
 /// A statement and its parameters.
@@ -59,6 +59,43 @@ pub(super) fn claim<'a>(schema: &'a str, conversation: &'a str, turn: &'a str) -
 
 pub(super) fn select_turn<'a>(conversation: &'a str, turn: &'a str) -> Request<'a> {
     request!(SELECT_TURN, conversation, turn)
+}
+
+/// A row as a decision reads it: its revision and value, when it is stored and not deleted.
+pub(super) const SELECT_RECORD: &str =
+    "SELECT revision, value FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted";
+
+/// The effect that holds a row: one whose outcome has not arrived (or is `unknown`), the
+/// first by id.
+pub(super) const SELECT_PENDING: &str = "SELECT h.effect FROM effect_holds h JOIN effects e ON e.id = h.effect
+     WHERE h.tbl = $1 AND h.key = $2 AND (e.outcome IS NULL OR e.outcome = 'unknown')
+     ORDER BY h.effect LIMIT 1";
+
+pub(super) fn select_record<'a>(table: &'a str, key: &'a str) -> Request<'a> {
+    request!(SELECT_RECORD, table, key)
+}
+
+pub(super) fn select_pending<'a>(table: &'a str, key: &'a str) -> Request<'a> {
+    request!(SELECT_PENDING, table, key)
+}
+
+/// The row [`SELECT_RECORD`] found, if any.
+pub(super) fn found_record(table: &str, key: &str, rows: &[Row]) -> Result<Option<Record>, Error> {
+    rows.first()
+        .map(|row| {
+            Ok(Record {
+                table: table.to_owned(),
+                key: key.to_owned(),
+                revision: row.try_get(0)?,
+                value: row.try_get(1)?,
+            })
+        })
+        .transpose()
+}
+
+/// The effect [`SELECT_PENDING`] found, if any.
+pub(super) fn found_pending(rows: &[Row]) -> Result<Option<String>, Error> {
+    rows.first().map(|row| row.try_get(0)).transpose()
 }
 
 /// A shared lock: a writer of the row waits until this commit ends, and the revision read is
@@ -253,7 +290,7 @@ impl<C: Session> PgTxn<'_, C> {
     }
 
     /// Sends every statement before it reads any answer; the outer error is the connection's.
-    fn run_all(&mut self, requests: &[Request<'_>]) -> Result<Vec<Result<Vec<Row>, Error>>, Error> {
+    pub(super) fn run_all(&mut self, requests: &[Request<'_>]) -> Result<Vec<Result<Vec<Row>, Error>>, Error> {
         // Prepared first, each once per connection: one prepared in the pipeline would run
         // after the statements sent behind it.
         let statements = requests.iter().map(|request| self.prepared(request.sql)).collect::<Result<Vec<_>, _>>()?;

@@ -8,9 +8,9 @@ use super::commit::{self, decode_turn};
 use super::{LOCK_MIGRATE, PgStore, PgTxn, Session, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
 use crate::error::StoreError;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, ReadAhead, TurnAhead};
 use crate::migrations;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, StoredTurn, TurnRow};
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn, TurnRow};
 use crate::storable::{check_commit, check_report, check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
@@ -87,19 +87,8 @@ impl Ledger for PgStore {
         if !storable(table) || !storable(key) {
             return Ok(None);
         }
-        let row = self.query_opt(
-            "SELECT revision, value FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted",
-            &[&table, &key],
-        )?;
-        row.map(|row| {
-            Ok(Record {
-                table: table.to_owned(),
-                key: key.to_owned(),
-                revision: row.try_get(0)?,
-                value: row.try_get(1)?,
-            })
-        })
-        .transpose()
+        let rows = self.query(commit::SELECT_RECORD, &[&table, &key])?;
+        Ok(commit::found_record(table, key, &rows)?)
     }
 
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
@@ -107,6 +96,47 @@ impl Ledger for PgStore {
             return Ok(None);
         }
         self.query_opt(commit::SELECT_TURN, &[&conversation, &turn])?.map(|row| decode_turn(&row)).transpose()
+    }
+
+    /// The lookup and every foreseen read in one pipeline: one round trip where each read
+    /// alone would take its own. Each statement runs on its own (outside a transaction), as
+    /// each read alone would.
+    fn turn_ahead(&mut self, conversation: &str, turn: &str, ahead: ReadAhead<'_>) -> Result<TurnAhead, StoreError> {
+        if !storable(conversation) || !storable(turn) {
+            return Ok(TurnAhead::default());
+        }
+        // What cannot be stored is not, as each read alone answers without asking.
+        let asked = |(table, key): &&(&str, &str)| storable(table) && storable(key);
+        let mut requests = vec![commit::select_turn(conversation, turn)];
+        requests.extend(ahead.rows.iter().filter(asked).map(|(table, key)| commit::select_record(table, key)));
+        requests.extend(ahead.pending.iter().filter(asked).map(|(table, key)| commit::select_pending(table, key)));
+        let mut answers = self.steps().run_all(&requests)?.into_iter();
+        let found = answers.next().ok_or_else(|| StoreError::Corrupt {
+            what: "a pipeline of reads: no answer to the turn's lookup".into(),
+        })??;
+        let turn = found.first().map(decode_turn).transpose()?;
+        let mut next = |row: &(&str, &str)| if asked(&row) { answers.next().map(Some) } else { Some(None) };
+        let rows = ahead
+            .rows
+            .iter()
+            .map(|row @ (table, key)| match next(row) {
+                Some(Some(Ok(found))) => {
+                    commit::found_record(table, key, &found).ok().map(|r| r.map(SharedRecord::from))
+                }
+                Some(Some(Err(_))) | None => None,
+                Some(None) => Some(None),
+            })
+            .collect();
+        let pending = ahead
+            .pending
+            .iter()
+            .map(|row| match next(row) {
+                Some(Some(Ok(found))) => commit::found_pending(&found).ok(),
+                Some(Some(Err(_))) | None => None,
+                Some(None) => Some(None),
+            })
+            .collect();
+        Ok(TurnAhead { turn, rows, pending })
     }
 
     fn interaction(&mut self, id: &str) -> Result<Option<InteractionRow>, StoreError> {
@@ -149,13 +179,8 @@ impl Ledger for PgStore {
         if !storable(table) || !storable(key) {
             return Ok(None);
         }
-        let row = self.query_opt(
-            "SELECT h.effect FROM effect_holds h JOIN effects e ON e.id = h.effect
-             WHERE h.tbl = $1 AND h.key = $2 AND (e.outcome IS NULL OR e.outcome = 'unknown')
-             ORDER BY h.effect LIMIT 1",
-            &[&table, &key],
-        )?;
-        Ok(row.map(|row| row.try_get(0)).transpose()?)
+        let rows = self.query(commit::SELECT_PENDING, &[&table, &key])?;
+        Ok(commit::found_pending(&rows)?)
     }
 
     fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectRow>, StoreError> {

@@ -3,11 +3,12 @@
 
 use serde_json::json;
 use warrant_store::{
-    Commit, CommitOutcome, EffectHold, InteractionState, OutcomeResult, Record, ReportedRow, Store, StoreError,
+    Commit, CommitOutcome, EffectHold, InteractionState, OutcomeResult, ReadAhead, Record, ReportedRow, Store,
+    StoreError,
 };
 
 use crate::build::{answer, commit, effect, event, interaction, report, rows, stored, write};
-use crate::fixture::Fixture;
+use crate::fixture::{Backend, Fixture};
 
 /// Asserts that nothing of `commit` is stored: not its turn, effects, events or interactions.
 fn nothing_stored(store: &mut dyn Store, commit: &Commit) {
@@ -481,6 +482,53 @@ pub fn an_effect_holds_its_rows_until_its_outcome_is_done_or_failed(fx: &Fixture
     orphan.holds = vec![hold("e404", "#W0001")];
     assert!(store.commit(&orphan).is_err());
     nothing_stored(&mut *store, &orphan);
+}
+
+/// A turn's lookup with facts read ahead answers the lookup as `turn` does, and each fact it
+/// answers as its own read does; PostgreSQL, which reads them in the lookup's round trip,
+/// answers every one.
+pub fn a_turn_s_lookup_answers_the_facts_read_ahead_as_each_read_alone_does(fx: &Fixture) {
+    let mut store = fx.open();
+    seed_orders(&mut *store);
+    let mut c = commit("c1", "t1");
+    c.effects.push(effect("e1", "ship:#W0001", &c));
+    c.holds = vec![EffectHold { effect: "e1".into(), table: "orders".into(), key: "#W0001".into() }];
+    committed(store.commit(&c).unwrap());
+    let rows =
+        [("orders", "#W0001"), ("orders", "#W0404"), ("users", "#W0002"), ("orders", "nul\0key"), ("orders", "#W0002")];
+    let pending = [("orders", "#W0002"), ("orders", "#W0001"), ("orders", "\0")];
+    let ahead = ReadAhead { rows: &rows, pending: &pending };
+
+    for (conversation, turn) in [("c1", "t1"), ("c1", "t2"), ("c\0", "t1")] {
+        let answered = store.turn_ahead(conversation, turn, ahead).unwrap();
+        assert_eq!(answered.turn, store.turn(conversation, turn).unwrap(), "{conversation}/{turn}");
+        assert!(answered.rows.len() <= rows.len() && answered.pending.len() <= pending.len());
+        for ((table, key), found) in rows.iter().zip(&answered.rows) {
+            if let Some(found) = found {
+                assert_eq!(*found, store.shared_record(table, key).unwrap(), "{table}/{key}");
+            }
+        }
+        for ((table, key), found) in pending.iter().zip(&answered.pending) {
+            if let Some(found) = found {
+                assert_eq!(*found, store.pending_effect(table, key).unwrap(), "{table}/{key}");
+            }
+        }
+        if matches!(fx.backend, Backend::Postgres { .. }) && !conversation.contains('\0') {
+            assert_eq!(answered.rows.len(), rows.len());
+            assert!(answered.rows.iter().all(Option::is_some), "{:?}", answered.rows);
+            assert!(answered.pending.iter().all(Option::is_some), "{:?}", answered.pending);
+            let found = |i: usize| answered.rows[i].clone().unwrap().map(|r| r.revision);
+            assert_eq!((found(0), found(1), found(2), found(3), found(4)), (Some(1), None, None, None, Some(1)));
+            assert_eq!(answered.pending, vec![Some(None), Some(Some("e1".to_owned())), Some(None)]);
+        }
+    }
+    // The answers follow the store: once its outcome is in, the effect holds no row.
+    assert_eq!(store.report_outcome(&report("e1", "done", "v1", "c1")).unwrap(), OutcomeResult::Recorded);
+    let answered = store.turn_ahead("c1", "t2", ahead).unwrap();
+    assert!(answered.pending.iter().all(|found| matches!(found, None | Some(None))), "{:?}", answered.pending);
+    if matches!(fx.backend, Backend::Postgres { .. }) {
+        assert_eq!(answered.pending, vec![Some(None); 3]);
+    }
 }
 
 pub fn an_outcome_for_an_unknown_effect_records_nothing(fx: &Fixture) {

@@ -63,6 +63,7 @@ conformance! {
     conformance::an_outcome_s_rows_replace_the_stored_ones_and_its_report_is_kept,
     conformance::an_unknown_outcome_is_settled_once_by_done_or_failed,
     conformance::an_effect_holds_its_rows_until_its_outcome_is_done_or_failed,
+    conformance::a_turn_s_lookup_answers_the_facts_read_ahead_as_each_read_alone_does,
     conformance::a_stale_outcome_report_records_nothing,
     conformance::an_outcome_for_an_unknown_effect_records_nothing,
     conformance::turns_come_in_commit_order_after_a_sequence_number,
