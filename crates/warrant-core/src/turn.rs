@@ -935,7 +935,7 @@ pub struct Foreseen {
 
 /// The facts the first decision of `valid` is foreseen to read ([`Foreseen`]), each once: an
 /// act's rows are named as its decision would name them once its arguments passed their checks
-/// ([`named_rows`]), and an act the contract does not offer, or an argument in another form
+/// (as `named_rows` does), and an act the contract does not offer, or an argument in another form
 /// than an id (a list of ids for `records`), foresees nothing.
 #[must_use]
 pub fn foreseen(contract: &Contract, valid: &ValidRequest) -> Foreseen {
