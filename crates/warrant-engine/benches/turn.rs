@@ -15,7 +15,8 @@
 //!
 //! Run: `cargo bench -p warrant-engine --bench turn` (PostgreSQL at 127.0.0.1:5432, or set
 //! `WARRANT_BENCH_POSTGRES`; `WARRANT_BENCH_TURNS` scales the counts, and `WARRANT_BENCH_PARTS`
-//! picks parts: `deterministic`, `sqlite`, `replay`, `postgres`).
+//! picks parts: `deterministic`, `sqlite`, `replay`, `postgres`; `WARRANT_BENCH_CLIENTS` the
+//! client counts of the durable SQLite runs).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -295,6 +296,16 @@ fn bare_postgres(conninfo: &str, clients: usize, per: usize) {
     report(&format!("baseline: bare one-row PostgreSQL transaction, {clients} client(s)"), latencies, start.elapsed());
 }
 
+/// How many clients the durable SQLite runs use, one run each: 1, 2, 4, 8 and 16, unless
+/// `WARRANT_BENCH_CLIENTS` lists others (`16`, say, to profile that run alone).
+fn client_counts() -> Vec<usize> {
+    std::env::var("WARRANT_BENCH_CLIENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).filter(|&c| c > 0).collect::<Vec<_>>())
+        .filter(|counts| !counts.is_empty())
+        .unwrap_or_else(|| vec![1, 2, 4, 8, 16])
+}
+
 /// Whether the part `name` of the run is measured: every part, unless `WARRANT_BENCH_PARTS`
 /// names some (`deterministic`, `sqlite`, `replay`, `postgres`, separated by commas).
 fn part(name: &str) -> bool {
@@ -366,10 +377,21 @@ fn main() {
             report("baseline: bare one-row SQLite transaction", latencies, start.elapsed());
         }
         let sqlite = |path: PathBuf| move || SqliteStore::open(&path).expect("sqlite");
+        // A store kept open through the runs keeps the file's group, whose counts tell how many
+        // commits each transaction held.
+        let keep = SqliteStore::open(&db).expect("sqlite");
+        let batches = || keep.commit_batches().expect("batches").unwrap_or_default();
         // Group commit: the more clients commit at once, the more commits share a transaction.
         let mut best = (0.0, 1);
-        for clients in [1, 2, 4, 8, 16] {
+        for clients in client_counts() {
+            let before = batches();
             let rate = durable("sqlite durable turn", sqlite(db.clone()), clients, (scale() * 2 / clients).max(1));
+            let after = batches();
+            println!(
+                "{:<44} {:.1} commits a transaction",
+                "",
+                (after.1 - before.1) as f64 / (after.0 - before.0).max(1) as f64
+            );
             if rate > best.0 {
                 best = (rate, clients);
             }
