@@ -25,6 +25,7 @@ pub(crate) const SQLITE: &[Step] = &[
     Step { version: 7, sql: include_str!("../migrations/sqlite/0007_seeds.sql") },
     Step { version: 8, sql: include_str!("../migrations/sqlite/0008_outcomes.sql") },
     Step { version: 9, sql: include_str!("../migrations/sqlite/0009_effects_by_turn.sql") },
+    Step { version: 10, sql: include_str!("../migrations/sqlite/0010_turns_lz4.sql") },
 ];
 
 pub(crate) const POSTGRES: &[Step] = &[
@@ -37,6 +38,7 @@ pub(crate) const POSTGRES: &[Step] = &[
     Step { version: 7, sql: include_str!("../migrations/postgres/0007_seeds.sql") },
     Step { version: 8, sql: include_str!("../migrations/postgres/0008_outcomes.sql") },
     Step { version: 9, sql: include_str!("../migrations/postgres/0009_effects_by_turn.sql") },
+    Step { version: 10, sql: include_str!("../migrations/postgres/0010_turns_lz4.sql") },
 ];
 
 /// The steps a database that has run `applied` still needs, in order. A database that ran a

@@ -100,3 +100,52 @@ fn a_turns_effects_are_read_through_an_index_on_both_backends() {
         client.query(&format!("EXPLAIN {query}"), &[]).unwrap().iter().map(|row| row.get(0)).collect();
     assert!(plan.iter().any(|line| line.contains(INDEX)), "postgres plan: {plan:?}");
 }
+
+/// A turn's JSON (request, response, replay record) is compressed with lz4 on a PostgreSQL server
+/// that offers it, not with the server's default method: every commit compresses its replay
+/// record. The check reads the method of a stored value, not only the column's setting.
+#[test]
+fn postgres_compresses_a_turns_json_with_lz4_where_the_server_offers_it() {
+    let postgres = Fixture::postgres();
+    let Backend::Postgres { conninfo, schema } = &postgres.backend else { unreachable!() };
+    let mut client = admin(conninfo);
+    let offered: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_settings
+                            WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals))",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    // The server CI runs on is built with lz4; were it not, the step would leave the columns
+    // alone, which the assertions below would report rather than pass.
+    assert!(offered, "this PostgreSQL server offers no lz4: the test cannot tell the step did its work");
+    let methods: Vec<(String, String)> = client
+        .query(
+            "SELECT a.attname::text, a.attcompression::text FROM pg_attribute a
+             JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = 'turns' AND a.attname IN ('request', 'response', 'replay')
+             ORDER BY a.attnum",
+            &[schema],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let lz4 = |column: &str| (column.to_owned(), "l".to_owned());
+    assert_eq!(methods, [lz4("request"), lz4("response"), lz4("replay")]);
+
+    // A replay record large enough to be compressed is stored compressed with lz4.
+    client.batch_execute(&format!("SET search_path TO {schema}")).unwrap();
+    let big =
+        serde_json::json!({"facts": (0..200).map(|i| format!("row {i} of a long replay record")).collect::<Vec<_>>()});
+    client
+        .execute(
+            "INSERT INTO turns (conversation, turn, request, response, replay) VALUES ('c', 't', '{}', '{}', $1::text::json)",
+            &[&big.to_string()],
+        )
+        .unwrap();
+    let stored: Option<String> =
+        client.query_one("SELECT pg_column_compression(replay) FROM turns WHERE turn = 't'", &[]).unwrap().get(0);
+    assert_eq!(stored.as_deref(), Some("lz4"));
+}
