@@ -26,6 +26,7 @@ mod pg;
 mod prompts;
 mod records;
 mod registry;
+mod row_cache;
 mod rows;
 mod sqlite;
 mod storable;

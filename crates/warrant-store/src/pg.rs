@@ -34,6 +34,7 @@ use tokio_postgres::{Row, Statement};
 use client::{Client, Session, Transaction};
 
 use crate::error::StoreError;
+use crate::row_cache::RowCache;
 use crate::txn::Settled;
 
 /// The first key of warrant's advisory locks, one per purpose; the second key is a hash of
@@ -55,6 +56,8 @@ pub struct PgStore {
     client: Client,
     schema: String,
     statements: Statements,
+    /// The rows this connection read, with the text they were read from.
+    rows: RowCache,
 }
 
 impl fmt::Debug for PgStore {
@@ -85,7 +88,7 @@ impl PgStore {
             tx.commit()?;
         }
         client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
-        Ok(PgStore { client, schema: schema.to_owned(), statements: Statements::default() })
+        Ok(PgStore { client, schema: schema.to_owned(), statements: Statements::default(), rows: RowCache::default() })
     }
 
     fn begin(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {

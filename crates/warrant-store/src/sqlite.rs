@@ -13,7 +13,6 @@ mod outbox;
 mod prompts;
 mod records;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +21,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde_json::Value;
 
 use crate::error::StoreError;
+use crate::row_cache::RowCache;
 use crate::txn::Settled;
 
 /// How long a writer waits for another process's transaction before it gives up.
@@ -41,41 +41,6 @@ pub struct SqliteStore {
     group: Option<Arc<group::Group>>,
     /// The rows this connection read, with the text they were read from.
     rows: RowCache,
-}
-
-/// The most rows a [`RowCache`] keeps; past it, it starts again empty.
-const ROW_CACHE: usize = 1024;
-
-/// The rows a connection read, each with its stored JSON text and the value read from it, so
-/// that a row read again whose text is byte for byte the same is served without parsing it
-/// again. Only equal text is served: what the row's revision says is not trusted for it.
-#[derive(Debug, Default)]
-struct RowCache {
-    /// By table, then key: the text a row was read from, and its value.
-    rows: BTreeMap<String, BTreeMap<String, KeptRow>>,
-    len: usize,
-}
-
-/// A row's stored text, and the value read from it.
-type KeptRow = (Box<str>, Arc<Value>);
-
-impl RowCache {
-    /// The value kept for the row, if it was read from exactly `text`.
-    fn get(&self, table: &str, key: &str, text: &str) -> Option<Arc<Value>> {
-        let (kept, value) = self.rows.get(table)?.get(key)?;
-        (**kept == *text).then(|| value.clone())
-    }
-
-    fn keep(&mut self, table: &str, key: &str, text: &str, value: Arc<Value>) {
-        if self.len >= ROW_CACHE {
-            self.rows.clear();
-            self.len = 0;
-        }
-        let kept = self.rows.entry(table.to_owned()).or_default().insert(key.to_owned(), (text.into(), value));
-        if kept.is_none() {
-            self.len += 1;
-        }
-    }
 }
 
 impl SqliteStore {
@@ -267,19 +232,6 @@ mod tests {
         let changed = store.shared_record("orders", "#1")?;
         assert_eq!(changed.map(|r| (r.revision, (*r.value).clone())), Some((1, json!({"n": 2}))));
         Ok(())
-    }
-
-    #[test]
-    fn the_row_cache_stays_within_its_bound() {
-        let mut cache = RowCache::default();
-        for i in 0..ROW_CACHE * 3 {
-            cache.keep("orders", &i.to_string(), "{}", Arc::new(json!({})));
-            assert!(cache.len <= ROW_CACHE, "{} rows kept", cache.len);
-        }
-        let kept: usize = cache.rows.values().map(|rows| rows.len()).sum();
-        assert_eq!(kept, cache.len);
-        assert!(cache.get("orders", &(ROW_CACHE * 3 - 1).to_string(), "{}").is_some());
-        assert!(cache.get("orders", &(ROW_CACHE * 3 - 1).to_string(), "{ }").is_none());
     }
 
     #[test]

@@ -14,7 +14,8 @@ use super::{LOCK_TURN, PgTxn, violated};
 use crate::commit::{Answer, EffectHold, RecordWrite};
 use crate::error::StoreError;
 use crate::ladder::FindingRow;
-use crate::rows::{EffectRow, EventRow, InteractionRow, Record, StoredTurn, TurnRow};
+use crate::row_cache::RowCache;
+use crate::rows::{EffectRow, EventRow, InteractionRow, Record, SharedRecord, StoredTurn, TurnRow};
 use crate::txn::{self, Action, EffectInsert, Found};
 
 /// A statement and its parameters.
@@ -71,8 +72,13 @@ pub(super) const SELECT_PENDING: &str = "SELECT h.effect FROM effect_holds h JOI
      WHERE h.tbl = $1 AND h.key = $2 AND (e.outcome IS NULL OR e.outcome = 'unknown')
      ORDER BY h.effect LIMIT 1";
 
-pub(super) fn select_record<'a>(table: &'a str, key: &'a str) -> Request<'a> {
-    request!(SELECT_RECORD, table, key)
+/// A row as [`SELECT_RECORD`] reads it, its value as the text stored, so that a row read
+/// before from the same text is not parsed again ([`RowCache`]).
+pub(super) const SELECT_SHARED_RECORD: &str =
+    "SELECT revision, value::text FROM records WHERE tbl = $1 AND key = $2 AND NOT deleted";
+
+pub(super) fn select_shared_record<'a>(table: &'a str, key: &'a str) -> Request<'a> {
+    request!(SELECT_SHARED_RECORD, table, key)
 }
 
 pub(super) fn select_pending<'a>(table: &'a str, key: &'a str) -> Request<'a> {
@@ -91,6 +97,24 @@ pub(super) fn found_record(table: &str, key: &str, rows: &[Row]) -> Result<Optio
             })
         })
         .transpose()
+}
+
+/// The row [`SELECT_SHARED_RECORD`] found, if any, its value from `rows` when read before from
+/// the same text.
+pub(super) fn found_shared(
+    table: &str,
+    key: &str,
+    found: &[Row],
+    rows: &mut RowCache,
+) -> Result<Option<SharedRecord>, StoreError> {
+    let Some(row) = found.first() else { return Ok(None) };
+    let text: &str = row.try_get(1)?;
+    Ok(Some(SharedRecord {
+        table: table.to_owned(),
+        key: key.to_owned(),
+        revision: row.try_get(0)?,
+        value: rows.value(table, key, text)?,
+    }))
 }
 
 /// The effect [`SELECT_PENDING`] found, if any.

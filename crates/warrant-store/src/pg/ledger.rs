@@ -91,6 +91,14 @@ impl Ledger for PgStore {
         Ok(commit::found_record(table, key, &rows)?)
     }
 
+    fn shared_record(&mut self, table: &str, key: &str) -> Result<Option<SharedRecord>, StoreError> {
+        if !storable(table) || !storable(key) {
+            return Ok(None);
+        }
+        let found = self.query(commit::SELECT_SHARED_RECORD, &[&table, &key])?;
+        commit::found_shared(table, key, &found, &mut self.rows)
+    }
+
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         if !storable(conversation) || !storable(turn) {
             return Ok(None);
@@ -108,7 +116,7 @@ impl Ledger for PgStore {
         // What cannot be stored is not, as each read alone answers without asking.
         let asked = |(table, key): &&(&str, &str)| storable(table) && storable(key);
         let mut requests = vec![commit::select_turn(conversation, turn)];
-        requests.extend(ahead.rows.iter().filter(asked).map(|(table, key)| commit::select_record(table, key)));
+        requests.extend(ahead.rows.iter().filter(asked).map(|(table, key)| commit::select_shared_record(table, key)));
         requests.extend(ahead.pending.iter().filter(asked).map(|(table, key)| commit::select_pending(table, key)));
         let mut answers = self.steps().run_all(&requests)?.into_iter();
         let found = answers.next().ok_or_else(|| StoreError::Corrupt {
@@ -120,9 +128,7 @@ impl Ledger for PgStore {
             .rows
             .iter()
             .map(|row @ (table, key)| match next(row) {
-                Some(Some(Ok(found))) => {
-                    commit::found_record(table, key, &found).ok().map(|r| r.map(SharedRecord::from))
-                }
+                Some(Some(Ok(found))) => commit::found_shared(table, key, &found, &mut self.rows).ok(),
                 Some(Some(Err(_))) | None => None,
                 Some(None) => Some(None),
             })

@@ -81,23 +81,15 @@ impl Ledger for SqliteStore {
             return Ok(None);
         }
         let SqliteStore { conn, rows, .. } = self;
-        let read: Option<(i64, Result<Arc<Value>, String>)> = conn
+        let read: Option<(i64, Result<Arc<Value>, StoreError>)> = conn
             .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
             .query_row(params![table, key], |row| {
                 let text = row.get_ref(1)?.as_str()?;
-                Ok((row.get(0)?, rows.get(table, key, text).ok_or_else(|| text.to_owned())))
+                Ok((row.get(0)?, rows.value(table, key, text)))
             })
             .optional()?;
         let Some((revision, value)) = read else { return Ok(None) };
-        let value = match value {
-            Ok(kept) => kept,
-            Err(text) => {
-                let value = Arc::new(json(&text, || format!("the value of record `{table}`/`{key}`"))?);
-                rows.keep(table, key, &text, value.clone());
-                value
-            }
-        };
-        Ok(Some(SharedRecord { table: table.to_owned(), key: key.to_owned(), revision, value }))
+        Ok(Some(SharedRecord { table: table.to_owned(), key: key.to_owned(), revision, value: value? }))
     }
 
     fn begin_reads(&mut self) -> Result<(), StoreError> {

@@ -120,5 +120,6 @@ conformance! {
     reads::a_commit_reading_a_row_and_a_writer_of_it_are_serialized,
     reads::reads_of_several_rows_and_a_writer_of_them_never_deadlock,
     reads::a_row_read_shared_is_the_row_as_stored_after_every_write,
+    reads::a_row_read_again_from_the_same_text_is_served_the_value_already_read,
     reads::reads_in_a_span_read_the_rows_and_leave_the_store_writable,
 }

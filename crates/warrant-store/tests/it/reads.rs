@@ -3,11 +3,11 @@
 //! that changed, was deleted or was created since makes the whole commit stale.
 
 use serde_json::json;
-use warrant_store::{CommitOutcome, Precondition, RecordRead, Store};
+use warrant_store::{CommitOutcome, Precondition, ReadAhead, RecordRead, Store};
 
 use crate::build::{commit, effect, event, rows, write};
 use crate::concurrency::race;
-use crate::fixture::Fixture;
+use crate::fixture::{Backend, Fixture};
 
 fn read(table: &str, key: &str, revision: i64) -> RecordRead {
     RecordRead { table: table.to_owned(), key: key.to_owned(), revision }
@@ -219,6 +219,38 @@ pub fn a_row_read_shared_is_the_row_as_stored_after_every_write(f: &Fixture) {
     assert_eq!(store.shared_record("flights", "F1").unwrap(), None);
     assert_eq!(store.shared_record("flights", "F2").unwrap().map(|r| r.revision), Some(1));
     assert_eq!(store.shared_record("flights", "missing").unwrap(), None);
+}
+
+/// A row read again whose stored text has not changed is served the value read before, not
+/// parsed again, whether it is read alone or beside a turn's lookup; once its text changes,
+/// the new value is read.
+pub fn a_row_read_again_from_the_same_text_is_served_the_value_already_read(f: &Fixture) {
+    let mut store = f.open();
+    seed(&mut *store);
+    let first = store.shared_record("flights", "F1").unwrap().unwrap();
+    let again = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first.value, &again.value), "read alone twice");
+    let rows = [("flights", "F1")];
+    let ahead = store.turn_ahead("c1", "t1", ReadAhead { rows: &rows, pending: &[] }).unwrap();
+    // PostgreSQL reads ahead beside the lookup; SQLite answers the lookup alone.
+    match ahead.rows.first() {
+        Some(Some(Some(read))) => {
+            assert!(std::sync::Arc::ptr_eq(&first.value, &read.value), "read beside a lookup")
+        }
+        other => assert!(!matches!(f.backend, Backend::Postgres { .. }), "PostgreSQL read ahead {other:?}"),
+    }
+    // Another store writes the same value at a new revision: the text is the same, and so is
+    // the value; the revision is the one stored.
+    let mut other = f.open();
+    let revision =
+        other.put_record("flights", "F1", &json!({"status": "available"}), Precondition::IfMatch(1)).unwrap();
+    let same = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert_eq!(same.revision, revision);
+    assert_eq!(*same.value, *first.value);
+    other.put_record("flights", "F1", &json!({"status": "full"}), Precondition::IfMatch(revision)).unwrap();
+    let changed = store.shared_record("flights", "F1").unwrap().unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first.value, &changed.value));
+    assert_eq!(*changed.value, json!({"status": "full"}));
 }
 
 /// Reads inside a span, on any backend, read the rows as stored, and a span ended (or left
