@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::error::StoreError;
 
 /// The most rows a [`RowCache`] keeps; past it, it starts again empty.
-pub(crate) const ROW_CACHE: usize = 1024;
+const ROW_CACHE: usize = 1024;
 
 /// Rows by their stored text. Only equal text is served: what a row's revision says is not
 /// trusted for it.
@@ -28,12 +28,12 @@ type KeptRow = (Box<str>, Arc<Value>);
 
 impl RowCache {
     /// The value kept for the row, if it was read from exactly `text`.
-    pub(crate) fn get(&self, table: &str, key: &str, text: &str) -> Option<Arc<Value>> {
+    fn get(&self, table: &str, key: &str, text: &str) -> Option<Arc<Value>> {
         let (kept, value) = self.rows.get(table)?.get(key)?;
         (**kept == *text).then(|| value.clone())
     }
 
-    pub(crate) fn keep(&mut self, table: &str, key: &str, text: &str, value: Arc<Value>) {
+    fn keep(&mut self, table: &str, key: &str, text: &str, value: Arc<Value>) {
         if self.len >= ROW_CACHE {
             self.rows.clear();
             self.len = 0;
