@@ -56,7 +56,8 @@ pub struct PgStore {
     client: Client,
     schema: String,
     statements: Statements,
-    /// The rows this connection read, with the text they were read from.
+    /// The rows read, with the text they were read from: shared by every store of this process
+    /// on the same schema through the same connection string.
     rows: RowCache,
 }
 
@@ -88,7 +89,8 @@ impl PgStore {
             tx.commit()?;
         }
         client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
-        Ok(PgStore { client, schema: schema.to_owned(), statements: Statements::default(), rows: RowCache::default() })
+        let rows = RowCache::shared(&format!("postgres {schema} {conninfo}"));
+        Ok(PgStore { client, schema: schema.to_owned(), statements: Statements::default(), rows })
     }
 
     fn begin(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {

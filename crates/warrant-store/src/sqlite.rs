@@ -39,7 +39,8 @@ pub struct SqliteStore {
     /// The committer this store's commits go through; `None` for a store in memory, which no
     /// other store can share, and for one opened ungrouped.
     group: Option<Arc<group::Group>>,
-    /// The rows this connection read, with the text they were read from.
+    /// The rows read, with the text they were read from: shared by every store of this process
+    /// on the same file.
     rows: RowCache,
 }
 
@@ -50,7 +51,7 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let conn = SqliteStore::connect(path)?;
         let group = group::Group::of(path, || SqliteStore::connect(path))?;
-        Ok(SqliteStore { conn, group: Some(group), rows: RowCache::default() })
+        Ok(SqliteStore { conn, rows: group.rows(), group: Some(group) })
     }
 
     /// Opens the store like [`SqliteStore::open`], but its commits share no transaction: each

@@ -105,7 +105,7 @@ pub(super) fn found_shared(
     table: &str,
     key: &str,
     found: &[Row],
-    rows: &mut RowCache,
+    rows: &RowCache,
 ) -> Result<Option<SharedRecord>, StoreError> {
     let Some(row) = found.first() else { return Ok(None) };
     let text: &str = row.try_get(1)?;

@@ -96,7 +96,7 @@ impl Ledger for PgStore {
             return Ok(None);
         }
         let found = self.query(commit::SELECT_SHARED_RECORD, &[&table, &key])?;
-        commit::found_shared(table, key, &found, &mut self.rows)
+        commit::found_shared(table, key, &found, &self.rows)
     }
 
     fn turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
@@ -128,7 +128,7 @@ impl Ledger for PgStore {
             .rows
             .iter()
             .map(|row @ (table, key)| match next(row) {
-                Some(Some(Ok(found))) => commit::found_shared(table, key, &found, &mut self.rows).ok(),
+                Some(Some(Ok(found))) => commit::found_shared(table, key, &found, &self.rows).ok(),
                 Some(Some(Err(_))) | None => None,
                 Some(None) => Some(None),
             })

@@ -36,6 +36,7 @@ use rusqlite::Connection;
 use super::{SqliteTxn, control, ledger};
 use crate::commit::{Commit, CommitOutcome};
 use crate::error::StoreError;
+use crate::row_cache::RowCache;
 use crate::txn::{self, Settled};
 
 /// The most commits one transaction holds: a steady stream of commits still gets durable.
@@ -65,6 +66,8 @@ pub(crate) struct Group {
     state: Mutex<State>,
     /// The checkpointer's signal: it copies the log into the file off the commit path.
     checkpoints: Arc<Signal>,
+    /// The rows the file's stores read, shared by them all.
+    rows: RowCache,
 }
 
 impl Drop for Group {
@@ -204,9 +207,14 @@ impl Group {
             durable: (0, 0),
             since_checkpoint: 0,
         };
-        let group = Arc::new(Group { state: Mutex::new(state), checkpoints });
+        let group = Arc::new(Group { state: Mutex::new(state), checkpoints, rows: RowCache::default() });
         groups.insert(path, Arc::downgrade(&group));
         Ok(group)
+    }
+
+    /// The rows cache of the file's stores.
+    pub(crate) fn rows(&self) -> RowCache {
+        self.rows.clone()
     }
 
     /// How many batches this group has made durable, and how many commits they held.
@@ -400,3 +408,4 @@ fn run(conn: &Connection, commit: &Commit) -> Result<Applied, StoreError> {
 fn poisoned() -> StoreError {
     StoreError::Corrupt { what: "a commit panicked inside the group committer".into() }
 }
+

@@ -80,7 +80,7 @@ impl Ledger for SqliteStore {
         if !storable(table) || !storable(key) {
             return Ok(None);
         }
-        let SqliteStore { conn, rows, .. } = self;
+        let SqliteStore { conn, rows, .. } = &*self;
         let read: Option<(i64, Result<Arc<Value>, StoreError>)> = conn
             .prepare_cached("SELECT revision, value FROM records WHERE tbl = ?1 AND key = ?2 AND deleted = 0")?
             .query_row(params![table, key], |row| {
