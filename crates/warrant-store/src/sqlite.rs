@@ -236,6 +236,19 @@ mod tests {
     }
 
     #[test]
+    fn the_bundled_sqlite_keeps_each_connections_page_cache_and_allocations_to_itself() -> Result<(), StoreError> {
+        // Built as `.cargo/config.toml` asks: with SQLITE_ENABLE_MEMORY_MANAGEMENT every
+        // connection's page cache shares one mutex, and with allocations counted every
+        // allocation takes another, which 16 connections on two cores queued on.
+        let store = SqliteStore::open_in_memory()?;
+        let options: Vec<String> =
+            store.conn.prepare("PRAGMA compile_options")?.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+        assert!(!options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"), "{options:?}");
+        assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+        Ok(())
+    }
+
+    #[test]
     fn reads_in_a_span_see_one_snapshot_while_another_store_writes() -> Result<(), StoreError> {
         let dir = tempfile::tempdir().map_err(|e| StoreError::Corrupt { what: e.to_string() })?;
         let path = dir.path().join("store.db");

@@ -190,6 +190,10 @@ impl Group {
         let conn = connect()?;
         // The checkpointer copies the log; this connection only when it falls far behind.
         conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES)?;
+        // A batch's savepoints keep the pages they change in a journal of their own; past 64 KiB
+        // SQLite moves it to a temporary file, written page by page and deleted at the end of
+        // the batch. Kept in memory instead: a batch's journal is bounded by its commits.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
         let checkpoints = Arc::new(Signal::default());
         let copier = connect()?;
         let told = Arc::clone(&checkpoints);
@@ -229,10 +233,13 @@ impl Group {
 
     /// Commits `commit` in the group's next batch, and answers once that batch has ended.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        // Copied before the lock is taken: a commit's copy (its turn's text, some kilobytes) is
+        // no part of what the other commits wait for.
+        let queued = commit.clone();
         let mut state = self.lock()?;
         let ticket = state.next;
         state.next += 1;
-        state.queue.push((ticket, commit.clone()));
+        state.queue.push((ticket, queued));
         state.waiting.insert(ticket, std::thread::current());
         loop {
             if let Some(answer) = state.answers.remove(&ticket) {
@@ -409,3 +416,24 @@ fn poisoned() -> StoreError {
     StoreError::Corrupt { what: "a commit panicked inside the group committer".into() }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::SqliteStore;
+
+    #[test]
+    fn the_groups_connection_journals_a_batchs_savepoints_in_memory() -> Result<(), StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| StoreError::Corrupt { what: e.to_string() })?;
+        let path = dir.path().join("store.db");
+        let (first, second) = (SqliteStore::open(&path)?, SqliteStore::open(&path)?);
+        let group = first.group.clone().ok_or_else(poisoned)?;
+        assert!(second.group.as_ref().is_some_and(|other| Arc::ptr_eq(&group, other)), "one file, one group");
+        let state = group.lock()?;
+        let conn = state.conn.as_ref().ok_or_else(poisoned)?;
+        // 2: MEMORY. Under SQLite's default a batch's savepoint journal past 64 KiB went to a
+        // temporary file, written page by page.
+        let temp_store: i64 = conn.query_row("PRAGMA temp_store", [], |row| row.get(0))?;
+        assert_eq!(temp_store, 2);
+        Ok(())
+    }
+}
