@@ -6,7 +6,8 @@
 //!   bare one-row SQLite transaction, then paced at half the best rate for its p99, beside bare
 //!   one-row transactions paced alike (what the disk alone makes of that pace);
 //! - a turn on PostgreSQL from 1 client and from 16, each beside bare one-row transactions from
-//!   as many;
+//!   as many, and beside transactions of as many statements as a turn sends, pipelined as the
+//!   store sends them;
 //! - replay throughput, beside reading the stored turns without deciding;
 //! - resident memory with the contract and its records loaded, and after many turns.
 //!
@@ -55,6 +56,19 @@ fn rss_kib() -> u64 {
         .ok()
         .and_then(|s| {
             s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The CPU time this process has used so far (user and system, all threads), from
+/// `/proc/self/stat`, in clock ticks of 10 ms.
+fn cpu_ticks() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // The fields after the command's name (which may hold spaces), from the third on.
+            let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
         })
         .unwrap_or(0)
 }
@@ -173,6 +187,7 @@ fn run_clients<S: Store + 'static>(
     drop(build_engine(contract.clone(), &folder, make()));
     let barrier = Arc::new(Barrier::new(clients));
     let start = Instant::now();
+    let cpu_before = cpu_ticks();
     let latencies: Vec<Duration> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..clients)
             .map(|c| {
@@ -211,8 +226,10 @@ fn run_clients<S: Store + 'static>(
         handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
     });
     let wall = start.elapsed();
+    let cpu = (cpu_ticks() - cpu_before) as f64 * 10_000.0 / latencies.len().max(1) as f64;
     let rate = latencies.len() as f64 / wall.as_secs_f64();
     report(&format!("{label}, {clients} client(s)"), latencies, wall);
+    println!("{:<44} {cpu:.0} µs of CPU a turn (every thread, opening the engines included)", "");
     rate
 }
 
@@ -266,34 +283,79 @@ fn paced_bare(path: &std::path::Path, clients: usize, rate: f64, seconds: f64) {
 /// The PostgreSQL baseline: `clients` threads, each on its own connection, each making `per`
 /// bare one-row transactions (`BEGIN`, one `INSERT`, `COMMIT`) as fast as they are answered.
 fn bare_postgres(conninfo: &str, clients: usize, per: usize) {
+    let (latencies, wall) = on_clients(clients, |c, barrier| {
+        let mut client = postgres::Client::connect(conninfo, postgres::NoTls).expect("connect");
+        barrier.wait();
+        (0..per)
+            .map(|i| {
+                let t = Instant::now();
+                let mut tx = client.transaction().expect("begin");
+                tx.execute("INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')", &[&format!("{clients}-{c}-{i}")])
+                    .expect("insert");
+                tx.commit().expect("commit");
+                t.elapsed()
+            })
+            .collect()
+    });
+    report(&format!("baseline: bare one-row PostgreSQL transaction, {clients} client(s)"), latencies, wall);
+}
+
+/// Runs `client` on `clients` threads at once, each given its number and a barrier to wait at
+/// once it is ready, and answers every latency they measured and the time they took.
+fn on_clients(clients: usize, client: impl Fn(usize, &Barrier) -> Vec<Duration> + Sync) -> (Vec<Duration>, Duration) {
     let barrier = Barrier::new(clients);
     let start = Instant::now();
-    let latencies: Vec<Duration> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..clients)
-            .map(|c| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let mut client = postgres::Client::connect(conninfo, postgres::NoTls).expect("connect");
-                    barrier.wait();
-                    (0..per)
-                        .map(|i| {
-                            let t = Instant::now();
-                            let mut tx = client.transaction().expect("begin");
-                            tx.execute(
-                                "INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')",
-                                &[&format!("{clients}-{c}-{i}")],
-                            )
-                            .expect("insert");
-                            tx.commit().expect("commit");
-                            t.elapsed()
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
+    let latencies = std::thread::scope(|scope| {
+        let (client, barrier) = (&client, &barrier);
+        let handles: Vec<_> = (0..clients).map(|c| scope.spawn(move || client(c, barrier))).collect();
         handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
     });
-    report(&format!("baseline: bare one-row PostgreSQL transaction, {clients} client(s)"), latencies, start.elapsed());
+    (latencies, start.elapsed())
+}
+
+/// How many statements the PostgreSQL protocol baseline sends in a transaction: about as many
+/// as a retail turn sends, its reads ahead (the turn's lookup, two or three rows) and its commit
+/// (the claim, the lookup after it, a locked read per row, one to three inserts).
+const TURN_STATEMENTS: usize = 10;
+
+/// The second PostgreSQL baseline: `clients` threads, each on a connection of its own, each
+/// making `per` transactions of [`TURN_STATEMENTS`] prepared statements (one-row lookups, then
+/// one `INSERT`) sent in one pipeline between `BEGIN` and `COMMIT`, as warrant's store sends a
+/// commit's steps: `tokio-postgres` ends each statement with a sync point of its own, which
+/// the server answers and flushes on its own. What a turn's statement count costs on this
+/// protocol, apart from what the statements do.
+fn pipelined_postgres(conninfo: &str, clients: usize, per: usize) {
+    use tokio_postgres::types::ToSql;
+    let (latencies, wall) = on_clients(clients, |c, barrier| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await.expect("connect");
+            tokio::spawn(connection);
+            let lookup = client.prepare("SELECT v::text FROM bench_raw WHERE k = $1").await.expect("prepare");
+            let insert = client.prepare("INSERT INTO bench_raw VALUES ($1, '{\"a\":1}')").await.expect("prepare");
+            barrier.wait();
+            let mut latencies = Vec::with_capacity(per);
+            for i in 0..per {
+                let t = Instant::now();
+                // A row the bare run wrote, and a key of this run's own.
+                let (found, key) = (format!("{clients}-{c}-0"), format!("pipelined-{clients}-{c}-{i}"));
+                let (found, key): (&(dyn ToSql + Sync), &(dyn ToSql + Sync)) = (&found, &key);
+                client.batch_execute("BEGIN").await.expect("begin");
+                let lookups = (1..TURN_STATEMENTS).map(|_| client.query(&lookup, std::slice::from_ref(&found)));
+                let (looked, inserted) = futures_util::future::join(
+                    futures_util::future::join_all(lookups),
+                    client.query(&insert, std::slice::from_ref(&key)),
+                )
+                .await;
+                looked.into_iter().for_each(|rows| assert_eq!(rows.expect("lookup").len(), 1));
+                inserted.expect("insert");
+                client.batch_execute("COMMIT").await.expect("commit");
+                latencies.push(t.elapsed());
+            }
+            latencies
+        })
+    });
+    report(&format!("baseline: {TURN_STATEMENTS} statements pipelined, {clients} client(s)"), latencies, wall);
 }
 
 /// How many clients the durable SQLite runs use, one run each: 1, 2, 4, 8 and 16, unless
@@ -449,6 +511,7 @@ fn main() {
             for clients in [1, 16] {
                 let per = if clients == 1 { scale() / 8 } else { scale() / clients };
                 bare_postgres(&conninfo, clients, per);
+                pipelined_postgres(&conninfo, clients, per);
                 let pg =
                     |conninfo: String, schema: String| move || PgStore::connect(&conninfo, &schema).expect("postgres");
                 durable("postgres turn", pg(conninfo.clone(), schema.clone()), clients, per);
