@@ -28,7 +28,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -61,16 +61,13 @@ fn rss_kib() -> u64 {
 }
 
 /// The CPU time this process has used so far (user and system, all threads), from
-/// `/proc/self/stat`, in clock ticks of 10 ms.
-fn cpu_ticks() -> u64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            // The fields after the command's name (which may hold spaces), from the third on.
-            let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        })
-        .unwrap_or(0)
+/// `/proc/self/stat`, in clock ticks (Linux reports them at 100 a second); `None` where it
+/// cannot be read.
+fn cpu_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command's name (which may hold spaces), from the third on.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -185,51 +182,40 @@ fn run_clients<S: Store + 'static>(
     let (contract, folder) = load_contract(&retail()).expect("contract");
     // Seed once, then each client opens its own engine on the same store.
     drop(build_engine(contract.clone(), &folder, make()));
-    let barrier = Arc::new(Barrier::new(clients));
-    let start = Instant::now();
     let cpu_before = cpu_ticks();
-    let latencies: Vec<Duration> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..clients)
-            .map(|c| {
-                let barrier = barrier.clone();
-                let contract = contract.clone();
-                let folder = folder.clone();
-                let make = &make;
-                scope.spawn(move || {
-                    let mut engine = build_engine(contract, &folder, make());
-                    let acts = acts();
-                    // A conversation of this run's own: a turn id another run already stored
-                    // would be answered as a repeat, read back rather than decided and committed.
-                    let conversation = format!("{label}-{clients}-{c}-{}", std::process::id());
-                    let requests: Vec<String> =
-                        (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
-                    barrier.wait();
-                    let begun = Instant::now();
-                    let mut out = Vec::with_capacity(per_client);
-                    for (i, body) in requests.iter().enumerate() {
-                        let t = match rate_per_client {
-                            Some(rate) => wait_until_due(begun, i, c, clients, rate),
-                            None => Instant::now(),
-                        };
-                        let result = engine.turn(body).expect("turn");
-                        out.push(t.elapsed());
-                        assert!(
-                            matches!(result, TurnResult::Decided { repeated: false, .. }),
-                            "every measured turn is decided and committed, not a repeat: {:?}",
-                            result.to_json()
-                        );
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+    let (latencies, wall) = on_clients(clients, |c, barrier| {
+        let mut engine = build_engine(contract.clone(), &folder, make());
+        let acts = acts();
+        // A conversation of this run's own: a turn id another run already stored would be
+        // answered as a repeat, read back rather than decided and committed.
+        let conversation = format!("{label}-{clients}-{c}-{}", std::process::id());
+        let requests: Vec<String> =
+            (0..per_client).map(|i| turn_request(&conversation, i, &acts[i % acts.len()])).collect();
+        barrier.wait();
+        let begun = Instant::now();
+        let mut out = Vec::with_capacity(per_client);
+        for (i, body) in requests.iter().enumerate() {
+            let t = match rate_per_client {
+                Some(rate) => wait_until_due(begun, i, c, clients, rate),
+                None => Instant::now(),
+            };
+            let result = engine.turn(body).expect("turn");
+            out.push(t.elapsed());
+            assert!(
+                matches!(result, TurnResult::Decided { repeated: false, .. }),
+                "every measured turn is decided and committed, not a repeat: {:?}",
+                result.to_json()
+            );
+        }
+        out
     });
-    let wall = start.elapsed();
-    let cpu = (cpu_ticks() - cpu_before) as f64 * 10_000.0 / latencies.len().max(1) as f64;
+    let cpu = cpu_ticks().zip(cpu_before).map(|(after, before)| (after - before) as f64 * 10_000.0);
+    let turns = latencies.len().max(1) as f64;
     let rate = latencies.len() as f64 / wall.as_secs_f64();
     report(&format!("{label}, {clients} client(s)"), latencies, wall);
-    println!("{:<44} {cpu:.0} µs of CPU a turn (every thread, opening the engines included)", "");
+    if let Some(cpu) = cpu {
+        println!("{:<44} {:.0} µs of CPU a turn (every thread, opening the engines included)", "", cpu / turns);
+    }
     rate
 }
 
@@ -252,32 +238,21 @@ fn paced_bare(path: &std::path::Path, clients: usize, rate: f64, seconds: f64) {
     let raw = std::sync::Mutex::new(raw);
     let per_client = ((rate * seconds) as usize / clients).max(1);
     let rate_per_client = rate / clients as f64;
-    let barrier = Barrier::new(clients);
-    let start = Instant::now();
-    let latencies: Vec<Duration> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..clients)
-            .map(|c| {
-                let (raw, barrier) = (&raw, &barrier);
-                scope.spawn(move || {
-                    barrier.wait();
-                    let begun = Instant::now();
-                    (0..per_client)
-                        .map(|i| {
-                            let due = wait_until_due(begun, i, c, clients, rate_per_client);
-                            let raw = raw.lock().expect("connection");
-                            raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
-                            raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("{c}-{i}"), "{\"a\":1}"))
-                                .expect("insert");
-                            raw.execute_batch("COMMIT").expect("commit");
-                            due.elapsed()
-                        })
-                        .collect::<Vec<_>>()
-                })
+    let (latencies, wall) = on_clients(clients, |c, barrier| {
+        barrier.wait();
+        let begun = Instant::now();
+        (0..per_client)
+            .map(|i| {
+                let due = wait_until_due(begun, i, c, clients, rate_per_client);
+                let raw = raw.lock().expect("connection");
+                raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+                raw.execute("INSERT INTO t VALUES (?1, ?2)", (format!("{c}-{i}"), "{\"a\":1}")).expect("insert");
+                raw.execute_batch("COMMIT").expect("commit");
+                due.elapsed()
             })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+            .collect()
     });
-    report(&format!("baseline: bare one-row transaction, paced, {clients} client(s)"), latencies, start.elapsed());
+    report(&format!("baseline: bare one-row transaction, paced, {clients} client(s)"), latencies, wall);
 }
 
 /// The PostgreSQL baseline: `clients` threads, each on its own connection, each making `per`
