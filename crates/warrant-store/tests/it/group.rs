@@ -63,7 +63,7 @@ fn commits_at_once_share_transactions_and_every_acknowledged_one_is_there_after_
     });
     let (batches, commits) = keep.commit_batches().unwrap().unwrap();
     // The log was copied into the file off the commit path, as commits came: the
-    // checkpointer is told every few dozen durable commits.
+    // checkpointer is told every few durable commits.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while keep.checkpoints().unwrap().unwrap() == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -81,6 +81,32 @@ fn commits_at_once_share_transactions_and_every_acknowledged_one_is_there_after_
     assert_eq!(reopened.events(None).unwrap().len(), THREADS * PER_THREAD);
     assert_eq!(commits, (THREADS * PER_THREAD) as u64);
     assert!(batches < commits, "{commits} commits took {batches} transactions: none was shared");
+}
+
+#[test]
+fn the_checkpointer_copies_the_log_after_every_sixteenth_durable_commit_and_not_before() {
+    let (_dir, path) = file();
+    let mut store = SqliteStore::open(&path).unwrap();
+    let copies = |store: &SqliteStore| store.checkpoints().unwrap().unwrap();
+    let wait_for = |store: &SqliteStore, expected: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while copies(store) < expected && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        copies(store)
+    };
+    let start = copies(&store);
+    for round in 1..=3 {
+        // One thread: each commit is a batch of its own, durable before the next begins.
+        for i in 0..15 {
+            assert!(seq(&store.commit(&commit("c", &format!("r{round}.{i}"))).unwrap()).is_some());
+        }
+        // Fifteen commits since the last copy: the checkpointer has not been told.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(copies(&store), start + round - 1, "round {round}: a copy before the sixteenth commit");
+        assert!(seq(&store.commit(&commit("c", &format!("r{round}.15"))).unwrap()).is_some());
+        assert_eq!(wait_for(&store, start + round), start + round, "round {round}: no copy after the sixteenth");
+    }
 }
 
 #[test]
