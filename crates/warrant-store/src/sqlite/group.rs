@@ -24,8 +24,7 @@
 //! the file) to a thread of the group, [`checkpointer`], told every [`CHECKPOINT_COMMITS`]
 //! durable commits: done after a `COMMIT` on the group's connection, as SQLite does by default,
 //! it held up every commit waiting meanwhile, which made the slowest commits (p99) several
-//! times slower than the median. Told often, each copy is short: the sync of the file that ends
-//! it is what a commit's own sync of the log may queue behind.
+//! times slower than the median.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
