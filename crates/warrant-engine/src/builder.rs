@@ -104,18 +104,43 @@ impl StoreUrl {
         Err(bad("give `sqlite:PATH` or `postgres://…`".into()))
     }
 
-    /// Opens the store (not yet migrated: the engine made over it migrates it).
+    /// Opens the store (not yet migrated: the engine made over it migrates it), creating an
+    /// empty one where there is none.
     pub fn open(&self) -> Result<AnyStore, BuildError> {
+        self.open_as(Opening::Create)
+    }
+
+    /// Opens the store as [`StoreUrl::open`] does where it exists, and refuses where there is
+    /// none (no file, no schema) rather than creating it: for whoever reads a store whole
+    /// (`warrant store`), to whom a mistyped name must not look like an empty store.
+    pub fn open_existing(&self) -> Result<AnyStore, BuildError> {
+        self.open_as(Opening::Existing)
+    }
+
+    fn open_as(&self, opening: Opening) -> Result<AnyStore, BuildError> {
         match self {
-            StoreUrl::Sqlite(path) => SqliteStore::open(path)
-                .map(AnyStore::Sqlite)
-                .map_err(|e| BuildError::Store { url: format!("sqlite:{}", path.display()), message: e.to_string() }),
-            StoreUrl::Postgres { conninfo, schema } => PgStore::connect(conninfo, schema)
-                .map(|s| AnyStore::Postgres(Box::new(s)))
-                // The connection string may hold a password: only the schema is named.
-                .map_err(|e| BuildError::Store { url: format!("postgres schema `{schema}`"), message: e.to_string() }),
+            StoreUrl::Sqlite(path) => match opening {
+                Opening::Create => SqliteStore::open(path),
+                Opening::Existing => SqliteStore::open_existing(path),
+            }
+            .map(AnyStore::Sqlite)
+            .map_err(|e| BuildError::Store { url: format!("sqlite:{}", path.display()), message: e.to_string() }),
+            StoreUrl::Postgres { conninfo, schema } => match opening {
+                Opening::Create => PgStore::connect(conninfo, schema),
+                Opening::Existing => PgStore::connect_existing(conninfo, schema),
+            }
+            .map(|s| AnyStore::Postgres(Box::new(s)))
+            // The connection string may hold a password: only the schema is named.
+            .map_err(|e| BuildError::Store { url: format!("postgres schema `{schema}`"), message: e.to_string() }),
         }
     }
+}
+
+/// Whether opening a store creates it where there is none.
+#[derive(Debug, Clone, Copy)]
+enum Opening {
+    Create,
+    Existing,
 }
 
 /// Where an engine's model tasks run.

@@ -7,13 +7,14 @@
 //! [`Engine::turn`]. The modules by job: `builder` (configuration: the contract, the store, the
 //! model), `setup` (an engine over its store: migrated and seeded), `turn` (the turn loop),
 //! `facts` (stored facts served to the core), `commit` (a decision as one commit), `record` (the
-//! typed replay record), `replay`, `outcome` (effect outcomes), `writes` (the records written by the system of record), `guards` (the ladder), `outbound`
+//! typed replay record), `replay`, `check` (a store checked whole, its turns replayed), `outcome` (effect outcomes), `writes` (the records written by the system of record), `guards` (the ladder), `outbound`
 //! and `outbox` (the outbound gate and the outbox), `dispatch` (delivery), `model` (the checks
 //! through warrant-model).
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
 mod builder;
+mod check;
 mod commit;
 pub mod data;
 pub mod dispatch;
@@ -38,6 +39,7 @@ pub use builder::{
     BuildError, ENV_CALLS, ENV_CASSETTE, ENV_DEADLINE_MS, ENV_TOKENS, EngineBuilder, EngineSetup, ModelPlan,
     ModelSource, StoreUrl,
 };
+pub use check::StoreCheck;
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
@@ -104,6 +106,9 @@ pub enum EngineError {
     /// A records write's precondition does not hold (`stale_revision`); nothing was written.
     #[error(transparent)]
     Conflict(warrant_store::RecordConflict),
+    /// A long operation stopped before its end because its caller asked it to (a signal).
+    #[error("stopped before the end, as asked")]
+    Stopped,
     /// A stored value does not read back.
     #[error("stored {what} is corrupt: {message}")]
     Corrupt {
@@ -134,6 +139,15 @@ impl Engine<AnyStore> {
     /// The one way engines are made: see [`EngineBuilder`].
     pub fn builder() -> EngineBuilder {
         EngineBuilder::new()
+    }
+
+    /// Closes the engine's store, saying what failed ([`AnyStore::close`]): on SQLite, the last
+    /// store of the process on a file leaves the file whole, its log copied into it, so that
+    /// the file alone holds every committed turn. Dropping the engine does the same and cannot
+    /// say what failed. Whoever holds an engine to the end of a process (the Python `Gate`'s
+    /// `close`, a server's pool) calls this, or drops it.
+    pub fn close(self) -> Result<(), EngineError> {
+        Ok(self.store.close()?)
     }
 }
 

@@ -9,7 +9,7 @@ use warrant_core::Contract;
 use warrant_core::id::canonical;
 use warrant_core::request;
 use warrant_core::turn::{self, TurnResponse};
-use warrant_store::Store;
+use warrant_store::{Store, StoredTurn};
 
 use crate::EngineError;
 use crate::outcome::{OutcomeFinding, effect_views};
@@ -82,74 +82,92 @@ pub(crate) fn replay<S: Store>(contract: &Contract, store: &mut S) -> Result<Rep
     let mut report = ReplayReport::default();
     let mut after = 0;
     loop {
-        let batch = store.turns(after, 500)?;
+        let batch = store.turns(after, PAGE)?;
         let Some(last) = batch.last() else { break };
         after = last.seq;
         for stored in &batch {
-            report.turns += 1;
-            for effect in effect_views(store, &stored.conversation, &stored.turn)? {
-                for finding in effect.findings {
-                    report.findings.push(ReplayFinding {
-                        conversation: stored.conversation.clone(),
-                        turn: stored.turn.clone(),
-                        effect: effect.id.clone(),
-                        op: effect.op.clone(),
-                        finding,
-                    });
-                }
-            }
-            let recorded = stored_response(stored)?;
-            let request: request::TurnRequest = serde_json::from_value(stored.request.clone()).map_err(|e| {
-                EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() }
-            })?;
-            let record = ReplayRecord::of(stored)?;
-            let facts = record.recorded_facts();
-            let now = match request::validate(contract, request) {
-                // The recorded answers of the turn's checks: a replay calls no model.
-                Ok(valid) => {
-                    turn::decide_answered(
-                        contract,
-                        &valid,
-                        &facts,
-                        &record.conflicts,
-                        &record.answers,
-                        &record.outbound_answers,
-                    )
-                    .response
-                }
-                Err(error) => {
-                    for (i, act) in recorded.acts.iter().enumerate() {
-                        report.changes.push(ReplayChange {
-                            conversation: stored.conversation.clone(),
-                            turn: stored.turn.clone(),
-                            act: i,
-                            op: act.op.clone(),
-                            before: summary(&recorded, i),
-                            after: format!("request rejected: {error}"),
-                        });
-                    }
-                    continue;
-                }
-            };
-            let now_json = serde_json::to_value(&now).unwrap_or(Value::Null);
-            if canonical(&stored.response) == canonical(&now_json) {
-                report.identical += 1;
-            }
-            for i in 0..recorded.acts.len().max(now.acts.len()) {
-                let (before, after_now) = (summary(&recorded, i), summary(&now, i));
-                if before != after_now {
-                    let op = recorded.acts.get(i).or(now.acts.get(i)).map(|a| a.op.clone()).unwrap_or_default();
-                    report.changes.push(ReplayChange {
-                        conversation: stored.conversation.clone(),
-                        turn: stored.turn.clone(),
-                        act: i,
-                        op,
-                        before,
-                        after: after_now,
-                    });
-                }
-            }
+            replay_turn(contract, store, stored, &mut report)?;
         }
     }
     Ok(report)
+}
+
+/// Turns read at a time.
+pub(crate) const PAGE: usize = 500;
+
+/// Decides `stored` again from its record and adds what it found to `report`: the turn counted,
+/// each changed verdict, each finding its effects' outcomes left. A record that cannot be read
+/// is an error, and `report` is left as it was.
+pub(crate) fn replay_turn<S: Store>(
+    contract: &Contract,
+    store: &mut S,
+    stored: &StoredTurn,
+    report: &mut ReplayReport,
+) -> Result<(), EngineError> {
+    let mut findings = Vec::new();
+    for effect in effect_views(store, &stored.conversation, &stored.turn)? {
+        for finding in effect.findings {
+            findings.push(ReplayFinding {
+                conversation: stored.conversation.clone(),
+                turn: stored.turn.clone(),
+                effect: effect.id.clone(),
+                op: effect.op.clone(),
+                finding,
+            });
+        }
+    }
+    let recorded = stored_response(stored)?;
+    let request: request::TurnRequest = serde_json::from_value(stored.request.clone()).map_err(|e| {
+        EngineError::Corrupt { what: format!("request of turn `{}`", stored.turn), message: e.to_string() }
+    })?;
+    let record = ReplayRecord::of(stored)?;
+    report.turns += 1;
+    report.findings.extend(findings);
+    let facts = record.recorded_facts();
+    let now = match request::validate(contract, request) {
+        // The recorded answers of the turn's checks: a replay calls no model.
+        Ok(valid) => {
+            turn::decide_answered(
+                contract,
+                &valid,
+                &facts,
+                &record.conflicts,
+                &record.answers,
+                &record.outbound_answers,
+            )
+            .response
+        }
+        Err(error) => {
+            for (i, act) in recorded.acts.iter().enumerate() {
+                report.changes.push(ReplayChange {
+                    conversation: stored.conversation.clone(),
+                    turn: stored.turn.clone(),
+                    act: i,
+                    op: act.op.clone(),
+                    before: summary(&recorded, i),
+                    after: format!("request rejected: {error}"),
+                });
+            }
+            return Ok(());
+        }
+    };
+    let now_json = serde_json::to_value(&now).unwrap_or(Value::Null);
+    if canonical(&stored.response) == canonical(&now_json) {
+        report.identical += 1;
+    }
+    for i in 0..recorded.acts.len().max(now.acts.len()) {
+        let (before, after_now) = (summary(&recorded, i), summary(&now, i));
+        if before != after_now {
+            let op = recorded.acts.get(i).or(now.acts.get(i)).map(|a| a.op.clone()).unwrap_or_default();
+            report.changes.push(ReplayChange {
+                conversation: stored.conversation.clone(),
+                turn: stored.turn.clone(),
+                act: i,
+                op,
+                before,
+                after: after_now,
+            });
+        }
+    }
+    Ok(())
 }

@@ -62,12 +62,18 @@ impl TurnResult {
 /// with the `failpoints` feature, which only test builds turn on. Set with the environment
 /// variable `WARRANT_FAILPOINT`: `before_commit` aborts the process there;
 /// `pause_before_commit:PATH` creates `PATH` and waits (up to a minute) until `PATH.go` exists,
-/// so that a test can kill the process there, or release several at once.
+/// so that a test can kill the process there, or release several at once; `panic_after_commit`
+/// panics once the turn is committed, so that a test sees the process unwind with it held
+/// (`after_lookup` and `after_commit` take the same three forms).
 #[cfg(feature = "failpoints")]
+#[allow(clippy::panic, reason = "a test asks for the panic, to see the process unwind")]
 fn failpoint(name: &str) {
     let Ok(setting) = std::env::var("WARRANT_FAILPOINT") else { return };
     if setting == name {
         std::process::abort();
+    }
+    if setting.strip_prefix("panic_") == Some(name) {
+        panic!("failpoint `{name}`");
     }
     if let Some(path) = setting.strip_prefix(&format!("pause_{name}:")) {
         let go = format!("{path}.go");
@@ -156,6 +162,7 @@ impl<S: Store> Engine<S> {
             failpoint("before_commit");
             match self.store.commit(&commit)? {
                 CommitOutcome::Committed { .. } => {
+                    failpoint("after_commit");
                     return Ok(TurnResult::Decided { response: decision.response, repeated: false });
                 }
                 CommitOutcome::Duplicate(stored) => return repeat(valid, &stored),

@@ -6,11 +6,12 @@
 use serde_json::Value;
 
 use crate::{
-    AuditResult, AuditRow, AuditedFinding, Commit, CommitOutcome, Demotion, DueJob, EffectRow, Enqueued, EventRow,
-    Failure, FailureRecorded, FindingRow, Imported, InteractionRow, Jobs, LadderStore, Lease, Ledger, NewJob, Outbox,
-    OutboxMessage, OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow,
-    PromptPromotionRow, PromptRegistry, PromptRow, ReadAhead, Record, RecordDifference, RecordError, Records,
-    RetryPolicy, RowEventRow, SharedRecord, SqliteStore, StoreError, StoredTurn, TurnAhead,
+    AuditResult, AuditRow, AuditedFinding, BackupReport, Commit, CommitOutcome, Demotion, DueJob, EffectCensus,
+    EffectRow, Enqueued, EventRow, ExportCounts, ExportError, ExportSink, Failure, FailureRecorded, FindingRow,
+    Imported, Integrity, InteractionRow, Jobs, LadderStore, Lease, Ledger, Maintenance, NewJob, Outbox, OutboxMessage,
+    OutboxRow, OutboxState, OutcomeReport, OutcomeResult, PgStore, Precondition, PromotionRow, PromptPromotionRow,
+    PromptRegistry, PromptRow, ReadAhead, Record, RecordDifference, RecordError, Records, RetryPolicy, RowEventRow,
+    SchemaState, SharedRecord, SqliteStore, StoreError, StoredTurn, TurnAhead,
 };
 
 /// A SQLite or a PostgreSQL store. The PostgreSQL one is boxed: its statement cache makes it
@@ -21,6 +22,28 @@ pub enum AnyStore {
     Sqlite(SqliteStore),
     /// The store for more than one process or machine.
     Postgres(Box<PgStore>),
+}
+
+impl AnyStore {
+    /// Copies the store into a new file at `to` while it goes on committing
+    /// ([`SqliteStore::backup_to`]). A PostgreSQL store is refused: the server's own `pg_dump`
+    /// copies a schema consistently while it is written to, and `warrant store check` checks
+    /// what it restores.
+    pub fn backup_to(&self, to: &std::path::Path) -> Result<BackupReport, StoreError> {
+        match self {
+            AnyStore::Sqlite(store) => store.backup_to(to),
+            AnyStore::Postgres(store) => Err(StoreError::BackupByPgDump { schema: store.named_schema().to_owned() }),
+        }
+    }
+
+    /// Closes the store, saying what failed ([`SqliteStore::close`], [`PgStore::close`]);
+    /// dropping it does the same and cannot say.
+    pub fn close(self) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Sqlite(store) => store.close(),
+            AnyStore::Postgres(store) => store.close(),
+        }
+    }
 }
 
 /// Implements a store trait for [`AnyStore`] (each method on the backend it holds) and for
@@ -115,6 +138,13 @@ forward!(Outbox {
         now: i64,
     ) -> Result<FailureRecorded, StoreError>;
     fn outbox(&mut self, state: Option<OutboxState>, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+});
+
+forward!(Maintenance {
+    fn schema(&mut self) -> Result<SchemaState, StoreError>;
+    fn integrity(&mut self) -> Result<Integrity, StoreError>;
+    fn effect_census(&mut self) -> Result<EffectCensus, StoreError>;
+    fn export(&mut self, sink: &mut ExportSink<'_>) -> Result<ExportCounts, ExportError>;
 });
 
 forward!(Jobs {

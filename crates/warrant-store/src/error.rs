@@ -34,6 +34,14 @@ pub enum StoreError {
         known: i64,
     },
 
+    /// The store has not run every schema step this build knows; what reads it whole needs it
+    /// migrated first.
+    #[error("the store has not run the schema steps {pending:?}: migrate it first")]
+    SchemaBehind {
+        /// The steps it has not run.
+        pending: Vec<i64>,
+    },
+
     /// SQLite did not switch to write-ahead logging, which concurrent readers and writers need.
     #[error("the database refused write-ahead logging: its journal mode is `{mode}`")]
     NoWriteAheadLog {
@@ -120,6 +128,39 @@ pub enum StoreError {
     BatchFailed {
         /// What the database said.
         why: String,
+    },
+
+    /// A PostgreSQL schema that was to hold a store does not exist.
+    #[error("the database has no schema `{schema}`")]
+    NoSuchSchema {
+        /// The schema.
+        schema: String,
+    },
+
+    /// A SQLite file that was to hold a store does not exist.
+    #[error("there is no file `{path}`")]
+    NoSuchFile {
+        /// The file.
+        path: String,
+    },
+
+    /// A backup could not be made; no file was left at its place.
+    #[error("the backup to `{to}` failed: {why}")]
+    Backup {
+        /// Where the backup was to go.
+        to: String,
+        /// What went wrong.
+        why: String,
+    },
+
+    /// A PostgreSQL store is backed up by the server's own tools, not by warrant.
+    #[error(
+        "a PostgreSQL store is backed up with the server's `pg_dump --schema={schema}` (restored with `psql`, \
+         then checked with `warrant store check`), not with `warrant store backup`"
+    )]
+    BackupByPgDump {
+        /// The store's schema.
+        schema: String,
     },
 
     /// Concurrent writers kept creating and deleting the row while this write looked at it;

@@ -20,6 +20,7 @@ mod commit;
 mod history;
 mod ladder;
 mod ledger;
+mod maintenance;
 mod outbox;
 mod prompts;
 mod records;
@@ -72,6 +73,17 @@ impl PgStore {
     /// in `schema`, creating the schema if it is missing. Run
     /// [`Ledger::migrate`](crate::Ledger::migrate) before using a new schema.
     pub fn connect(conninfo: &str, schema: &str) -> Result<PgStore, StoreError> {
+        PgStore::connect_to(conninfo, schema, Missing::Create)
+    }
+
+    /// Connects as [`PgStore::connect`] does to a schema that exists, and refuses one that does
+    /// not ([`StoreError::NoSuchSchema`]) rather than creating it: for whoever reads a store, to
+    /// whom a mistyped name must not look like an empty store.
+    pub fn connect_existing(conninfo: &str, schema: &str) -> Result<PgStore, StoreError> {
+        PgStore::connect_to(conninfo, schema, Missing::Refuse)
+    }
+
+    fn connect_to(conninfo: &str, schema: &str, missing: Missing) -> Result<PgStore, StoreError> {
         if !schema_name(schema) {
             return Err(StoreError::InvalidSchemaName { schema: schema.to_owned() });
         }
@@ -82,6 +94,9 @@ impl PgStore {
         // Only when it is missing, so that a role without CREATE on the database can use a
         // schema made for it; under a lock, because two concurrent CREATE SCHEMA IF NOT EXISTS
         // can both find it missing and one then fails.
+        if !exists && missing == Missing::Refuse {
+            return Err(StoreError::NoSuchSchema { schema: schema.to_owned() });
+        }
         if !exists {
             let mut tx = client.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CREATE_SCHEMA, &schema])?;
@@ -91,6 +106,22 @@ impl PgStore {
         client.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
         let rows = RowCache::shared(&format!("postgres {schema} {conninfo}"));
         Ok(PgStore { client, schema: schema.to_owned(), statements: Statements::default(), rows })
+    }
+
+    /// The schema the store's tables are in.
+    pub(crate) fn named_schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Closes the connection, saying what failed; dropping the store ends it too, without
+    /// telling the server. Nothing is left open: every write was committed or rolled back.
+    pub fn close(self) -> Result<(), StoreError> {
+        Ok(self.client.close()?)
+    }
+
+    /// A read-only transaction over one snapshot ([`Client::snapshot`]), with the statements.
+    fn snapshot(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {
+        Ok((self.client.snapshot()?, &mut self.statements, &self.schema))
     }
 
     fn begin(&mut self) -> Result<(Transaction<'_>, &mut Statements, &str), StoreError> {
@@ -111,6 +142,13 @@ impl PgStore {
         let statement = self.statements.get(&mut self.client, sql)?;
         Ok(self.client.query_opt(&statement, params)?)
     }
+}
+
+/// What connecting does about a schema that does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    Create,
+    Refuse,
 }
 
 /// Whether `schema` is a plain lowercase identifier, which needs no quoting rules to be safe

@@ -54,7 +54,26 @@ impl std::fmt::Debug for Registry {
     }
 }
 
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // The file whole at rest, as a store's: a drop cannot say what failed; `close` does.
+        if let Registry::Sqlite(conn) = self {
+            let _ = crate::sqlite::checkpoint_whole(conn);
+        }
+    }
+}
+
 impl Registry {
+    /// Closes the registry, saying what failed; dropping it does the same and cannot say. A
+    /// SQLite registry's log is copied into its file and emptied first, so that the file alone
+    /// holds every tenant (where another process has it open, that process's end does).
+    pub fn close(mut self) -> Result<(), StoreError> {
+        match &mut self {
+            Registry::Sqlite(conn) => crate::sqlite::checkpoint_whole(conn),
+            Registry::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Opens (or creates) the registry in the SQLite file at `path`, in WAL mode: a server
     /// reads it on every request, and in WAL mode a read never waits for a writer (`warrant
     /// tenant rotate` in another process), so it is quick enough to run on the request's own

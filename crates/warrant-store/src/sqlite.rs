@@ -4,11 +4,17 @@
 //! construction, and a writer never fails to upgrade a read lock halfway through. The commits
 //! of every store this process opened on one file share transactions (`group.rs`), so that
 //! commits arriving together are made durable by one sync.
+//!
+//! The file is whole at rest: when the last store of a process on it goes, dropped or
+//! [closed](SqliteStore::close), the log is copied into the file and emptied, so that the file
+//! copied alone holds every commit (`group.rs`). After a kill, SQLite recovers the log at the
+//! next open.
 
 mod group;
 mod history;
 mod ladder;
 mod ledger;
+mod maintenance;
 mod outbox;
 mod prompts;
 mod records;
@@ -23,6 +29,8 @@ use serde_json::Value;
 use crate::error::StoreError;
 use crate::row_cache::RowCache;
 use crate::txn::Settled;
+
+pub use maintenance::BackupReport;
 
 /// How long a writer waits for another process's transaction before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,6 +62,15 @@ impl SqliteStore {
         Ok(SqliteStore { conn, rows: group.rows(), group: Some(group) })
     }
 
+    /// Opens the store in the file at `path` as [`SqliteStore::open`] does, if the file exists;
+    /// refuses a missing one ([`StoreError::NoSuchFile`]) rather than creating an empty store.
+    pub fn open_existing(path: &Path) -> Result<SqliteStore, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::NoSuchFile { path: path.display().to_string() });
+        }
+        SqliteStore::open(path)
+    }
+
     /// Opens the store like [`SqliteStore::open`], but its commits share no transaction: each
     /// is one transaction, one sync, of its own, as before group commit. For measuring what
     /// group commit gains, beside stores opened with `open` in the same run.
@@ -72,6 +89,23 @@ impl SqliteStore {
     /// log into it, off the commit path. `None` for a store whose commits share no group.
     pub fn checkpoints(&self) -> Result<Option<u64>, StoreError> {
         self.group.as_ref().map(|group| group.checkpoints()).transpose()
+    }
+
+    /// Closes the store, saying what failed. Dropping it does the same and cannot say. When it
+    /// is the last store of this process on its file, the file is left whole: its log copied
+    /// into it and emptied, so that the file alone holds every commit. Another process that
+    /// still has the file open leaves the file whole when its own last store goes.
+    pub fn close(self) -> Result<(), StoreError> {
+        let SqliteStore { conn, group, rows } = self;
+        drop(rows);
+        // The store's own connection first: the group's end copies the log whole only once no
+        // connection of this process can be reading it.
+        let closed = conn.close().map_err(|(_, e)| StoreError::from(e));
+        let finished = match group.and_then(Arc::into_inner) {
+            Some(group) => group.finish(),
+            None => Ok(()),
+        };
+        closed.and(finished)
     }
 
     /// A connection to the file at `path`, in write-ahead-log mode.
@@ -149,6 +183,16 @@ impl<'a> SqliteTxn<'a> {
 /// A JSON column, which this module always writes as JSON text.
 fn json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt { what: format!("{} is not JSON: {e}", what()) })
+}
+
+/// Copies the whole log of `conn`'s file into the file and empties it (`TRUNCATE`), waiting for
+/// other connections' readers and writers as a writer waits for the lock. Where another
+/// process still holds the log when the wait ends, the copy stops short without an error: the
+/// file is that process's to leave whole.
+pub(crate) fn checkpoint_whole(conn: &Connection) -> Result<(), StoreError> {
+    // (busy, pages in the log, pages copied): busy only where another process holds it.
+    let _busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+    Ok(())
 }
 
 /// Sets `conn`'s busy timeout and puts its file in write-ahead-log mode, or fails naming the

@@ -63,6 +63,25 @@ impl Client {
         Ok(Client { driver: Driver { runtime, connection: Box::pin(connection), ended: false }, client })
     }
 
+    /// Ends the connection as a client should: with its client half gone, the connection tells
+    /// the server it is leaving and ends, rather than dropping the socket mid-conversation.
+    pub(crate) fn close(self) -> Result<(), Error> {
+        let Client { mut driver, client } = self;
+        drop(client);
+        let Driver { runtime, connection, ended } = &mut driver;
+        if *ended {
+            return Ok(());
+        }
+        runtime.block_on(poll_fn(|cx| connection.as_mut().poll(cx)))
+    }
+
+    /// Opens a read-only transaction that reads one snapshot of the database from its first
+    /// statement to its end (REPEATABLE READ); dropped, it rolls back, which writes nothing.
+    pub(crate) fn snapshot(&mut self) -> Result<Transaction<'_>, Error> {
+        self.batch_execute("START TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        Ok(Transaction { client: self, open: true })
+    }
+
     /// Opens a transaction at READ COMMITTED; dropped without [`Transaction::commit`], it
     /// rolls back.
     pub(crate) fn transaction(&mut self) -> Result<Transaction<'_>, Error> {

@@ -25,11 +25,19 @@
 //! durable commits: done after a `COMMIT` on the group's connection, as SQLite does by default,
 //! it held up every commit waiting meanwhile, which made the slowest commits (p99) several
 //! times slower than the median.
+//!
+//! When the last store of the process on the file goes (dropped, also by a panic unwinding, or
+//! closed), the group ends the file whole ([`Group::finish`]): the checkpointer is stopped and
+//! joined, so that its connection is closed, and the group's connection copies the whole log
+//! into the file and empties it (`TRUNCATE`) before it closes. The file alone then holds every
+//! commit, as a copy of it made without its `-wal` and `-shm` files does. A checkpointer left
+//! running with its connection open kept SQLite from doing so itself at the last close, and the
+//! file alone was missing what the log held, or unreadable.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
-use std::thread::Thread;
+use std::thread::{JoinHandle, Thread};
 
 use rusqlite::Connection;
 
@@ -74,13 +82,19 @@ pub(crate) struct Group {
     state: Mutex<State>,
     /// The checkpointer's signal: it copies the log into the file off the commit path.
     checkpoints: Arc<Signal>,
+    /// The checkpointer's thread, joined when the group ends; `None` once it has been.
+    checkpointer: Mutex<Option<JoinHandle<()>>>,
+    /// The file, for a connection of the group's end when a leader's panic took the group's.
+    path: PathBuf,
     /// The rows the file's stores read, shared by them all.
     rows: RowCache,
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.checkpoints.tell(|s| s.stop = true);
+        // A drop cannot say what failed; [`Group::finish`] called first (a store's `close`)
+        // does, and leaves nothing for this one to do.
+        let _ = self.finish();
     }
 }
 
@@ -205,7 +219,7 @@ impl Group {
         let checkpoints = Arc::new(Signal::default());
         let copier = connect()?;
         let told = Arc::clone(&checkpoints);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("warrant-checkpoint".into())
             .spawn(move || checkpointer(copier, told))
             .map_err(|e| StoreError::Corrupt { what: format!("cannot start the checkpointer: {e}") })?;
@@ -219,9 +233,45 @@ impl Group {
             durable: (0, 0),
             since_checkpoint: 0,
         };
-        let group = Arc::new(Group { state: Mutex::new(state), checkpoints, rows: RowCache::default() });
+        let group = Arc::new(Group {
+            state: Mutex::new(state),
+            checkpoints,
+            checkpointer: Mutex::new(Some(thread)),
+            path: path.clone(),
+            rows: RowCache::default(),
+        });
         groups.insert(path, Arc::downgrade(&group));
         Ok(group)
+    }
+
+    /// Ends the group with its file whole: the checkpointer stopped and joined (its connection
+    /// closed with it), then the whole log copied into the file and emptied on the group's
+    /// connection, which is closed. Called once no store of the process is left on the file
+    /// (by the last one's `close`, else by the group's drop); a second call finds nothing to do.
+    ///
+    /// Another process with the file open may still be reading the log, or writing to it: the
+    /// copy then waits for it as long as a writer waits for a lock, and where it still cannot
+    /// empty the log it is not an error of this process. That process's own end makes the file
+    /// whole.
+    pub(crate) fn finish(&self) -> Result<(), StoreError> {
+        self.checkpoints.tell(|s| s.stop = true);
+        let thread = self.checkpointer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Some(thread) = thread else { return Ok(()) };
+        // A checkpointer that panicked has already let its connection go.
+        let _ = thread.join();
+        let conn = self.state.lock().unwrap_or_else(PoisonError::into_inner).conn.take();
+        let conn = match conn {
+            Some(conn) => conn,
+            // A leader's panic took the group's connection with it (rolled back as it closed).
+            None => {
+                let conn = Connection::open(&self.path)?;
+                super::write_ahead_log(&conn)?;
+                conn
+            }
+        };
+        let emptied = super::checkpoint_whole(&conn);
+        let closed = conn.close().map_err(|(_, e)| StoreError::from(e));
+        emptied.and(closed)
     }
 
     /// The rows cache of the file's stores.

@@ -4,6 +4,8 @@
 //! when it cannot be reached, the postgres tests fail, they are never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod at_rest;
+mod backup;
 mod build;
 mod commit_order;
 mod concurrency;
@@ -13,6 +15,7 @@ mod fixture;
 mod group;
 mod guards;
 mod history;
+mod maintenance;
 mod outbox;
 mod reads;
 mod records;
@@ -122,4 +125,11 @@ conformance! {
     reads::a_row_read_shared_is_the_row_as_stored_after_every_write,
     reads::a_row_read_again_from_the_same_text_is_served_the_value_already_read,
     reads::reads_in_a_span_read_the_rows_and_leave_the_store_writable,
+    maintenance::a_migrated_store_has_run_every_step_this_build_knows,
+    maintenance::a_sound_store_s_integrity_finds_nothing,
+    maintenance::every_effect_is_settled_or_listed_as_pending,
+    maintenance::an_export_writes_every_row_once_kind_by_kind_with_its_json_as_stored,
+    maintenance::an_export_whose_output_fails_stops_there_and_leaves_the_store_usable,
+    maintenance::a_store_built_at_an_older_step_migrates_in_place_with_its_data_intact,
+    maintenance::a_store_migrated_by_a_newer_build_is_refused_and_named,
 }
