@@ -15,6 +15,7 @@ pub(crate) fn run(path: &Path, store: Option<&str>) -> Result<(), Exit> {
     let tables = warrant_engine::data::read_tables(&contract, &folder).map_err(|e| Exit::Input(e.to_string()))?;
     summary(&contract, &tables);
     if let Some(url) = store {
+        crate::signals::hold()?;
         let mut engine = Engine::builder().contract_file(path).open(url).map_err(|e| Exit::Input(e.to_string()))?;
         let differing = engine.data_differences().map_err(|e| Exit::Input(e.to_string()))?;
         let mut count = 0;

@@ -3,7 +3,10 @@
 //!
 //! Exit status: 0 done, 1 a check failed (a corpus case, a changed replay verdict), 2 bad input
 //! or a bad contract, with a one-line message on stderr. A reader that stops reading early
-//! (`warrant reasons | head`) ends the process quietly, with status 0.
+//! (`warrant reasons | head`) ends the process quietly, with status 0. However a command ends
+//! (those statuses, a signal, a panic), it ends by returning or unwinding through `main`, never
+//! by `std::process::exit` from inside it, so that every store it opened is dropped and closed,
+//! and a SQLite file is left whole (`signals.rs`).
 
 /// Every `println!` of this crate writes through [`stdout_line`], which ends the process quietly
 /// when standard output is a closed pipe instead of panicking as the standard macro does. It is
@@ -29,6 +32,8 @@ mod render;
 mod scheduler;
 mod score;
 mod serve;
+mod signals;
+mod store;
 mod turn;
 
 use std::path::{Path, PathBuf};
@@ -121,6 +126,12 @@ enum Command {
     /// The MCP gateway over stdio: every tool call a turn, confirmations from the user by
     /// elicitation, what commits forwarded once to the downstream MCP server.
     Mcp(mcp::McpArgs),
+    /// The store as a whole: a live backup, a check of everything in it, an export of its
+    /// ledger and replay records as JSON lines, and its schema's migration.
+    Store {
+        #[command(subcommand)]
+        command: store::StoreCommand,
+    },
 }
 
 /// A failure that ends the command: the message goes to stderr on one line.
@@ -132,7 +143,13 @@ pub(crate) enum Exit {
     Failed,
     /// Exit with this status; the answer is already printed.
     Quiet(u8),
+    /// A signal (its number) stopped a long command before its end: exit status 128 + it.
+    Signalled(i32),
 }
+
+/// Unwinds the main thread to `main`, which exits with this status: how a closed standard output
+/// ends the process without skipping the drops that close its stores.
+struct QuietEnd(u8);
 
 impl From<std::io::Error> for Exit {
     fn from(error: std::io::Error) -> Exit {
@@ -151,14 +168,20 @@ pub(crate) fn stdout_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
-    match written {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+    let status = match written {
+        Ok(()) => return,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(error) => {
             eprintln!("warrant: cannot write to standard output: {error}");
-            std::process::exit(2);
+            2
         }
+    };
+    drop(out);
+    if std::thread::current().name() == Some("main") {
+        // Caught in `main`; unwinding drops (and so closes) every store on the way.
+        std::panic::resume_unwind(Box::new(QuietEnd(status)));
     }
+    std::process::exit(i32::from(status));
 }
 
 /// Reads and checks a contract file with its companion files.
@@ -174,7 +197,32 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(result) => result,
+        Err(payload) => match payload.downcast::<QuietEnd>() {
+            Ok(end) => return ExitCode::from(end.0),
+            // A panic: on its way out, as it would have gone (status 101), every store dropped.
+            Err(payload) => std::panic::resume_unwind(payload),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit::Failed) => ExitCode::from(1),
+        Err(Exit::Quiet(code)) => ExitCode::from(code),
+        Err(Exit::Signalled(signal)) => {
+            eprintln!("warrant: stopped by signal {signal}");
+            ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
+        }
+        Err(Exit::Input(message)) => {
+            eprintln!("warrant: {}", message.replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the command; every store it opens is closed by the time this returns or unwinds.
+fn run(cli: Cli) -> Result<(), Exit> {
+    match cli.command {
         Command::Score(args) => score::run(&args),
         Command::Corpus { command } => corpus::run(&command),
         Command::Turn(args) => turn::run_turn(&args),
@@ -198,20 +246,12 @@ fn main() -> ExitCode {
         Command::Render(args) => render::run(&args),
         Command::Tools(args) => mcp::run_tools(&args),
         Command::Mcp(args) => mcp::run_mcp(&args),
+        Command::Store { command } => store::run(&command),
         Command::Reasons => {
             for code in warrant_core::ReasonCode::ALL {
                 println!("{}\n    {}\n", code.as_str(), code.description().replace('\n', "\n    "));
             }
             Ok(())
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Exit::Failed) => ExitCode::from(1),
-        Err(Exit::Quiet(code)) => ExitCode::from(code),
-        Err(Exit::Input(message)) => {
-            eprintln!("warrant: {}", message.replace('\n', " "));
-            ExitCode::from(2)
         }
     }
 }

@@ -89,6 +89,19 @@ pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
         elicitation_timeout: Duration::from_secs(args.elicitation_timeout),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = serve(&runtime, args, options);
+    // Ending the runtime drops what its tasks still hold, the engine among them (its store
+    // closed, a SQLite file left whole). A read of standard input still waiting (a session
+    // ended by a signal while its client holds the pipe open) cannot be interrupted and would
+    // hold a plain drop for ever: it is given this long, and the process then ends without it.
+    runtime.shutdown_timeout(STDIN_GRACE);
+    served
+}
+
+/// How long the end of `warrant mcp` waits for its blocking threads.
+const STDIN_GRACE: Duration = Duration::from_secs(2);
+
+fn serve(runtime: &tokio::runtime::Runtime, args: &McpArgs, options: warrant_mcp::Options) -> Result<(), Exit> {
     let served = match (&args.listen, &args.keys, &args.actor) {
         (Some(listen), Some(keys), _) => runtime.block_on(warrant_mcp::serve_http(options, listen, keys)),
         (_, _, Some(actor)) => {

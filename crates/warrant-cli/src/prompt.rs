@@ -91,6 +91,7 @@ pub(crate) struct PromoteArgs {
 }
 
 pub(crate) fn open(at: &At) -> Result<Box<dyn Store>, Exit> {
+    crate::signals::hold()?;
     let url = StoreUrl::parse(&at.store).map_err(|e| Exit::Input(e.to_string()))?;
     let mut store: Box<dyn Store> = Box::new(url.open().map_err(|e| Exit::Input(e.to_string()))?);
     store.migrate().map_err(|e| Exit::Input(format!("store: {e}")))?;

@@ -3,8 +3,6 @@
 //! daemon until SIGTERM or SIGINT, and lists the outbox for operators.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -113,14 +111,19 @@ fn channels(args: &RunArgs, setup: &EngineSetup) -> Result<Channels, Exit> {
 fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
     // First, so that a signal while the contract loads or the store opens stops the daemon
     // cleanly before it takes anything.
-    let stop = if args.once { None } else { Some(stop_on_signal()?) };
+    let stop = if args.once {
+        crate::signals::hold()?;
+        None
+    } else {
+        Some(crate::signals::stop_flag()?)
+    };
     let setup = Engine::builder().contract_file(&args.contract).prepare().map_err(|e| Exit::Input(e.to_string()))?;
     let config = config(args, channels(args, &setup)?)?;
     let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
     let url = StoreUrl::parse(&args.at.store).map_err(|e| Exit::Input(e.to_string()))?;
     let mut engine = setup.open(&url).map_err(|e| Exit::Input(e.to_string()))?;
     let engine: &mut dyn EngineOps = &mut engine;
-    let Some(stop) = &stop else {
+    let Some(stop) = stop else {
         let due = follow_ups(engine, &dispatcher)?;
         let done = engine.drain(&dispatcher).map_err(failed)?;
         println!(
@@ -175,29 +178,6 @@ fn follow_ups(engine: &mut dyn EngineOps, dispatcher: &Dispatcher) -> Result<Job
 
 fn failed(error: dispatch::DispatchError) -> Exit {
     Exit::Input(error.to_string())
-}
-
-/// A flag set by SIGTERM or SIGINT. The handlers are installed before this returns, so a
-/// signal that arrives as the daemon starts is not lost.
-fn stop_on_signal() -> Result<Arc<AtomicBool>, Exit> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let stop = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (mut interrupt, mut terminate) = {
-        let _inside = runtime.enter();
-        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
-    };
-    let flag = Arc::clone(&stop);
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        });
-        flag.store(true, Ordering::SeqCst);
-    });
-    Ok(stop)
 }
 
 fn list(args: &OutboxArgs) -> Result<(), Exit> {

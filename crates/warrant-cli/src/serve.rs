@@ -87,6 +87,7 @@ pub(crate) fn run_serve(args: &ServeArgs) -> Result<(), Exit> {
 }
 
 pub(crate) fn run_tenant(command: &TenantCommand) -> Result<(), Exit> {
+    crate::signals::hold()?;
     let input = |e: warrant_server::ServerError| Exit::Input(e.to_string());
     let location = |store: &str| warrant_server::StoreLocation::parse(store).map_err(input);
     match command {

@@ -50,6 +50,7 @@ pub(crate) struct OutcomeArgs {
 /// An engine for the contract and store `args` name, with the model the contract's `[model]`
 /// and the `WARRANT_MODEL_*` environment set up (the same builder `warrant serve` uses).
 pub(crate) fn open_engine(args: &StoreArgs) -> Result<Engine<AnyStore>, Exit> {
+    crate::signals::hold()?;
     Engine::builder().contract_file(&args.contract).open(&args.store).map_err(|e| Exit::Input(e.to_string()))
 }
 

@@ -158,9 +158,29 @@ pub async fn serve_stdio(options: Options, session: StdioSession) -> Result<(), 
     eprintln!("warrant mcp: session `{conversation}` for actor `{}`", session.actor);
     let (gateway, downstream) = start(&options, config(&options, session.actor, conversation)).await?;
     let running = gateway.serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    // SIGINT or SIGTERM ends the session as the client closing it does, so that the gateway
+    // returns and its engine's store is closed (a SQLite file left whole).
+    let token = running.cancellation_token();
+    let signalled = tokio::spawn(async move {
+        interrupted().await;
+        token.cancel();
+    });
     running.waiting().await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    signalled.abort();
     drop(downstream);
     Ok(())
+}
+
+/// SIGINT or SIGTERM.
+async fn interrupted() {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 /// Runs the gateway over streamable HTTP on `listen` until SIGINT or SIGTERM; the actor of each

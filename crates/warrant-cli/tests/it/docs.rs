@@ -1,6 +1,8 @@
-//! `docs/records.md` is true: its console examples run in order against a fresh SQLite store,
-//! each printing exactly what the page shows, every JSON block of it parses, and every TOML
-//! block loads as a contract.
+//! `docs/records.md` and `docs/operations.md` are true: their console examples run in order
+//! against fresh stores (a SQLite file, and for the operations page a PostgreSQL schema too),
+//! each printing exactly what the page shows; every JSON block parses (the operations page's
+//! lists the fields an export writes, and they are checked against one), and every TOML block
+//! loads as a contract.
 
 use std::process::Command;
 
@@ -177,4 +179,78 @@ fn the_contract_page_s_examples_load_as_shown() {
         (6, 34, 16, 3, 1, 0),
         "every example ran: (whole contracts, fragments, of them failing, files, schemas, json)"
     );
+}
+
+/// The folder `docs/operations.md` names, and its PostgreSQL database and schema: each replaced
+/// by the test's own.
+const OPS_FOLDER: &str = "/tmp/warrant-ops";
+const OPS_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/test";
+const OPS_SCHEMA: &str = "warrant_ops";
+
+#[test]
+fn the_operations_page_s_examples_run_as_shown() {
+    let text = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().display().to_string();
+    let pg = crate::turns::postgres_schema();
+    let (database, schema) = pg.store().split_once("?schema=").map(|(d, s)| (d.to_owned(), s.to_owned())).unwrap();
+    let swap =
+        |text: &str| text.replace(OPS_FOLDER, &folder).replace(OPS_DATABASE, &database).replace(OPS_SCHEMA, &schema);
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let (mut commands, mut fields) = (0, None);
+    for (language, body) in blocks(&text) {
+        match language.as_str() {
+            "json" => {
+                fields =
+                    Some(serde_json::from_str::<serde_json::Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}")))
+            }
+            "console" => {
+                let mut steps: Vec<(String, String)> = Vec::new();
+                for line in body.lines() {
+                    match (line.strip_prefix("$ "), steps.last_mut()) {
+                        (Some(command), _) => steps.push((command.to_owned(), String::new())),
+                        (None, Some((_, expected))) => {
+                            expected.push_str(line);
+                            expected.push('\n');
+                        }
+                        (None, None) => panic!("output before any command: {line}"),
+                    }
+                }
+                for (command, expected) in steps {
+                    let out = Command::new("sh")
+                        .args(["-c", &swap(&command)])
+                        .env("PATH", &path)
+                        .current_dir(root())
+                        .output()
+                        .unwrap();
+                    let stdout = String::from_utf8(out.stdout).unwrap();
+                    assert!(
+                        out.status.success(),
+                        "`{command}` failed: {stdout}{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    assert_eq!(stdout, swap(&expected), "`{command}` printed otherwise than the page shows");
+                    commands += 1;
+                }
+            }
+            other => panic!("a block in {other:?}: the page holds only console and json blocks"),
+        }
+    }
+    assert_eq!(commands, 16, "every example ran");
+    // The fields the page lists for each kind are those an export writes, in that order.
+    let fields = fields.expect("the page lists each kind's fields");
+    let store = format!("sqlite:{folder}/warrant.sqlite");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_warrant")).args(["store", "export", "--store", &store]).output().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        let kind = line["kind"].as_str().unwrap().to_owned();
+        let keys: Vec<&str> = line.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "kind").collect();
+        let listed: Vec<&str> = fields[&kind].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+        assert_eq!(keys, listed, "the fields of a `{kind}` line");
+        seen.insert(kind);
+    }
+    assert_eq!(seen.len(), 6, "the store has a line of every kind but `hold`: {seen:?}");
 }

@@ -1,6 +1,7 @@
 //! The `warrant` binary as users' tools see it: its JSON, its exit statuses, its corpus runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod at_rest;
 mod check;
 // The engine's conformance harness and retail cases, shared so that the gateway's tests play
 // the same mutations; not every helper of theirs is used here.
@@ -26,6 +27,7 @@ mod retail_cases;
 mod score;
 mod serve;
 mod service;
+mod store;
 mod streams;
 mod turns;
 
