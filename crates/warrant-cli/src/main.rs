@@ -43,8 +43,13 @@ use clap::{Parser, Subcommand};
 
 use warrant_core::Contract;
 
+/// `warrant --version`: the package's version and the commit it was built from (`build.rs`):
+/// `warrant 0.1.0 (0123456789ab)`, `+dirty` after it when tracked files differed from that
+/// commit, `(unknown)` for a build without git.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WARRANT_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
-#[command(name = "warrant", version, about = "The gate between what a language model writes and what a system does")]
+#[command(name = "warrant", version = VERSION, about = "The gate between what a language model writes and what a system does")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -30,6 +30,7 @@ mod service;
 mod store;
 mod streams;
 mod turns;
+mod version;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
