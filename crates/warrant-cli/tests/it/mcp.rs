@@ -1,8 +1,8 @@
 //! `warrant mcp` with real parts: the Python `mcp` package's `ClientSession` as the client, with
 //! an elicitation callback playing the user (`tests/mcp/client.py`), and a downstream MCP
 //! server over the retail data that counts what it performs (`tests/mcp/retail_downstream.py`).
-//! The Python comes from `WARRANT_MCP_PYTHON` or `target/mcp-venv` (`.ci/run` makes it from
-//! PyPI); without it these tests fail, naming what to install.
+//! The Python comes from `WARRANT_MCP_PYTHON` or `target/mcp-venv` (scripts/test.sh makes it from
+//! PyPI); without it these tests fail, naming the command that installs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ pub(crate) fn python() -> PathBuf {
         .unwrap_or_else(|| root().join("target/mcp-venv/bin/python"));
     assert!(
         path.exists(),
-        "no Python with the `mcp` package at {}: run `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install -r crates/warrant-cli/tests/mcp/requirements.txt` (as .ci/run does) or set WARRANT_MCP_PYTHON",
+        "no Python with the `mcp` package at {}: run the README's test command, scripts/test.sh (it installs crates/warrant-cli/tests/mcp/requirements.txt into target/mcp-venv), or set WARRANT_MCP_PYTHON",
         path.display()
     );
     path

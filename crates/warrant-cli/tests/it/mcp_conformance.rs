@@ -4,8 +4,8 @@
 //! permissive contract (`tests/mcp/everything/`). Every check that passes directly passes
 //! through the gateway, except those the gateway changes on purpose, each named here with why.
 //! Both packages come from npm at the versions `tests/mcp/conformance/package-lock.json` pins,
-//! installed by `.ci/run` into `target/mcp-conformance` (or `WARRANT_MCP_CONFORMANCE`); without
-//! them this test fails, naming what to install.
+//! installed by scripts/test.sh into `target/mcp-conformance` (or `WARRANT_MCP_CONFORMANCE`);
+//! without them this test fails, naming the command that installs them.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -55,7 +55,7 @@ fn packages() -> PathBuf {
         .unwrap_or_else(|| root().join("target/mcp-conformance"));
     assert!(
         dir.join("node_modules/@modelcontextprotocol/conformance").is_dir(),
-        "no MCP conformance suite at {}: copy crates/warrant-cli/tests/mcp/conformance/package*.json there and run `npm ci` (as .ci/run does) or set WARRANT_MCP_CONFORMANCE",
+        "no MCP conformance suite at {}: run the README's test command, scripts/test.sh (it installs crates/warrant-cli/tests/mcp/conformance/package-lock.json into target/mcp-conformance), or set WARRANT_MCP_CONFORMANCE",
         dir.display()
     );
     dir

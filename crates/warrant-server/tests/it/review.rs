@@ -1,7 +1,8 @@
 //! The review page in headless Chromium (Debian's `chromium`): opened with a tenant's key, it
 //! shows a refused act with its reason, and the reply's basis as absent; clicked through
 //! `playwright-core` (tests/browser), an audit button changes the audited count on the page and
-//! in the store. The tests fail when Chromium, node or npm is missing; `.ci/run` installs them.
+//! in the store. The tests fail when Chromium, node or npm is missing (the README names them;
+//! `.ci/run` installs them); playwright-core is installed into `target/browser` from the lock file.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 fn rendered(url: &str) -> String {
     assert!(
         std::path::Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's `chromium` package (apt-get install -y chromium), as .ci/run does"
+        "{CHROMIUM} is missing: install Debian's `chromium` package (apt-get install -y chromium); the README names what scripts/test.sh needs"
     );
     let profile = tempfile::tempdir().unwrap();
     let mut chromium = Command::new(CHROMIUM);
@@ -118,16 +119,28 @@ fn the_review_page_in_chromium_shows_the_clause_readings_a_refusal_rests_on() {
     assert!(dom.contains("unknown_operation (op)"), "the refused act's reason is not shown:\n{dom}");
 }
 
-/// The folder of the node script that drives Chromium, with `playwright-core` installed from
-/// its lock file when it is not there yet.
+/// The folder the node script that drives Chromium runs from: `target/browser`, with
+/// `playwright-core` installed there from `tests/browser/package-lock.json` when it is missing or
+/// was installed from another lock (the lock is kept beside the modules once `npm ci` succeeded),
+/// and the script copied beside it on every run (an ES module finds its imports from its own
+/// folder), so that nothing is installed into the source tree.
 fn browser_dir() -> std::path::PathBuf {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let manifest = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let source = manifest.join("tests/browser");
+    let dir = manifest.join("../../target/browser");
     let node = Command::new("node").arg("--version").output();
     assert!(
         node.as_ref().is_ok_and(|o| o.status.success()),
         "`node` is missing: install Node.js 20 or newer with npm (apt-get install -y nodejs npm): {node:?}"
     );
-    if !dir.join("node_modules/playwright-core/package.json").exists() {
+    let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+    let installed = dir.join("node_modules/.installed-lock.json");
+    if std::fs::read(&installed).ok().as_deref() != Some(lock.as_slice()) {
+        let _ = std::fs::remove_dir_all(dir.join("node_modules"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::copy(source.join(file), dir.join(file)).unwrap();
+        }
         let npm = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).output();
         match npm {
             Ok(out) => assert!(
@@ -138,7 +151,9 @@ fn browser_dir() -> std::path::PathBuf {
             ),
             Err(e) => panic!("`npm` is missing ({e}): install npm (apt-get install -y npm) to fetch playwright-core"),
         }
+        std::fs::write(&installed, &lock).unwrap();
     }
+    std::fs::copy(source.join("review.mjs"), dir.join("review.mjs")).unwrap();
     dir
 }
 
@@ -168,7 +183,7 @@ fn run_within(mut command: Command, limit: Duration) -> (std::process::ExitStatu
 fn clicking_an_audit_button_in_chromium_changes_the_audited_count_on_the_page_and_in_the_store() {
     assert!(
         std::path::Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's `chromium` package, as .ci/run does"
+        "{CHROMIUM} is missing: install Debian's `chromium` package (apt-get install -y chromium)"
     );
     let dir = browser_dir();
     let mut place = Place::sqlite();
