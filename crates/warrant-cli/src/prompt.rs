@@ -25,7 +25,8 @@ pub(crate) enum PromptCommand {
     Add {
         #[command(flatten)]
         at: At,
-        /// The task (`value_stated`, `locate`, `uncovered_request`, `claims_coverage`, `rewrite`).
+        /// The task (`value_stated`, `locate`, `uncovered_request`, `claims_coverage`, `rewrite`,
+        /// `value_classified`).
         task: String,
         /// The prompt file.
         file: PathBuf,
@@ -190,6 +191,7 @@ fn builtin(task: &str) -> Result<PromptVersion, Exit> {
         Some(ModelTask::UncoveredRequest) => PromptVersion::builtin::<UncoveredRequest>(),
         Some(ModelTask::ClaimsCoverage) => PromptVersion::builtin::<ClaimsCoverage>(),
         Some(ModelTask::Rewrite) => PromptVersion::builtin::<Rewrite>(),
+        Some(ModelTask::ValueClassified) => PromptVersion::builtin::<ValueClassified>(),
         None => return Err(Exit::Input(format!("no task is named `{task}`"))),
     })
 }

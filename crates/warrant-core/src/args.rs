@@ -213,6 +213,11 @@ pub(crate) fn check_args(
         let result = check_one(ctx, work, &checked, (&field, arg), value).map_err(|f| f.field_if_absent(field))?;
         checked.insert(arg.name.clone(), result);
     }
+    for arg in &op.args {
+        if let (Some(equals), Some(value)) = (&arg.equals, checked.get(&arg.name)) {
+            require_equal(work, (&format!("args.{}", arg.name), equals), value, checked.get(&equals.record))?;
+        }
+    }
     check_pairs(work, op, &checked)?;
     Ok(checked)
 }
@@ -467,9 +472,54 @@ fn check_objects(
                 check_one(ctx, work, earlier, (&inner, arg), value).map_err(|f| f.field_if_absent(inner.clone()))?;
             element.insert(arg.name.clone(), checked);
         }
+        for arg in fields {
+            if let (Some(equals), Some(value)) = (&arg.equals, element.get(&arg.name)) {
+                let inner = format!("{at}.{}", arg.name);
+                require_equal(work, (&inner, equals), value, element.get(&equals.record))?;
+            }
+        }
         elements.push(element);
     }
     Ok(Checked::Objects(elements))
+}
+
+/// `equals`: the value given (`field`) is the one the row of its `record` holds. A value left
+/// out has nothing to disagree with.
+fn require_equal(
+    work: &mut Workspace<'_>,
+    (field, equals): (&str, &crate::operation::Equals),
+    value: &Checked,
+    record: Option<&Checked>,
+) -> Result<(), Finding> {
+    if matches!(value, Checked::Absent) {
+        return Ok(());
+    }
+    // The record failed or was left out: its own finding, or its absence, decides.
+    let Some(Checked::Record(row)) = record else { return Ok(()) };
+    let stored = work.row(row)?.ok_or_else(|| unknown_record(row))?;
+    let held = stored.value.get(&equals.field);
+    let agrees = match (value, held) {
+        (Checked::String(given) | Checked::Enum(given) | Checked::Date(given), Some(Value::String(held))) => {
+            given == held
+        }
+        // A typed table holds its integers as JSON integers.
+        (Checked::Integer(given), Some(Value::Number(held))) => held.as_i64() == Some(*given),
+        (Checked::Bool(given), Some(Value::Bool(held))) => given == held,
+        _ => false,
+    };
+    if agrees {
+        return Ok(());
+    }
+    // A string is shown as it is, any other value as JSON.
+    let shown = |v: &Value| crate::text::visible(&v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+    let held = held.map_or_else(|| "nothing".to_owned(), |v| format!("`{}`", shown(v)));
+    Err(Finding::refuse(ReasonCode::RecordFieldMismatch).field(field.to_owned()).detail(format!(
+        "`{}` is not what `{}` of `{}` `{}` holds ({held})",
+        shown(&value.to_json()),
+        equals.field,
+        row.table,
+        crate::text::visible(&row.key)
+    )))
 }
 
 /// A `date` argument: a DateExpr evaluated with the turn's clock, or with `plain` a bare

@@ -7,7 +7,8 @@
 
 pub use warrant_vocab::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, CheckVerdict};
 pub use warrant_vocab::task::{
-    ARG_CHECKS, LOCATE, MODEL_TASKS, ModelTask, TURN_CHECKS, UNCOVERED_REQUEST, VALUE_STATED, named_in, names,
+    ARG_CHECKS, LOCATE, MODEL_TASKS, ModelTask, TURN_CHECKS, UNCOVERED_REQUEST, VALUE_CLASSIFIED, VALUE_STATED,
+    named_in, names,
 };
 
 use crate::pointer::TextPointer;

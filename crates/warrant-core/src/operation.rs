@@ -84,7 +84,26 @@ pub struct Arg {
     /// Whether a `money` value may also be a bare JSON number (read exactly in the contract's
     /// currency, as a row's amounts are) and a `date` a bare `YYYY-MM-DD` string (`plain`).
     pub plain: bool,
+    /// A field of a row the value must equal (`equals = "RECORD.FIELD"`): a value a model
+    /// commonly adds beside a record it names, accepted because it is declared and then held
+    /// to the row.
+    pub equals: Option<Equals>,
 }
+
+/// `equals = "RECORD.FIELD"`: the value must be the one the row named by `RECORD` holds in its
+/// field `FIELD`. `RECORD` is a `record` argument of the operation or, for a field of an
+/// `objects` argument, a `record` field of the same element. Values are compared as values
+/// (strings exactly, numbers by value), which is why `text`, the user's words, takes no `equals`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Equals {
+    /// The `record` argument or field whose row is compared.
+    pub record: String,
+    /// The field of that row.
+    pub field: String,
+}
+
+/// The kinds of argument that take `equals`: values compared as values, never words.
+const EQUALS_KINDS: [&str; 5] = ["string", "enum", "integer", "bool", "date"];
 
 /// The kinds of argument (docs/design.md §5).
 #[derive(Debug, Clone)]
@@ -94,7 +113,8 @@ pub enum ArgKind {
         /// The ids the value may be; anything else is refused.
         values: Vec<String>,
         /// Whether the user must have said it: the value then carries a pointer to the words
-        /// they said it with (`{"value","entry","ptr","copy"}`), and `value_stated` checks them.
+        /// they said it with (`{"value","entry","ptr","copy"}`), and `value_stated` checks them
+        /// (`value_classified` where the argument declares it).
         evidence: bool,
     },
     /// A row of a table, by key (optionally with the revision the model saw).
@@ -534,6 +554,7 @@ struct RawArg {
     check: Vec<String>,
     #[serde(default)]
     plain: bool,
+    equals: Option<String>,
     #[serde(default)]
     fields: BTreeMap<String, RawArg>,
     min_items: Option<u32>,
@@ -876,7 +897,11 @@ fn table_exists(scope: &Scope<'_>, table: &str) -> Result<(), String> {
     }
 }
 
-/// The semantic checks an argument declares: known ones, on `text` arguments only.
+/// The answers `value_classified` gives beside the ids, which an enum it checks cannot have.
+pub const CLASSIFIED_OTHERWISE: [&str; 2] = ["none", "unsure"];
+
+/// The semantic checks an argument declares: known ones, each on the kind it
+/// judges (`value_stated` on `text`, `value_classified` on an `enum` with `evidence`).
 fn arg_checks(op: &str, name: &str, raw: &RawArg, kind: &ArgKind) -> Result<Vec<ModelTask>, String> {
     let mut tasks = Vec::new();
     for check in &raw.check {
@@ -887,10 +912,25 @@ fn arg_checks(op: &str, name: &str, raw: &RawArg, kind: &ArgKind) -> Result<Vec<
                 crate::check::names(crate::check::ARG_CHECKS)
             ));
         };
-        if !matches!(kind, ArgKind::Text { .. }) {
-            return Err(format!(
-                "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
-            ));
+        match (task, kind) {
+            (ModelTask::ValueStated, ArgKind::Text { .. }) => {}
+            (ModelTask::ValueStated, _) => {
+                return Err(format!(
+                    "argument `{name}` of operation `{op}`: check `{check}` applies to `text` arguments only"
+                ));
+            }
+            (ModelTask::ValueClassified, ArgKind::Enum { values, evidence: true }) => {
+                if let Some(taken) = values.iter().find(|v| CLASSIFIED_OTHERWISE.contains(&v.as_str())) {
+                    return Err(format!(
+                        "argument `{name}` of operation `{op}`: check `{check}` answers `none` or `unsure` beside the ids, so no id may be `{taken}`"
+                    ));
+                }
+            }
+            (_, _) => {
+                return Err(format!(
+                    "argument `{name}` of operation `{op}`: check `{check}` applies to `enum` arguments with `evidence = true` only"
+                ));
+            }
         }
         tasks.push(task);
     }
@@ -966,7 +1006,22 @@ fn compile_arg(scope: &Scope<'_>, op: &str, name: &str, raw: &RawArg) -> Result<
     };
     options_fit_kind(name, raw)?;
     let checks = arg_checks(op, name, raw, &kind)?;
-    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks, plain: raw.plain })
+    let equals = raw.equals.as_deref().map(|e| compile_equals(name, e)).transpose()?;
+    Ok(Arg { name: name.to_owned(), kind, optional: raw.optional, checks, plain: raw.plain, equals })
+}
+
+/// `equals = "RECORD.FIELD"`, as written; which record it names is checked with the operation's
+/// other arguments (`check_equals`).
+fn compile_equals(name: &str, text: &str) -> Result<Equals, String> {
+    match text.split_once('.') {
+        Some((record, field)) if source::is_identifier(record) && source::is_identifier(field) => {
+            Ok(Equals { record: record.to_owned(), field: field.to_owned() })
+        }
+        _ => Err(format!(
+            "argument `{name}`: `equals` is `RECORD.FIELD` (a record argument or field, and a field of its row), not `{}`",
+            crate::text::visible(text)
+        )),
+    }
 }
 
 /// Refuses options written on an argument whose kind does not take them.
@@ -976,6 +1031,12 @@ fn options_fit_kind(name: &str, raw: &RawArg) -> Result<(), String> {
     }
     if raw.kind != "string" && (raw.max_length.is_some() || raw.pattern.is_some()) {
         return Err(format!("argument `{name}`: `max_length` and `pattern` apply to `string` arguments only"));
+    }
+    if raw.equals.is_some() && !EQUALS_KINDS.contains(&raw.kind.as_str()) {
+        return Err(format!(
+            "argument `{name}`: `equals` applies to {} arguments only (it compares values, never the user's words)",
+            EQUALS_KINDS.map(|k| format!("`{k}`")).join(", ")
+        ));
     }
     if raw.plain && raw.kind != "money" && raw.kind != "date" {
         return Err(format!("argument `{name}`: `plain` applies to `money` and `date` arguments only"));
@@ -2210,14 +2271,53 @@ fn path_text(path: &Path) -> String {
 
 /// A member argument's collection, a records argument's `same` and `require` fields, each
 /// checked against the schema of the table they are in.
+/// `equals`: its record is a `record` among `siblings` (the operation's arguments, or the
+/// element's fields), and where that table is typed, its field exists and holds what the
+/// argument's kind can equal.
+fn check_equals(scope: &Scope<'_>, arg: &Arg, equals: &Equals, siblings: &[Arg]) -> Result<(), String> {
+    let Equals { record, field } = equals;
+    let table = match siblings.iter().find(|a| a.name == *record).map(|a| &a.kind) {
+        Some(ArgKind::Record { table }) => table,
+        _ => {
+            let record = crate::text::visible(record);
+            return Err(format!(
+                "`equals`: `{record}` is not a `record` argument (or a `record` field of the element)"
+            ));
+        }
+    };
+    let Some(row) = scope.tables.iter().find(|t| t.name == *table).and_then(|t| t.schema.as_ref()) else {
+        return Ok(());
+    };
+    let held = schema::step(row, field, table).map_err(|e| format!("`equals`: {e}"))?;
+    let fits = matches!(
+        (&arg.kind, &held.kind),
+        (ArgKind::String { .. } | ArgKind::Enum { .. }, Kind::Text | Kind::Enum(_) | Kind::Ref(_))
+            | (ArgKind::Date, Kind::Date | Kind::Text)
+            | (ArgKind::Integer { .. }, Kind::Integer)
+            | (ArgKind::Bool, Kind::Bool)
+    );
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("`equals`: `{table}.{field}` is {}, which this argument's kind never equals", held.kind.name()))
+    }
+}
+
 fn check_arg_paths(scope: &Scope<'_>, op: &Operation, name: &str) -> Result<(), String> {
     let Some(arg) = op.arg(name) else { return Ok(()) };
+    if let Some(equals) = &arg.equals {
+        check_equals(scope, arg, equals, &op.args).map_err(|e| format!("argument `{name}`: {e}"))?;
+    }
     match &arg.kind {
         ArgKind::Member { .. } | ArgKind::Members { .. } => root_field(scope, op, name).map(|_| ()),
         ArgKind::Objects { fields, .. } => {
             for field in fields {
                 if let ArgKind::Member { of, path, key } = &field.kind {
                     member_of(scope, op, of, path, key.as_deref())
+                        .map_err(|e| format!("argument `{name}`, field `{}`: {e}", field.name))?;
+                }
+                if let Some(equals) = &field.equals {
+                    check_equals(scope, field, equals, fields)
                         .map_err(|e| format!("argument `{name}`, field `{}`: {e}", field.name))?;
                 }
             }

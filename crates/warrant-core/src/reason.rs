@@ -81,6 +81,10 @@ reason_codes! {
     /// A paired row differs from its pair in the field that must be the same (a new item of
     /// another product).
     PairMismatch => "pair_mismatch",
+    /// A value an act gives beside a record it names (a flight's `origin` beside its
+    /// `flight_number`) is not what that record holds in the field the contract declares it
+    /// `equals`; refused, naming the value's field.
+    RecordFieldMismatch => "record_field_mismatch",
     /// A text pointer does not slice the user entry it points into, or its copy does not narrow
     /// it; the model is asked for a repair.
     PointerInvalid => "pointer_invalid",

@@ -1393,8 +1393,9 @@ fn locate_plain_values<'p>(
 
 /// Step 4: the semantic checks the contract declares on the act's arguments, asked of the
 /// supplied answers, and `value_stated` on every located value and every enum with evidence
-/// whether declared or not: the words a model located, and the words an id is said to come
-/// from, are checked by another question before they can be used. Every
+/// whether declared or not (an enum that declares `value_classified` is judged by that
+/// instead): the words a model located, and the words an id is said to come from, are checked
+/// by another question before they can be used. Every
 /// check of the act is named in `needed`, so that one round of model calls can answer them
 /// all; the first that takes something away decides.
 fn semantic_checks(
@@ -1428,11 +1429,19 @@ fn semantic_checks(
         let numbered = pointer::numbered(message);
         let resolved = pointer::resolve(&numbered, &pointer).map_err(|_| unresolved())?;
         let mut tasks: Vec<ModelTask> = arg.checks.clone();
-        if stated && !tasks.contains(&ModelTask::ValueStated) {
+        // An enum judged against its whole set needs no second question about the same words.
+        let classified = tasks.contains(&ModelTask::ValueClassified);
+        if stated && !classified && !tasks.contains(&ModelTask::ValueStated) {
             tasks.push(ModelTask::ValueStated);
         }
         for task in tasks {
-            let request = CheckRequest::new(task, &op.name, &slot.name, value, [resolved.from, resolved.to], message);
+            let ptr = [resolved.from, resolved.to];
+            let request = match (&arg.kind, task) {
+                (ArgKind::Enum { values, .. }, ModelTask::ValueClassified) => {
+                    CheckRequest::classified(&op.name, &slot.name, value, ptr, message, values)
+                }
+                _ => CheckRequest::new(task, &op.name, &slot.name, value, ptr, message),
+            };
             if first.is_none() {
                 first = check::finding(&request, answers.get(&request.id));
             }

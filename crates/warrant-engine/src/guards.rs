@@ -219,13 +219,14 @@ impl<S: Store> Engine<S> {
 
     /// The ladder state of every model task's prompt.
     pub fn prompt_status(&mut self) -> Result<Vec<PromptStatus>, EngineError> {
-        use warrant_model::tasks::{ClaimsCoverage, Locate, Rewrite, UncoveredRequest, ValueStated};
+        use warrant_model::tasks::{ClaimsCoverage, Locate, Rewrite, UncoveredRequest, ValueClassified, ValueStated};
         let builtins = [
             PromptVersion::builtin::<ValueStated>(),
             PromptVersion::builtin::<Locate>(),
             PromptVersion::builtin::<UncoveredRequest>(),
             PromptVersion::builtin::<ClaimsCoverage>(),
             PromptVersion::builtin::<Rewrite>(),
+            PromptVersion::builtin::<ValueClassified>(),
         ];
         let mut statuses = Vec::with_capacity(builtins.len());
         for builtin in builtins {

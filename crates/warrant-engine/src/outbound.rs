@@ -137,7 +137,10 @@ pub(crate) fn answer(
                 }
             }
             // The gate asks only the two questions above; a check's task answers no gate question.
-            other @ (ModelTask::ValueStated | ModelTask::Locate | ModelTask::UncoveredRequest) => {
+            other @ (ModelTask::ValueStated
+            | ModelTask::Locate
+            | ModelTask::UncoveredRequest
+            | ModelTask::ValueClassified) => {
                 GateAnswer::Failed { failure: CheckFailure::Unfinished, detail: format!("no task answers `{other}`") }
             }
         };

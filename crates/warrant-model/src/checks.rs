@@ -12,7 +12,10 @@ use warrant_vocab::pointer::WordRule;
 use warrant_vocab::task::ModelTask;
 
 use crate::task::{ModelCall, Outcome, Runner};
-use crate::tasks::{Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueStated, ValueStatedInput};
+use crate::tasks::{
+    Locate, LocateInput, UncoveredRequest, UncoveredRequestInput, ValueClassified, ValueClassifiedInput, ValueStated,
+    ValueStatedInput,
+};
 
 /// The answers of a round of checks and every call made for them, in the order of the requests.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +68,19 @@ fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answ
                 other => answer(other),
             };
             (answer, run.calls)
+        }
+        ModelTask::ValueClassified => {
+            let input = ValueClassifiedInput {
+                op: request.op.clone(),
+                field: request.arg.clone(),
+                message: request.message.clone(),
+                ptr: request.ptr,
+                choices: request.choices.clone(),
+                claimed: request.value.clone(),
+                words,
+            };
+            let run = runner.run::<ValueClassified>(&input, Some(&request.id));
+            (answer(run.outcome), run.calls)
         }
         ModelTask::UncoveredRequest => {
             let input = UncoveredRequestInput { message: request.message.clone(), acts: request.acts.clone() };

@@ -10,7 +10,7 @@ use warrant_vocab::pointer::WordRule;
 use crate::task::{Outcome, Runner, Task};
 use crate::tasks::{
     ClaimsCoverage, ClaimsCoverageInput, Locate, LocateInput, Rewrite, RewriteInput, UncoveredRequest,
-    UncoveredRequestInput, ValueStated, ValueStatedInput,
+    UncoveredRequestInput, ValueClassified, ValueClassifiedInput, ValueStated, ValueStatedInput,
 };
 
 /// One case of the corpus: a line of its JSON-lines file.
@@ -85,6 +85,7 @@ pub fn schema(task: &str) -> Result<Value, CorpusError> {
         UncoveredRequest::NAME => UncoveredRequest::schema(),
         ClaimsCoverage::NAME => ClaimsCoverage::schema(),
         Rewrite::NAME => Rewrite::schema(),
+        ValueClassified::NAME => ValueClassified::schema(),
         other => return Err(CorpusError::UnknownTask(other.to_owned())),
     })
 }
@@ -129,6 +130,18 @@ pub fn run_case(runner: &Runner<'_>, task: &str, case: &Case, words: WordRule) -
         Rewrite::NAME => {
             let input = RewriteInput { facts: field(case, task, i, "facts")? };
             verdict(runner.run::<Rewrite>(&input, None).outcome)
+        }
+        ValueClassified::NAME => {
+            let input = ValueClassifiedInput {
+                op: field(case, task, i, "op")?,
+                field: field(case, task, i, "field")?,
+                message: field(case, task, i, "message")?,
+                ptr: field(case, task, i, "ptr")?,
+                choices: field(case, task, i, "choices")?,
+                claimed: field(case, task, i, "value")?,
+                words,
+            };
+            verdict(runner.run::<ValueClassified>(&input, None).outcome)
         }
         other => return Err(CorpusError::UnknownTask(other.to_owned())),
     };

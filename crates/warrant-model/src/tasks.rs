@@ -120,6 +120,103 @@ impl Task for ValueStated {
     }
 }
 
+/// "Which of the closed set do these pointed words give?" The model is shown the user's words
+/// and the set, never the id the agent chose; code compares its choice with that id, so the
+/// answer can only confirm the agent's id or take the act away.
+#[derive(Debug)]
+pub struct ValueClassified;
+
+/// What `value_classified` is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueClassifiedInput {
+    /// The operation the value is for.
+    pub op: String,
+    /// The argument (field) the value is for.
+    pub field: String,
+    /// The user's message.
+    pub message: String,
+    /// The words pointed at (from 1, inclusive).
+    pub ptr: [u32; 2],
+    /// The closed set, in the contract's order.
+    pub choices: Vec<String>,
+    /// The id the agent chose, which the answer is read against; it is not in the question.
+    pub claimed: String,
+    /// The rule the message's words are numbered by (`warrant_core::pointer::UAX29`).
+    pub words: WordRule,
+}
+
+/// What `value_classified` answers beside a choice: the words give none of the choices.
+pub const CLASSIFIED_NONE: &str = "none";
+/// What `value_classified` answers beside a choice: it cannot tell.
+pub const CLASSIFIED_UNSURE: &str = "unsure";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Classified {
+    choice: String,
+}
+
+impl Task for ValueClassified {
+    type Input = ValueClassifiedInput;
+    /// The choice the model made, when it made one of the set.
+    type Output = Option<String>;
+    const TASK: ModelTask = ModelTask::ValueClassified;
+
+    fn prompt() -> &'static str {
+        include_str!("../prompts/value_classified.md")
+    }
+
+    fn schema() -> Value {
+        // The choices differ by argument, and the schema is part of the prompt's version, so
+        // the schema takes any string and `read` holds it to the question's choices.
+        json!({
+            "type": "object",
+            "properties": {"choice": {"type": "string"}},
+            "required": ["choice"],
+            "additionalProperties": false
+        })
+    }
+
+    fn limits() -> TaskLimits {
+        limits(24)
+    }
+
+    fn question(input: &ValueClassifiedInput) -> String {
+        let numbered = NumberedText::new(&input.message, input.words);
+        let [from, to] = input.ptr;
+        let pointer = TextPointer { entry: None, from, to, copy: None };
+        // The core resolved this pointer before it asked; words that do not resolve are shown
+        // as none, and the numbered message still holds them.
+        let words = pointer::resolve(&numbered, &pointer).map(|r| r.value.to_owned()).unwrap_or_default();
+        data_block(&json!({
+            "message": numbered.render(),
+            "action": input.op,
+            "field": input.field,
+            "pointed_words": {"from": from, "to": to},
+            "words": words,
+            "choices": input.choices,
+        }))
+    }
+
+    fn read(input: &ValueClassifiedInput, answer: &str) -> Result<(CheckVerdict, Option<String>), String> {
+        let classified: Classified = parse(answer)?;
+        let choice = classified.choice;
+        // Ids are compared as ids: exact members of the contract's closed set, never as words.
+        if input.choices.contains(&choice) {
+            let verdict = if choice == input.claimed { CheckVerdict::Pass } else { CheckVerdict::Block };
+            return Ok((verdict, Some(choice)));
+        }
+        match choice.as_str() {
+            CLASSIFIED_NONE => Ok((CheckVerdict::Block, None)),
+            CLASSIFIED_UNSURE => Ok((CheckVerdict::Ask, None)),
+            other => Err(format!(
+                "`choice` `{}` is none of the choices, `{CLASSIFIED_NONE}` or `{CLASSIFIED_UNSURE}`",
+                warrant_vocab::text::visible(other)
+            )),
+        }
+    }
+}
+
 /// Turns a plain value an agent proposed into a pointer into the numbered user message.
 #[derive(Debug)]
 pub struct Locate;
@@ -382,8 +479,14 @@ impl Task for Rewrite {
 }
 
 /// The name of every task.
-pub const TASKS: &[&str] =
-    &[ValueStated::NAME, Locate::NAME, UncoveredRequest::NAME, ClaimsCoverage::NAME, Rewrite::NAME];
+pub const TASKS: &[&str] = &[
+    ValueStated::NAME,
+    Locate::NAME,
+    UncoveredRequest::NAME,
+    ClaimsCoverage::NAME,
+    Rewrite::NAME,
+    ValueClassified::NAME,
+];
 
 /// The built-in limits of the task named `task`, if there is one.
 pub fn own_limits(task: &str) -> Option<TaskLimits> {
@@ -393,6 +496,7 @@ pub fn own_limits(task: &str) -> Option<TaskLimits> {
         UncoveredRequest::NAME => UncoveredRequest::limits(),
         ClaimsCoverage::NAME => ClaimsCoverage::limits(),
         Rewrite::NAME => Rewrite::limits(),
+        ValueClassified::NAME => ValueClassified::limits(),
         _ => return None,
     })
 }

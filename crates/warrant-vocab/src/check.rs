@@ -33,6 +33,11 @@ pub struct CheckRequest {
     /// the records of every other check, so those read and hash as before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acts: Vec<String>,
+    /// For `value_classified`: the closed set the pointed words are judged against (the enum's
+    /// ids, in the contract's order). Absent from the records of every other check, so those
+    /// read and hash as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 impl CheckRequest {
@@ -50,6 +55,28 @@ impl CheckRequest {
             ptr,
             message: message.to_owned(),
             acts: Vec::new(),
+            choices: Vec::new(),
+        }
+    }
+
+    /// The `value_classified` question about argument `arg` of `op`: which of `choices` the
+    /// words `ptr` of `message` give, the agent having chosen `id`. The id is part of the
+    /// question (an answer is read against it), but the model is never shown it.
+    pub fn classified(op: &str, arg: &str, id: &str, ptr: [u32; 2], message: &str, choices: &[String]) -> CheckRequest {
+        let task = ModelTask::ValueClassified;
+        let (from, to) = (ptr[0].to_string(), ptr[1].to_string());
+        let mut parts: Vec<&str> = vec![task.as_str(), op, arg, id, &from, &to, message];
+        parts.extend(choices.iter().map(String::as_str));
+        CheckRequest {
+            id: derive_id("chk", &parts),
+            task,
+            op: op.to_owned(),
+            arg: arg.to_owned(),
+            value: id.to_owned(),
+            ptr,
+            message: message.to_owned(),
+            acts: Vec::new(),
+            choices: choices.to_vec(),
         }
     }
 
@@ -74,6 +101,7 @@ impl CheckRequest {
             ptr: [0, 0],
             message: message.to_owned(),
             acts,
+            choices: Vec::new(),
         }
     }
 }
@@ -157,5 +185,28 @@ mod tests {
         let uncovered =
             CheckRequest::uncovered("cancel it and change my address", vec!["cancel_pending_order {}".to_owned()]);
         assert_eq!(uncovered.id, "chk_92015f31dec56572d24370d07a8e7e9b");
+    }
+
+    #[test]
+    fn a_classification_s_id_covers_its_choices_and_the_id_chosen() {
+        let choices = ["health".to_owned(), "weather".to_owned()];
+        let ask = |id: &str, choices: &[String]| {
+            CheckRequest::classified("cancel", "reason", id, [1, 3], "I feel unwell", choices)
+        };
+        let a = ask("health", &choices);
+        assert_eq!(a.id, ask("health", &choices).id);
+        assert_ne!(a.id, ask("weather", &choices).id);
+        assert_ne!(a.id, ask("health", &choices[..1]).id);
+        // Not the same question as `value_stated` about the same words.
+        assert_ne!(
+            a.id,
+            CheckRequest::new(ModelTask::ValueStated, "cancel", "reason", "health", [1, 3], "I feel unwell").id
+        );
+        // Its choices travel with it; every other check's record reads as before.
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["choices"], serde_json::json!(["health", "weather"]));
+        let stated =
+            serde_json::to_value(CheckRequest::new(ModelTask::ValueStated, "o", "a", "v", [1, 1], "v")).unwrap();
+        assert!(stated.get("choices").is_none());
     }
 }

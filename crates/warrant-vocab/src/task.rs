@@ -20,16 +20,22 @@ pub enum ModelTask {
     ClaimsCoverage,
     /// The outbound gate's rewrite of a draft from its backed claims.
     Rewrite,
+    /// "Which of the closed set do these pointed words give?" Declared on an `enum` with
+    /// `evidence` (`check = ["value_classified"]`), in place of `value_stated`: the model is
+    /// shown the user's words and the set, never the id the agent chose, and the check passes
+    /// only when its choice is that id.
+    ValueClassified,
 }
 
 impl ModelTask {
     /// Every task, in the order contracts list them.
-    pub const ALL: [ModelTask; 5] = [
+    pub const ALL: [ModelTask; 6] = [
         ModelTask::ValueStated,
         ModelTask::Locate,
         ModelTask::UncoveredRequest,
         ModelTask::ClaimsCoverage,
         ModelTask::Rewrite,
+        ModelTask::ValueClassified,
     ];
 
     /// The task's name, as serialized.
@@ -40,6 +46,7 @@ impl ModelTask {
             ModelTask::UncoveredRequest => "uncovered_request",
             ModelTask::ClaimsCoverage => "claims_coverage",
             ModelTask::Rewrite => "rewrite",
+            ModelTask::ValueClassified => "value_classified",
         }
     }
 
@@ -73,7 +80,7 @@ impl std::fmt::Display for ModelTask {
 }
 
 /// The semantic checks a contract may declare on an argument (`check = ["value_stated"]`).
-pub const ARG_CHECKS: &[ModelTask] = &[ModelTask::ValueStated];
+pub const ARG_CHECKS: &[ModelTask] = &[ModelTask::ValueStated, ModelTask::ValueClassified];
 
 /// The checks a contract may run once per turn (`[model] checks = ["uncovered_request"]`).
 pub const TURN_CHECKS: &[ModelTask] = &[ModelTask::UncoveredRequest];
@@ -94,6 +101,9 @@ pub fn names(tasks: &[ModelTask]) -> String {
 
 /// [`ModelTask::ValueStated`]'s name.
 pub const VALUE_STATED: &str = ModelTask::ValueStated.name();
+
+/// [`ModelTask::ValueClassified`]'s name.
+pub const VALUE_CLASSIFIED: &str = ModelTask::ValueClassified.name();
 
 /// [`ModelTask::Locate`]'s name.
 pub const LOCATE: &str = ModelTask::Locate.name();

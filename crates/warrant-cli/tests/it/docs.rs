@@ -2,8 +2,8 @@
 //! against fresh stores (a SQLite file, and for the operations page a PostgreSQL schema too),
 //! each printing exactly what the page shows; every JSON block parses (the operations page's
 //! lists the fields an export writes, and they are checked against one), and every TOML block
-//! loads as a contract.
-
+//! loads as a contract; so do `docs/contract.md`'s, with the errors it shows, and
+//! `docs/model.md`'s.
 use std::process::Command;
 
 use crate::root;
@@ -176,7 +176,7 @@ fn the_contract_page_s_examples_load_as_shown() {
     assert!(unread.is_empty(), "no example reads the files {unread:?}");
     assert_eq!(
         (whole, fragments, failing, files.files.len(), schemas, json),
-        (6, 34, 16, 3, 1, 0),
+        (6, 38, 18, 3, 1, 0),
         "every example ran: (whole contracts, fragments, of them failing, files, schemas, json)"
     );
 }
@@ -253,4 +253,18 @@ fn the_operations_page_s_examples_run_as_shown() {
         seen.insert(kind);
     }
     assert_eq!(seen.len(), 6, "the store has a line of every kind but `hold`: {seen:?}");
+}
+
+#[test]
+fn the_model_page_s_sections_load() {
+    let text = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let mut loaded = 0;
+    for (language, body) in blocks(&text) {
+        assert_eq!(language, "toml", "docs/model.md holds only toml blocks");
+        // A `[model]` section, with the one section every contract needs before it.
+        let contract = format!("[sources]\nkinds = [\"user\"]\n\n{body}");
+        warrant_core::Contract::from_toml("docs/model.md", &contract).unwrap_or_else(|e| panic!("{e}: {body}"));
+        loaded += 1;
+    }
+    assert_eq!(loaded, 1, "every example loaded");
 }

@@ -352,3 +352,102 @@ fn a_plain_name_in_an_element_is_located_and_then_stated_like_a_text_argument() 
     assert_eq!(committed.response.acts[0].verdict, Verdict::Commit, "{:?}", committed.response.acts);
     assert_eq!(committed.writes[0].value["passengers"][0]["first_name"], "Ana");
 }
+
+/// The contract with a field a model commonly adds declared on each flight, `equals` its row's
+/// `origin`, and an argument beside the booking `equals` its `user_id`.
+fn with_equals() -> Contract {
+    let text = CONTRACT
+        .replacen(
+            "fields.date = { kind = \"date\", plain = true }\n",
+            "fields.date = { kind = \"date\", plain = true }\nfields.origin = { kind = \"string\", optional = true, equals = \"flight_number.origin\" }\n",
+            1,
+        )
+        .replacen(
+            "resource = \"booking\"\n",
+            "resource = \"booking\"\nargs.owner = { kind = \"string\", optional = true, equals = \"booking.user_id\" }\n",
+            1,
+        );
+    assert!(text.contains("equals = \"flight_number.origin\"") && text.contains("equals = \"booking.user_id\""));
+    Contract::load("objects-equals.toml", &text, &Files).unwrap()
+}
+
+fn decide_equals(args: Value) -> Decision {
+    let contract = with_equals();
+    let body = json!({
+        "conversation": "c", "turn": "t", "actor": "ana",
+        "at": "2026-11-30T03:00:00Z", "time_zone": "UTC", "locale": "en-US",
+        "entries": [{"kind": "user", "text": WORDS}],
+        "acts": [{"op": "book", "args": args}],
+    });
+    let valid = request::parse(&contract, &body.to_string()).unwrap();
+    turn::decide(&contract, &valid, &facts(), &BTreeSet::new())
+}
+
+#[test]
+fn a_declared_field_that_equals_its_row_s_is_accepted_and_one_that_differs_is_refused_naming_it() {
+    // Without the fields, and with the rows' own values, the act commits as before.
+    assert_eq!(first(&decide_equals(good())).0, Verdict::Commit);
+    let mut agreeing = with(&["flights", "1", "origin"], json!("JFK"));
+    agreeing["flights"][0]["origin"] = json!("SFO");
+    agreeing["owner"] = json!("ana");
+    let decision = decide_equals(agreeing.clone());
+    assert_eq!(first(&decision).0, Verdict::Commit, "{:?}", decision.response.acts[0].reasons);
+    assert_eq!(decision.writes, decide_equals(good()).writes, "the fields change nothing the act writes");
+    // Another airport on the second flight: refused, naming that element's field.
+    let mut other = agreeing.clone();
+    other["flights"][1]["origin"] = json!("SFO");
+    let refused = decide_equals(other);
+    assert_eq!(
+        first(&refused),
+        (Verdict::Refuse, "record_field_mismatch".into(), Some("args.flights[1].origin".into()))
+    );
+    let detail = refused.response.acts[0].reasons[0].detail.clone().unwrap();
+    assert!(detail.contains("`SFO`") && detail.contains("`JFK`") && detail.contains("HAT002"), "{detail}");
+    // An argument beside its record: the same.
+    let mut owner = agreeing.clone();
+    owner["owner"] = json!("bo");
+    assert_eq!(
+        first(&decide_equals(owner)),
+        (Verdict::Refuse, "record_field_mismatch".into(), Some("args.owner".into()))
+    );
+    // Case and spacing are not forgiven: values are compared exactly, never as words.
+    let mut lower = agreeing.clone();
+    lower["flights"][0]["origin"] = json!("sfo");
+    assert_eq!(first(&decide_equals(lower)).1, "record_field_mismatch");
+    // A field still not declared is refused, as ever; the plain contract refuses the declared one.
+    let mut undeclared = agreeing.clone();
+    undeclared["flights"][0]["destination"] = json!("JFK");
+    assert_eq!(
+        first(&decide_equals(undeclared)),
+        (Verdict::Refuse, "unknown_argument".into(), Some("args.flights[0].destination".into()))
+    );
+    assert_eq!(
+        first(&decide(with(&["flights", "0", "origin"], json!("SFO")))),
+        (Verdict::Refuse, "unknown_argument".into(), Some("args.flights[0].origin".into()))
+    );
+}
+
+#[test]
+fn equals_names_a_record_and_a_field_its_row_holds() {
+    let load = |from: &str, to: &str| {
+        let text = CONTRACT.replacen(
+            "fields.date = { kind = \"date\", plain = true }\n",
+            &format!("fields.date = {{ kind = \"date\", plain = true }}\n{from}{to}\n"),
+            1,
+        );
+        Contract::load("objects-equals.toml", &text, &Files).map(|_| ()).map_err(|e| e.kind.to_string())
+    };
+    assert_eq!(load("fields.origin = ", "{ kind = \"string\", equals = \"flight_number.origin\" }"), Ok(()));
+    let errors = [
+        ("{ kind = \"string\", equals = \"flight_number.orgin\" }", "`flight` has no field `orgin`"),
+        ("{ kind = \"string\", equals = \"date.origin\" }", "`date` is not a `record` argument"),
+        ("{ kind = \"string\", equals = \"origin\" }", "`equals` is `RECORD.FIELD`"),
+        ("{ kind = \"integer\", equals = \"flight_number.origin\" }", "`flight.origin` is text"),
+        ("{ kind = \"text\", equals = \"flight_number.origin\" }", "`equals` applies to `string`"),
+        ("{ kind = \"money\", equals = \"flight_number.price\" }", "`equals` applies to `string`"),
+    ];
+    for (field, message) in errors {
+        let error = load("fields.origin = ", field).unwrap_err();
+        assert!(error.contains(message), "{field}: {error}");
+    }
+}

@@ -253,12 +253,111 @@ fn a_prompt_version_is_a_hash_of_its_text_and_schema() {
         PromptVersion::builtin::<UncoveredRequest>(),
         PromptVersion::builtin::<ClaimsCoverage>(),
         PromptVersion::builtin::<Rewrite>(),
+        PromptVersion::builtin::<ValueClassified>(),
         builtin,
     ]
     .into_iter()
     .map(|p| p.version)
     .collect();
-    assert_eq!(versions.len(), 5);
+    assert_eq!(versions.len(), 6);
+}
+
+/// An insured cancellation's reason: the user's words 2 to 4, the agent having chosen `claimed`.
+fn reason(claimed: &str) -> ValueClassifiedInput {
+    ValueClassifiedInput {
+        op: "cancel_reservation".into(),
+        field: "reason".into(),
+        message: "I feel unwell, please cancel".into(),
+        ptr: [2, 3],
+        choices: ["change of plan", "health", "weather", "other reasons"].map(str::to_owned).to_vec(),
+        claimed: claimed.into(),
+        words: UAX29,
+    }
+}
+
+fn run_classified(
+    provider: &dyn warrant_model::Provider,
+    input: &ValueClassifiedInput,
+) -> warrant_model::TaskRun<Option<String>> {
+    let budget = TurnBudget::new(roomy(), Instant::now());
+    let prompts = Prompts::default();
+    let runner = Runner { provider, model: "m", budget: &budget, prompts: &prompts };
+    runner.run::<ValueClassified>(input, Some("chk_2"))
+}
+
+#[test]
+fn value_classified_passes_only_the_agent_s_own_id_and_never_shows_it() {
+    for (answer, claimed, expect, choice) in [
+        (r#"{"choice":"health"}"#, "health", CheckVerdict::Pass, Some("health")),
+        (r#"{"choice":"health"}"#, "weather", CheckVerdict::Block, Some("health")),
+        (r#"{"choice":"change of plan"}"#, "health", CheckVerdict::Block, Some("change of plan")),
+        (r#"{"choice":"none"}"#, "health", CheckVerdict::Block, None),
+        (r#"{"choice":"unsure"}"#, "health", CheckVerdict::Ask, None),
+    ] {
+        let provider = Scripted::new(vec![Ok(answer)]);
+        let run = run_classified(&provider, &reason(claimed));
+        assert_eq!(
+            run.outcome,
+            Outcome::Answered { verdict: expect, output: choice.map(str::to_owned) },
+            "{answer} for {claimed}"
+        );
+        let request = &provider.requests()[0];
+        assert_eq!(request.schema_name, "value_classified");
+        let question = &request.messages[1].content;
+        let data: serde_json::Value =
+            serde_json::from_str(question.trim().strip_prefix("<data>").unwrap().strip_suffix("</data>").unwrap())
+                .unwrap();
+        assert_eq!(data["words"], "feel unwell");
+        assert_eq!(data["pointed_words"], serde_json::json!({"from": 2, "to": 3}));
+        assert_eq!(data["choices"], serde_json::json!(["change of plan", "health", "weather", "other reasons"]));
+        assert!(data["message"].as_str().unwrap().starts_with("[1]I [2]feel [3]unwell"), "{data}");
+        let keys: std::collections::BTreeSet<&str> = data.as_object().unwrap().keys().map(String::as_str).collect();
+        let shown = ["action", "choices", "field", "message", "pointed_words", "words"];
+        assert_eq!(keys, shown.into_iter().collect(), "no key carries the id");
+        assert_eq!(run.calls[0].prompt_version, PromptVersion::builtin::<ValueClassified>().version);
+    }
+}
+
+#[test]
+fn a_choice_outside_the_set_gets_one_repair_round_and_then_fails_the_check() {
+    let provider = Scripted::new(vec![Ok(r#"{"choice":"sick"}"#), Ok(r#"{"choice":"feel unwell"}"#)]);
+    let run = run_classified(&provider, &reason("health"));
+    assert_eq!(failure(&run.outcome), Some(CheckFailure::InvalidAnswer));
+    let repair = provider.requests()[1].messages.last().unwrap().content.clone();
+    assert!(repair.contains("`choice` `sick` is none of the choices, `none` or `unsure`"), "{repair}");
+    // Repaired into an id of the set, the answer is read as any other.
+    let provider = Scripted::new(vec![Ok(r#"{"choice":"Health"}"#), Ok(r#"{"choice":"health"}"#)]);
+    assert_eq!(verdict(&run_classified(&provider, &reason("health")).outcome), Some(CheckVerdict::Pass));
+    // An answer of another task's shape is no answer.
+    let provider = Scripted::new(vec![Ok(r#"{"answer":"yes"}"#), Ok(r#"{"answer":"yes"}"#)]);
+    assert_eq!(failure(&run_classified(&provider, &reason("health")).outcome), Some(CheckFailure::InvalidAnswer));
+}
+
+#[test]
+fn a_classification_replays_from_its_recording_and_another_question_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("value_classified.jsonl");
+    let live = Scripted::new(vec![Ok(r#"{"choice":"health"}"#)]);
+    let recorder = Recorder::new(&live, &cassette).unwrap();
+    let recorded = run_classified(&recorder, &reason("health"));
+    let replayed_provider = RecordedProvider::load(&cassette).unwrap();
+    assert_eq!(replayed_provider.len(), 1);
+    let replayed = run_classified(&replayed_provider, &reason("health"));
+    assert_eq!(recorded.outcome, replayed.outcome);
+    assert_eq!(verdict(&replayed.outcome), Some(CheckVerdict::Pass));
+    // The id the agent chose is not in the request, so the same recording answers it for
+    // another id, and is read against that id: the recorded choice cannot pass it.
+    let other = run_classified(&replayed_provider, &reason("weather"));
+    assert_eq!(verdict(&other.outcome), Some(CheckVerdict::Block));
+    // Other words are another request: no recording, and the check fails.
+    let mut moved = reason("health");
+    moved.ptr = [1, 3];
+    let Outcome::Failed { failure: CheckFailure::Provider, detail } =
+        run_classified(&replayed_provider, &moved).outcome
+    else {
+        panic!("an unrecorded question was answered")
+    };
+    assert!(detail.contains("no recording of request"), "{detail}");
 }
 
 #[test]
@@ -299,7 +398,7 @@ mod any_answer {
     fn texts() -> impl Strategy<Value = String> {
         prop_oneof![
             any::<String>(),
-            "\\{\"(answer|found|from|to|copy|text|uncovered|unlisted_claim)\": ?(\"(yes|no|unsure|)\"|true|false|-?[0-9]{1,3}|null|\\[\\])(, ?\"[a-z]{1,5}\": ?[0-9])?\\}",
+            "\\{\"(answer|found|from|to|copy|text|uncovered|unlisted_claim|choice)\": ?(\"(yes|no|unsure|none|health|weather|)\"|true|false|-?[0-9]{1,3}|null|\\[\\])(, ?\"[a-z]{1,5}\": ?[0-9])?\\}",
         ]
     }
 
@@ -320,6 +419,39 @@ mod any_answer {
             if let Ok((_, Some(draft))) = Rewrite::read(&RewriteInput { facts: vec![] }, &answer) {
                 prop_assert!(!draft.text.trim().is_empty());
             }
+            let choices = vec!["health".to_owned(), "weather".to_owned()];
+            let reason = ValueClassifiedInput { op: "cancel".into(), field: "reason".into(), message: "I feel unwell".into(), ptr: [2, 3], choices, claimed: "health".into(), words: UAX29 };
+            if let Ok((CheckVerdict::Pass, choice)) = ValueClassified::read(&reason, &answer) {
+                let parsed: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+                prop_assert_eq!(parsed, serde_json::json!({"choice": "health"}));
+                prop_assert_eq!(choice.as_deref(), Some("health"));
+            }
         }
+    }
+}
+
+/// `corpus/model/value_classified.jsonl`, the cases a `value_classified` prompt must get right
+/// to be promoted (and the real-model tier's): each fits the task, points at words of its
+/// message, names an id of its choices, and is read against that id.
+#[test]
+fn the_value_classified_corpus_fits_its_task() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/model/value_classified.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let cases: Vec<warrant_model::corpus::Case> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(cases.len() >= 10, "{} cases", cases.len());
+    for case in &cases {
+        let claimed = case.input["value"].as_str().unwrap();
+        let choices: Vec<String> = serde_json::from_value(case.input["choices"].clone()).unwrap();
+        assert!(choices.iter().any(|c| c == claimed), "{}: `{claimed}` is none of its choices", case.name);
+        // A model that gives the case's own id passes it.
+        let answer = serde_json::json!({ "choice": claimed }).to_string();
+        let agrees = Scripted::new(vec![Ok(answer.as_str())]);
+        let budget = TurnBudget::new(roomy(), Instant::now());
+        let prompts = Prompts::default();
+        let runner = Runner { provider: &agrees, model: "m", budget: &budget, prompts: &prompts };
+        let result = warrant_model::corpus::run_case(&runner, "value_classified", case, UAX29).unwrap();
+        assert_eq!(result.got, Ok(CheckVerdict::Pass), "{}", case.name);
+        let question = &agrees.requests()[0].messages[1].content;
+        assert!(!question.contains("\"words\":\"\""), "{}: the pointer holds no words", case.name);
     }
 }

@@ -71,7 +71,11 @@ async fn ladder_routes_audit_a_finding_once(mut place: Place) {
     assert_eq!(guard["false_positive_rate"], 1.0, "{ladder}");
     assert_eq!(guard["mode"], "observe", "{ladder}");
     let tasks: Vec<&str> = ladder["prompts"].as_array().unwrap().iter().map(|p| p["task"].as_str().unwrap()).collect();
-    assert_eq!(tasks, ["value_stated", "locate", "uncovered_request", "claims_coverage", "rewrite"], "{ladder}");
+    assert_eq!(
+        tasks,
+        ["value_stated", "locate", "uncovered_request", "claims_coverage", "rewrite", "value_classified"],
+        "{ladder}"
+    );
     assert_eq!(ladder["prompts"][0]["active"], ladder["prompts"][0]["builtin"], "{ladder}");
 
     // Another tenant neither sees nor audits it.
