@@ -1,9 +1,9 @@
-//! `docs/records.md` and `docs/operations.md` are true: their console examples run in order
-//! against fresh stores (a SQLite file, and for the operations page a PostgreSQL schema too),
-//! each printing exactly what the page shows; every JSON block parses (the operations page's
-//! lists the fields an export writes, and they are checked against one), and every TOML block
-//! loads as a contract; so do `docs/contract.md`'s, with the errors it shows, and
-//! `docs/model.md`'s.
+//! The pages are true as written: the console examples of `docs/records.md`,
+//! `docs/operations.md` and `examples/airline/README.md` run in order against fresh stores (SQLite
+//! files, and for the operations page a PostgreSQL schema too), each printing exactly what the
+//! page shows; every JSON block parses (the operations page's lists the fields an export writes,
+//! and they are checked against one) and every TOML block loads as a contract (also
+//! `docs/contract.md`'s, with the errors it shows, and `docs/model.md`'s).
 use std::process::Command;
 
 use crate::root;
@@ -30,13 +30,43 @@ fn blocks(text: &str) -> Vec<(String, String)> {
     found
 }
 
+/// Runs a console block's commands in order from the repository's root, `warrant` first on
+/// the `PATH` and no `WARRANT_MODEL_*` variable set but those a command sets itself, each with
+/// the texts of `replace` replaced (a page's store by a temporary one); each must succeed and
+/// print exactly the lines below it. Returns how many ran.
+fn run_console(body: &str, replace: &[(&str, String)]) -> usize {
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let mut steps: Vec<(String, String)> = Vec::new();
+    for line in body.lines() {
+        match (line.strip_prefix("$ "), steps.last_mut()) {
+            (Some(command), _) => steps.push((command.to_owned(), String::new())),
+            (None, Some((_, expected))) => {
+                expected.push_str(line);
+                expected.push('\n');
+            }
+            (None, None) => panic!("output before any command: {line}"),
+        }
+    }
+    for (command, expected) in &steps {
+        let run = replace.iter().fold(command.clone(), |run, (from, to)| run.replace(from, to));
+        let mut shell = Command::new("sh");
+        for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("WARRANT_MODEL")) {
+            shell.env_remove(name);
+        }
+        let out = shell.args(["-c", &run]).env("PATH", &path).current_dir(root()).output().unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "`{command}` failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(&stdout, expected, "`{command}` printed otherwise than the page shows");
+    }
+    steps.len()
+}
+
 #[test]
 fn the_records_page_s_examples_run_as_shown() {
     let text = std::fs::read_to_string(root().join("docs/records.md")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("records.db").display());
-    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
-    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
     let (mut commands, mut json, mut toml) = (0, 0, 0);
     for (language, body) in blocks(&text) {
         match language.as_str() {
@@ -44,32 +74,7 @@ fn the_records_page_s_examples_run_as_shown() {
                 serde_json::from_str::<serde_json::Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
                 json += 1;
             }
-            "console" => {
-                let mut steps: Vec<(String, String)> = Vec::new();
-                for line in body.lines() {
-                    match (line.strip_prefix("$ "), steps.last_mut()) {
-                        (Some(command), _) => steps.push((command.to_owned(), String::new())),
-                        (None, Some((_, expected))) => {
-                            expected.push_str(line);
-                            expected.push('\n');
-                        }
-                        (None, None) => panic!("output before any command: {line}"),
-                    }
-                }
-                for (command, expected) in steps {
-                    let run = command.replace(PAGE_STORE, &store);
-                    let out =
-                        Command::new("sh").args(["-c", &run]).env("PATH", &path).current_dir(root()).output().unwrap();
-                    let stdout = String::from_utf8(out.stdout).unwrap();
-                    assert!(
-                        out.status.success(),
-                        "`{command}` failed: {stdout}{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    assert_eq!(stdout, expected, "`{command}` printed otherwise than the page shows");
-                    commands += 1;
-                }
-            }
+            "console" => commands += run_console(&body, &[(PAGE_STORE, store.clone())]),
             "toml" => {
                 // A contract as the page shows it: it loads.
                 warrant_core::Contract::from_toml("docs/records.md", &body).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -253,6 +258,34 @@ fn the_operations_page_s_examples_run_as_shown() {
         seen.insert(kind);
     }
     assert_eq!(seen.len(), 6, "the store has a line of every kind but `hold`: {seen:?}");
+}
+
+/// The folder `examples/airline/README.md` keeps its stores in, replaced by a temporary one.
+const AIRLINE_STORES: &str = "sqlite:/tmp/";
+
+#[test]
+fn the_airline_example_s_readme_runs_as_written() {
+    let text = std::fs::read_to_string(root().join("examples/airline/README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stores = format!("sqlite:{}/", dir.path().display());
+    let (mut commands, mut json) = (0, 0);
+    for (language, body) in blocks(&text) {
+        match language.as_str() {
+            "console" => commands += run_console(&body, &[(AIRLINE_STORES, stores.clone())]),
+            "json" => {
+                serde_json::from_str::<serde_json::Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+                json += 1;
+            }
+            other => panic!("a block in {other:?}: the README holds only console and json blocks"),
+        }
+    }
+    assert_eq!((commands, json), (9, 1), "every example ran");
+    // Every turn file the page names is one its commands ran.
+    let turns = std::fs::read_dir(root().join("examples/airline/turns")).unwrap();
+    for turn in turns {
+        let name = turn.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(text.contains(&format!("turns/{name}")), "the README runs no command on `turns/{name}`");
+    }
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! refused naming the rule it breaks; mutated versions of each committed write that break one
 //! rule are refused naming it; and every row a committed write changes is compared, field by
 //! field, with what the benchmark's own tool code left (`data/expected_effects.json`). The
-//! counts are printed and asserted.
+//! counts are printed and asserted. Beside it: the travel insurance's reasons, one test for each
+//! way an insured cancellation for another reason is stopped (not in the user's words, judged
+//! otherwise by the model, the model's check unable to run); the fields a model adds to a
+//! flight, held to the flight's row; and the recorded answers the example's README replays.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -27,23 +30,47 @@ pub fn airline_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/airline")
 }
 
-/// Answers every semantic check "yes": the test's user messages do say the values they point
-/// at (a cancellation's reason, a complaint), as each request below writes them.
+/// A model that reads the user's words as the requests below write them: `value_stated` is
+/// answered yes, `value_classified` with the pointed words where they are one of the choices
+/// (each request says a reason or complaint by its id) and `none` where they are not, and
+/// `locate` finds nothing (every request points at its words; a bare id is never said).
 pub struct Stated;
 
 impl Provider for Stated {
-    fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
-        Ok(ChatAnswer { content: r#"{"answer":"yes"}"#.to_owned(), prompt_tokens: 30, completion_tokens: 4 })
+    fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        let content = match request.schema_name.as_str() {
+            "value_classified" => {
+                let asked = question(request);
+                let words = asked["words"].clone();
+                let choices = asked["choices"].as_array().cloned().unwrap_or_default();
+                json!({"choice": if choices.contains(&words) { words } else { json!("none") }}).to_string()
+            }
+            "locate" => r#"{"found":false,"from":0,"to":0,"copy":""}"#.to_owned(),
+            _ => r#"{"answer":"yes"}"#.to_owned(),
+        };
+        Ok(ChatAnswer { content, prompt_tokens: 30, completion_tokens: 4 })
     }
+}
+
+/// The JSON object a task's question carries between `<data>` and `</data>` (the first user
+/// message: a repair round adds the answer and the error after it).
+pub fn question(request: &ChatRequest) -> Value {
+    let text = &request.messages.iter().find(|m| m.role == "user").expect("a question").content;
+    let inner = text.trim().strip_prefix("<data>").and_then(|t| t.strip_suffix("</data>")).expect("a data block");
+    serde_json::from_str(inner).expect("the data block is JSON")
 }
 
 /// A fresh engine over the airline contract and a new SQLite file (kept alive by the folder),
 /// its semantic checks answered by `provider`.
 pub fn airline_engine_with(provider: Arc<dyn Provider>) -> (Engine<SqliteStore>, tempfile::TempDir) {
+    airline_engine_from(ModelSource::Setup(ModelSetup::new(Box::new(Shared(provider)), "test-model")))
+}
+
+/// A fresh engine over the airline contract and a new SQLite file, with `model`.
+pub fn airline_engine_from(model: ModelSource) -> (Engine<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let (contract, folder) = load_contract(&airline_dir().join("contract.toml")).unwrap();
     let store = SqliteStore::open(&dir.path().join("warrant.sqlite")).unwrap();
-    let model = ModelSource::Setup(ModelSetup::new(Box::new(Shared(provider)), "test-model"));
     (crate::build(contract, &folder, store, model), dir)
 }
 
@@ -93,7 +120,7 @@ pub const NOW: &str = "2024-05-15T15:00:00-05:00";
 /// Write actions of the test tasks that break the airline's policy (the benchmark's tools do
 /// not check these rules; its policy tells the agent to): (task, write index among the task's
 /// writes, the rules that must refuse it).
-const BREAKS_THE_POLICY: [(usize, usize, &[&str]); 10] = [
+const BREAKS_THE_POLICY: [(usize, usize, &[&str]); 14] = [
     // An economy reservation booked two weeks earlier, without insurance, no flight cancelled.
     (10, 0, &["cancellation_not_allowed"]),
     // A new itinerary ending in another city than the reservation's trip.
@@ -108,6 +135,13 @@ const BREAKS_THE_POLICY: [(usize, usize, &[&str]); 10] = [
     // Upgraded to economy just before (the task's first write), booked two weeks earlier,
     // without insurance.
     (34, 1, &["cancellation_not_allowed"]),
+    // Insured (basic) economy reservations booked more than a day earlier, no flight cancelled
+    // by the airline, cancelled for a reason the insurance does not cover: to give the seat to
+    // someone else, a reservation booked twice by mistake, flights over three hours, none given.
+    (28, 2, &["reason_not_covered_by_insurance"]),
+    (31, 0, &["reason_not_covered_by_insurance"]),
+    (33, 0, &["reason_not_covered_by_insurance"]),
+    (34, 2, &["reason_not_covered_by_insurance"]),
     // A certificate for a delayed flight, with no change or cancellation of the reservation.
     (16, 0, &["delay_certificate_before_change_or_cancel"]),
     // A certificate for a delay in a reservation none of whose flights is delayed, and without
@@ -118,7 +152,9 @@ const BREAKS_THE_POLICY: [(usize, usize, &[&str]); 10] = [
 
 /// What the user said for the arguments the benchmark's tools do not take: a cancellation's
 /// reason, by task (read from the task's instructions; "change of plan" where not listed).
-const CANCEL_REASONS: [(usize, &str); 3] = [(1, "other reasons"), (28, "other reasons"), (34, "other reasons")];
+/// Task 1's user cancels on their travel insurance because they feel unwell.
+const CANCEL_REASONS: [(usize, &str); 4] =
+    [(1, "health"), (28, "other reasons"), (31, "other reasons"), (34, "other reasons")];
 
 /// The reservation and the complaint of each certificate the tasks send (the reservation the
 /// task's agent looked up or the user named, and what the user complains about).
@@ -144,7 +180,9 @@ const STALE_CABIN: (&str, &str) = ("cabin", "the benchmark's later rows keep the
 const TEXT_FIELDS: [&str; 2] = ["first_name", "last_name"];
 
 /// One act as a turn request: the user's message holds every text value and every value that
-/// must be evidenced, and each is a pointer to its words.
+/// must be evidenced, and each is a pointer to its words. An evidenced value may also be given
+/// as `{"value": ID, "said": WORDS}`, its pointer then at `WORDS` (the user said the value
+/// otherwise than by its id), or as `{"value": ID}`, sent as the bare id with no words for it.
 pub fn request(user: &str, conversation: &str, turn: &str, op: &str, kwargs: &Map<String, Value>) -> Value {
     let mut args = kwargs.clone();
     let mut message = format!("Please go ahead with {op}");
@@ -170,11 +208,21 @@ pub fn request(user: &str, conversation: &str, turn: &str, op: &str, kwargs: &Ma
         args.insert("passengers".into(), Value::Array(pointed));
     }
     for field in ["reason", "complaint"] {
-        if let Some(Value::String(said)) = kwargs.get(field) {
-            let mut evidenced = point(said, &mut message);
-            evidenced["value"] = json!(said);
-            args.insert(field.into(), evidenced);
-        }
+        let (id, said) = match kwargs.get(field) {
+            Some(Value::String(id)) => (id.clone(), Some(id.clone())),
+            Some(Value::Object(given)) => (
+                given["value"].as_str().unwrap_or_default().to_owned(),
+                given.get("said").and_then(Value::as_str).map(str::to_owned),
+            ),
+            _ => continue,
+        };
+        let Some(said) = said else {
+            args.insert(field.into(), json!(id));
+            continue;
+        };
+        let mut evidenced = point(&said, &mut message);
+        evidenced["value"] = json!(id);
+        args.insert(field.into(), evidenced);
     }
     json!({
         "conversation": conversation,
@@ -327,6 +375,39 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             ));
             let airline_cancelled = segments.iter().any(|s| status_of(s) == "cancelled");
             if !airline_cancelled {
+                // Insured, economy, booked two weeks before: only health or weather will do.
+                let insured = |v: &mut Value| {
+                    v["cabin"] = json!("economy");
+                    v["insurance"] = json!("yes");
+                    v["created_at"] = json!("2024-05-01T10:00:00");
+                };
+                out.push(
+                    Mutation::forbidden(
+                        "an insured cancellation for a reason not covered",
+                        with("reason", json!("change of plan")),
+                        "reason_not_covered_by_insurance",
+                    )
+                    .with_data("reservation", &rid, insured),
+                );
+                // The agent names a covered reason the user's words do not give: the model,
+                // shown the words and not the id, answers otherwise, and the act is asked.
+                out.push(
+                    Mutation::refused(
+                        "a covered reason the user's words do not give",
+                        with("reason", json!({"value": "health", "said": "my plans changed"})),
+                        "value_not_stated",
+                    )
+                    .with_data("reservation", &rid, insured),
+                );
+                // A covered reason the user never said: no words to judge, nothing located.
+                out.push(
+                    Mutation::refused(
+                        "a covered reason the user never said",
+                        with("reason", json!({"value": "weather"})),
+                        "value_not_located",
+                    )
+                    .with_data("reservation", &rid, insured),
+                );
                 out.push(
                     Mutation::forbidden("old economy without insurance", kwargs.clone(), "cancellation_not_allowed")
                         .with_data("reservation", &rid, |v: &mut Value| {
@@ -506,6 +587,20 @@ fn mutations(d: &Data, op: &str, kwargs: &Map<String, Value>, reservation: &Valu
             let mut unknown = flights.clone();
             unknown[0]["flight_number"] = json!("HAT999");
             out.push(Mutation::refused("an unknown flight", with("flights", Value::Array(unknown)), "unknown_record"));
+            // A field a model adds beside the flight, declared: it must be the flight's own.
+            for field in ["origin", "destination"] {
+                let mut other = flights.clone();
+                other[0][field] = json!("ZZZ");
+                out.push(Mutation::refused(
+                    if field == "origin" {
+                        "a flight's origin not its own"
+                    } else {
+                        "a flight's destination not its own"
+                    },
+                    with("flights", Value::Array(other)),
+                    "record_field_mismatch",
+                ));
+            }
             let mut misspelt = flights.clone();
             misspelt[0]["seat"] = json!("12A");
             out.push(Mutation::refused(
@@ -584,6 +679,13 @@ fn book_mutations(
             ),
         );
     }
+    let mut other = flights.clone();
+    other[0]["destination"] = json!("ZZZ");
+    out.push(Mutation::refused(
+        "a flight's destination not its own",
+        with("flights", Value::Array(other)),
+        "record_field_mismatch",
+    ));
     let six: Vec<Value> = kwargs["passengers"].as_array().unwrap().iter().cycle().take(6).cloned().collect();
     out.push(Mutation::refused("six passengers", with("passengers", Value::Array(six)), "too_many_items"));
     let mut more = payments.clone();
@@ -898,7 +1000,7 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
     assert_eq!(counts.writes + counts.refused_by_the_policy, 56, "every write action of the test tasks is exercised");
     assert_eq!(counts.refused_by_the_policy, BREAKS_THE_POLICY.len());
     assert_eq!(counts.committed, counts.writes);
-    assert_eq!((counts.committed, counts.refused_by_the_policy), (46, 10));
+    assert_eq!((counts.committed, counts.refused_by_the_policy), (42, 14));
     assert_eq!(total, (MUTATIONS_NAMING_THEIR_RULE, MUTATIONS_NAMING_THEIR_RULE));
     assert_eq!(hidden, (MUTATIONS_HIDDEN_BY_VISIBILITY, MUTATIONS_HIDDEN_BY_VISIBILITY));
     tally.assert_tried(&MUTATIONS_TRIED);
@@ -907,8 +1009,8 @@ fn every_tau_bench_airline_write_commits_or_breaks_a_named_rule_and_each_broken_
 
 /// How many mutations are tried and must be refused naming the rule they break, and how many
 /// break the rule that a user acts only on their own rows.
-const MUTATIONS_NAMING_THEIR_RULE: usize = 481;
-const MUTATIONS_HIDDEN_BY_VISIBILITY: usize = 47;
+const MUTATIONS_NAMING_THEIR_RULE: usize = 521;
+const MUTATIONS_HIDDEN_BY_VISIBILITY: usize = 43;
 
 /// The mutations that break the airline's rule that a user sees and changes only their own
 /// profile and reservations, with what they name. That rule is said by visibility, not by a
@@ -1007,7 +1109,12 @@ fn certificates(d: &Data, tally: &mut Tally) {
 
 /// Every kind of mutation the test makes that names the rule it breaks; each must have been
 /// tried at least once.
-const MUTATIONS_TRIED: [&str; 31] = [
+const MUTATIONS_TRIED: [&str; 36] = [
+    "an insured cancellation for a reason not covered",
+    "a covered reason the user's words do not give",
+    "a covered reason the user never said",
+    "a flight's origin not its own",
+    "a flight's destination not its own",
     "a certificate of another amount",
     "a complaint that is not true",
     "a member not eligible",
@@ -1040,3 +1147,354 @@ const MUTATIONS_TRIED: [&str; 31] = [
     "a gift card that cannot cover",
     "no confirmation",
 ];
+
+/// Task 1's reservation: basic economy with travel insurance, booked on 2024-05-13 (more than a
+/// day before the benchmark's now), none of its flights cancelled by the airline. Its user may
+/// cancel it only for a reason the insurance covers.
+const INSURED_USER: &str = "olivia_gonzalez_2305";
+const INSURED: &str = "Z7GOZK";
+
+/// A model whose answer to every `value_classified` question is `answer` (and which finds
+/// nothing for `locate`); every question it was asked is kept.
+struct Classifies {
+    answer: Result<&'static str, ProviderError>,
+    asked: std::sync::Mutex<Vec<Value>>,
+}
+
+impl Classifies {
+    fn new(answer: Result<&'static str, ProviderError>) -> Arc<Classifies> {
+        Arc::new(Classifies { answer, asked: std::sync::Mutex::new(Vec::new()) })
+    }
+
+    fn questions(&self) -> Vec<Value> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Provider for Classifies {
+    fn complete(&self, request: &ChatRequest, timeout: Duration) -> Result<ChatAnswer, ProviderError> {
+        if request.schema_name != "value_classified" {
+            return Stated.complete(request, timeout);
+        }
+        self.asked.lock().unwrap().push(question(request));
+        let content = self.answer.clone()?.to_owned();
+        Ok(ChatAnswer { content, prompt_tokens: 40, completion_tokens: 6 })
+    }
+}
+
+fn cancel_insured(reason: Value) -> Map<String, Value> {
+    json!({"reservation_id": INSURED, "reason": reason}).as_object().unwrap().clone()
+}
+
+/// The act's verdict and reason codes, and that it authorized nothing.
+fn not_committed(response: &TurnResponse) -> (Verdict, Vec<String>) {
+    assert!(response.effects.is_empty(), "an insured cancellation was authorized: {:?}", response.acts[0].reasons);
+    assert!(response.interactions.is_empty(), "an insured cancellation was put to the user for confirmation");
+    let (v, codes, _) = verdict(response);
+    (v, codes)
+}
+
+#[test]
+fn an_insured_cancellation_for_a_reason_its_insurance_covers_commits_after_confirmation() {
+    for (id, said) in [("health", "I feel unwell and cannot travel"), ("weather", "a hurricane is coming to Texas")] {
+        let model =
+            Classifies::new(Ok(if id == "health" { r#"{"choice":"health"}"# } else { r#"{"choice":"weather"}"# }));
+        let (mut engine, _dir) = airline_engine_with(model.clone());
+        let kwargs = cancel_insured(json!({"value": id, "said": said}));
+        let confirmed = propose_and_confirm(&mut engine, INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs);
+        assert!(confirmed.is_ok(), "{id}: {confirmed:?}");
+        assert_eq!(row(&mut engine, "reservation", INSURED)["status"], "cancelled");
+        // The model was shown the user's words and the closed set, never the id the agent chose.
+        let asked = model.questions();
+        assert!(!asked.is_empty());
+        for question in asked {
+            assert_eq!(question["words"], said, "{question}");
+            assert_eq!(
+                question["choices"],
+                json!(["change of plan", "airline cancelled flight", "health", "weather", "other reasons"])
+            );
+            assert!(question.get("value").is_none() && !question.to_string().contains("\"claimed\""), "{question}");
+        }
+    }
+}
+
+#[test]
+fn an_insured_cancellation_for_a_reason_not_in_the_user_s_words_is_never_committed() {
+    let (mut engine, _dir) = airline_engine_with(Classifies::new(Ok(r#"{"choice":"health"}"#)));
+    let message = "Please cancel my trip to Texas";
+    let body = |turn: &str, reason: Option<Value>, entries: Value| {
+        let mut args = json!({"reservation_id": INSURED});
+        if let Some(reason) = reason {
+            args["reason"] = reason;
+        }
+        json!({"conversation": "c1", "turn": turn, "actor": INSURED_USER, "at": NOW, "time_zone": "America/New_York",
+            "locale": "en-US", "entries": entries, "acts": [{"op": "cancel_reservation", "args": args}]})
+    };
+    let said = json!([{"kind": "user", "text": message}]);
+    // The agent names a covered reason the user never gave: there are no words to point at,
+    // and a model asked where the user said it finds none.
+    let bare = decide(&mut engine, &body("t1", Some(json!("health")), said.clone()));
+    assert_eq!(not_committed(&bare), (Verdict::Ask, vec!["value_not_located".to_owned()]));
+    // A pointer past the user's words, or words it copies that are not there.
+    let beyond = json!({"value": "health", "ptr": [9, 10], "copy": "feel unwell"});
+    let past = decide(&mut engine, &body("t2", Some(beyond), said.clone()));
+    assert_eq!(not_committed(&past), (Verdict::Ask, vec!["pointer_invalid".to_owned()]));
+    let miscopied = json!({"value": "health", "ptr": [1, 6], "copy": "feel unwell"});
+    let copied = decide(&mut engine, &body("t3", Some(miscopied), said.clone()));
+    assert_eq!(not_committed(&copied).1, vec!["pointer_invalid".to_owned()]);
+    // Words the agent itself wrote are not the user's: refused.
+    let agent_said = json!([{"kind": "model_reply", "text": "You said you feel unwell, so I can cancel it."},
+        {"kind": "user", "text": message}]);
+    let agents = json!({"value": "health", "entry": 0, "ptr": [3, 5], "copy": "feel unwell"});
+    let refused = decide(&mut engine, &body("t4", Some(agents), agent_said));
+    assert_eq!(not_committed(&refused), (Verdict::Refuse, vec!["pointer_entry_invalid".to_owned()]));
+    // No reason at all: asked for.
+    let none = decide(&mut engine, &body("t5", None, said));
+    assert_eq!(not_committed(&none), (Verdict::Ask, vec!["missing_argument".to_owned()]));
+}
+
+#[test]
+fn an_insured_cancellation_for_a_reason_the_model_judges_outside_the_covered_ones_is_never_committed() {
+    let plans = "my plans changed and I would rather fly next month";
+    // The agent says "health"; the model, shown only the words, judges otherwise.
+    for (answer, code) in [
+        (r#"{"choice":"change of plan"}"#, "value_not_stated"),
+        (r#"{"choice":"weather"}"#, "value_not_stated"),
+        (r#"{"choice":"none"}"#, "value_not_stated"),
+        (r#"{"choice":"unsure"}"#, "check_unsure"),
+        (r#"{"choice":"a family matter"}"#, "check_answer_invalid"),
+        (r#"{"answer":"yes"}"#, "check_answer_invalid"),
+    ] {
+        let (mut engine, _dir) = airline_engine_with(Classifies::new(Ok(answer)));
+        let kwargs = cancel_insured(json!({"value": "health", "said": plans}));
+        let asked = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+        assert_eq!(not_committed(&asked), (Verdict::Ask, vec![code.to_owned()]), "{answer}");
+    }
+    // A model cannot supply a covered reason either: the agent says "other reasons", the model
+    // answers "health", and the act is asked, not let through on the model's word.
+    let (mut engine, _dir) = airline_engine_with(Classifies::new(Ok(r#"{"choice":"health"}"#)));
+    let kwargs = cancel_insured(json!({"value": "other reasons", "said": plans}));
+    let asked = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+    assert_eq!(not_committed(&asked), (Verdict::Ask, vec!["value_not_stated".to_owned()]));
+    // The agent says what the user said, the model agrees, and the policy refuses: the
+    // insurance does not cover a change of plan.
+    let (mut engine, _dir) = airline_engine_with(Classifies::new(Ok(r#"{"choice":"change of plan"}"#)));
+    let kwargs = cancel_insured(json!({"value": "change of plan", "said": plans}));
+    let refused = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+    assert_eq!(not_committed(&refused), (Verdict::Refuse, vec!["forbidden_by_policy".to_owned()]));
+    assert_eq!(verdict(&refused).2, vec!["reason_not_covered_by_insurance".to_owned()]);
+}
+
+/// Fails every `value_classified` question once `failing` is set.
+struct Fails {
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl Provider for Fails {
+    fn complete(&self, request: &ChatRequest, timeout: Duration) -> Result<ChatAnswer, ProviderError> {
+        if request.schema_name == "value_classified" && self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ProviderError::Unreachable("connection refused".into()));
+        }
+        Stated.complete(request, timeout)
+    }
+}
+
+#[test]
+fn an_insured_cancellation_whose_check_cannot_run_is_never_committed() {
+    let kwargs = cancel_insured(json!("health"));
+    for (model, code) in [
+        (Classifies::new(Err(ProviderError::Unreachable("connection refused".into()))), "check_provider_failed"),
+        (Classifies::new(Err(ProviderError::Timeout("20 s".into()))), "check_timeout"),
+        (Classifies::new(Err(ProviderError::NoRecording("req_0".into()))), "check_provider_failed"),
+    ] {
+        let (mut engine, _dir) = airline_engine_with(model);
+        let asked = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+        assert_eq!(not_committed(&asked), (Verdict::Ask, vec![code.to_owned()]));
+    }
+    // No model at all: every check is unfinished.
+    let (mut engine, _dir) = airline_engine_from(ModelSource::None);
+    let asked = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+    assert_eq!(not_committed(&asked), (Verdict::Ask, vec!["check_unfinished".to_owned()]));
+    // A budget with no room for the check.
+    let mut setup = ModelSetup::new(Box::new(Stated), "test-model");
+    setup.limits.tokens = 1;
+    let (mut engine, _dir) = airline_engine_from(ModelSource::Setup(setup));
+    let asked = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+    assert_eq!(not_committed(&asked), (Verdict::Ask, vec!["check_budget_exhausted".to_owned()]));
+    // Held while the model answered, then confirmed when it cannot: the check is asked again at
+    // the confirmation, fails, and nothing is cancelled.
+    let model = Arc::new(Fails { failing: std::sync::atomic::AtomicBool::new(false) });
+    let (mut engine, _dir) = airline_engine_with(model.clone());
+    let held = decide(&mut engine, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs));
+    assert_eq!(verdict(&held).0, Verdict::Hold, "{:?}", held.acts[0].reasons);
+    model.failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let confirmed = decide(&mut engine, &answer(INSURED_USER, "t1-yes", "c1", &held.interactions[0].id));
+    assert_ne!(verdict(&confirmed).0, Verdict::Commit, "{:?}", confirmed.acts);
+    assert!(confirmed.effects.is_empty());
+    assert!(row(&mut engine, "reservation", INSURED).get("status").is_none(), "the reservation was cancelled");
+}
+
+#[test]
+fn an_insured_cancellation_is_decided_again_from_its_recorded_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("value_classified.jsonl");
+    let kwargs = cancel_insured(json!({"value": "weather", "said": "a hurricane is coming to Texas"}));
+    let turn = request(INSURED_USER, "c1", "t1", "cancel_reservation", &kwargs);
+    let live = Classifies::new(Ok(r#"{"choice":"weather"}"#));
+    let recorder = warrant_model::Recorder::new(Shared(live), &cassette).unwrap();
+    let (mut engine, _d1) = airline_engine_from(ModelSource::Setup(ModelSetup::new(Box::new(recorder), "test-model")));
+    let held = decide(&mut engine, &turn);
+    assert_eq!(verdict(&held).0, Verdict::Hold, "{:?}", held.acts[0].reasons);
+    // From the cassette alone, in a fresh store: the same verdict, the same check asked.
+    let cassette_source = ModelSource::Cassette { path: cassette.clone(), model: "test-model".into() };
+    let (mut again, _d2) = airline_engine_from(cassette_source);
+    let replayed = decide(&mut again, &turn);
+    assert_eq!(serde_json::to_value(&replayed).unwrap(), serde_json::to_value(&held).unwrap());
+    // The model is never shown the agent's id, so the recording answers the same words under
+    // another id too, and is read against that id: the recorded "weather" cannot pass "health".
+    let other = cancel_insured(json!({"value": "health", "said": "a hurricane is coming to Texas"}));
+    let cassette_source = ModelSource::Cassette { path: cassette.clone(), model: "test-model".into() };
+    let (mut relabelled, _d3) = airline_engine_from(cassette_source);
+    let asked = decide(&mut relabelled, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &other));
+    assert_eq!(not_committed(&asked), (Verdict::Ask, vec!["value_not_stated".to_owned()]));
+    // Other words are another question, which the cassette has no answer to: asked.
+    let unsaid = cancel_insured(json!({"value": "weather", "said": "there is a storm"}));
+    let cassette_source = ModelSource::Cassette { path: cassette, model: "test-model".into() };
+    let (mut unrecorded, _d4) = airline_engine_from(cassette_source);
+    let asked = decide(&mut unrecorded, &request(INSURED_USER, "c1", "t1", "cancel_reservation", &unsaid));
+    assert_eq!(not_committed(&asked), (Verdict::Ask, vec!["check_provider_failed".to_owned()]));
+}
+
+#[test]
+fn the_fields_a_model_adds_to_a_flight_are_accepted_as_the_flight_s_own_and_refused_otherwise() {
+    let d = data();
+    let tasks: Vec<Value> = serde_json::from_value(read_json("tasks_test.json")).unwrap();
+    let (mut engine, _dir) = airline_engine();
+    let mut tried = 0;
+    for (t, task) in tasks.iter().enumerate() {
+        for (a, action) in task["actions"].as_array().unwrap().iter().enumerate() {
+            let op = action["name"].as_str().unwrap();
+            if op != "update_reservation_flights" && op != "book_reservation" {
+                continue;
+            }
+            let kwargs = action["kwargs"].as_object().unwrap().clone();
+            // The actor: the reservation's owner, or the user the write names.
+            let user = kwargs
+                .get("reservation_id")
+                .and_then(Value::as_str)
+                .and_then(|r| d.reservations.get(r))
+                .and_then(|r| r["user_id"].as_str())
+                .or(kwargs.get("user_id").and_then(Value::as_str))
+                .unwrap_or(task["user_id"].as_str().unwrap())
+                .to_owned();
+            let conversation = format!("c-t{t}-a{a}");
+            let plain = decide(&mut engine, &request(&user, &conversation, "t1", op, &kwargs));
+            // Every flight with its own origin and destination, as a model often sends them.
+            let mut added = kwargs.clone();
+            let flights: Vec<Value> = kwargs["flights"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    let row = &d.flights[f["flight_number"].as_str().unwrap()];
+                    let mut f = f.clone();
+                    f["origin"] = row["origin"].clone();
+                    f["destination"] = row["destination"].clone();
+                    f
+                })
+                .collect();
+            added.insert("flights".into(), json!(flights));
+            let with_fields = decide(&mut engine, &request(&user, &conversation, "t2", op, &added));
+            let (v, codes, rules) = verdict(&with_fields);
+            assert_eq!((v, codes, rules), verdict(&plain), "task {t} `{op}`: the fields changed the verdict");
+            // The last flight's destination another airport: refused, naming the field.
+            let last = flights.len() - 1;
+            let mut wrong = flights.clone();
+            wrong[last]["destination"] = json!("XYZ");
+            added.insert("flights".into(), json!(wrong));
+            let refused = decide(&mut engine, &request(&user, &conversation, "t3", op, &added));
+            let reason = &refused.acts[0].reasons[0];
+            assert_eq!(
+                (refused.acts[0].verdict, reason.code.as_str(), reason.field.clone()),
+                (Verdict::Refuse, "record_field_mismatch", Some(format!("args.flights[{last}].destination"))),
+                "task {t} `{op}`"
+            );
+            // A field the contract does not declare stays refused, never ignored.
+            let mut undeclared = flights.clone();
+            undeclared[0]["price"] = json!(100);
+            added.insert("flights".into(), json!(undeclared));
+            let unknown = decide(&mut engine, &request(&user, &conversation, "t4", op, &added));
+            let reason = &unknown.acts[0].reasons[0];
+            assert_eq!(
+                (reason.code.as_str(), reason.field.as_deref()),
+                ("unknown_argument", Some("args.flights[0].price")),
+                "task {t} `{op}`"
+            );
+            tried += 1;
+        }
+    }
+    println!("flight fields: {tried} flight writes of the tasks tried with their flights' own origin and destination");
+    assert!(tried >= 10, "only {tried} flight writes");
+}
+
+/// The turn files of `examples/airline/README.md` that ask the model, in the order it runs them.
+const README_TURNS: [&str; 3] =
+    ["cancel-changed-plans.json", "cancel-changed-plans-as-health.json", "cancel-unwell.json"];
+
+/// What a model that reads those turns' words right answers: which reason they give.
+struct ReadsTheReadme;
+
+impl Provider for ReadsTheReadme {
+    fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        let asked = question(request);
+        let choice = match asked["words"].as_str() {
+            Some("plans changed") => "change of plan",
+            Some("feel unwell") => "health",
+            other => panic!("the README's turns point at no words {other:?}"),
+        };
+        Ok(ChatAnswer { content: json!({ "choice": choice }).to_string(), prompt_tokens: 310, completion_tokens: 7 })
+    }
+}
+
+/// `examples/airline/answers.jsonl`, the recorded answers the README's turns replay
+/// (`WARRANT_MODEL_CASSETTE`), is what a model that reads their words right answers them, as
+/// the engine asks today: the turns are run through a recorder and the file must be what it
+/// wrote. `WARRANT_WRITE_AIRLINE_ANSWERS=1` writes it instead, after a change to a prompt or to
+/// the turns.
+#[test]
+fn the_readme_s_recorded_answers_are_those_its_turns_ask_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("answers.jsonl");
+    let recorder = warrant_model::Recorder::new(ReadsTheReadme, &cassette).unwrap();
+    // The model name a cassette is replayed under when `WARRANT_MODEL` is unset.
+    let model = ModelSource::Setup(ModelSetup::new(Box::new(recorder), "default"));
+    let (mut engine, _store) = airline_engine_from(model);
+    for turn in README_TURNS {
+        let body = std::fs::read_to_string(airline_dir().join("turns").join(turn)).unwrap();
+        let response = decide(&mut engine, &serde_json::from_str(&body).unwrap());
+        assert!(
+            !verdict(&response).1.iter().any(|c| c.starts_with("check_")),
+            "{turn}: {:?}",
+            response.acts[0].reasons
+        );
+    }
+    // One line per question, in the order first asked.
+    let mut lines: Vec<String> = Vec::new();
+    for line in std::fs::read_to_string(&cassette).unwrap().lines() {
+        if !lines.iter().any(|l| l == line) {
+            lines.push(line.to_owned());
+        }
+    }
+    let recorded = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let committed = airline_dir().join("answers.jsonl");
+    if std::env::var_os("WARRANT_WRITE_AIRLINE_ANSWERS").is_some() {
+        std::fs::write(&committed, &recorded).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        on_disk == recorded,
+        "{} is not what the README's turns ask today; run this test with WARRANT_WRITE_AIRLINE_ANSWERS=1",
+        committed.display()
+    );
+    assert_eq!(lines.len(), 2, "the changed plans are asked about once, under either reason");
+}

@@ -190,12 +190,14 @@ fn the_ledger_reaches_policy() {
     assert_eq!(verdict(&elsewhere).2, vec!["delay_certificate_before_change_or_cancel".to_owned()]);
 }
 
-/// Answers every semantic check "no".
+/// Answers every semantic check "no": the words do not state the value, nor give any choice.
 struct NotStated;
 
 impl Provider for NotStated {
-    fn complete(&self, _: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
-        Ok(ChatAnswer { content: r#"{"answer":"no"}"#.to_owned(), prompt_tokens: 30, completion_tokens: 4 })
+    fn complete(&self, request: &ChatRequest, _: Duration) -> Result<ChatAnswer, ProviderError> {
+        let content =
+            if request.schema_name == "value_classified" { r#"{"choice":"none"}"# } else { r#"{"answer":"no"}"# };
+        Ok(ChatAnswer { content: content.to_owned(), prompt_tokens: 30, completion_tokens: 4 })
     }
 }
 
