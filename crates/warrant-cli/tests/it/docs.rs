@@ -49,7 +49,8 @@ fn run_console(body: &str, replace: &[(&str, String)]) -> usize {
         }
     }
     for (command, expected) in &steps {
-        let run = replace.iter().fold(command.clone(), |run, (from, to)| run.replace(from, to));
+        let swap = |text: &str| replace.iter().fold(text.to_owned(), |text, (from, to)| text.replace(from, to));
+        let run = swap(command);
         let mut shell = Command::new("sh");
         for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("WARRANT_MODEL")) {
             shell.env_remove(name);
@@ -57,7 +58,7 @@ fn run_console(body: &str, replace: &[(&str, String)]) -> usize {
         let out = shell.args(["-c", &run]).env("PATH", &path).current_dir(root()).output().unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(out.status.success(), "`{command}` failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(&stdout, expected, "`{command}` printed otherwise than the page shows");
+        assert_eq!(stdout, swap(expected), "`{command}` printed otherwise than the page shows");
     }
     steps.len()
 }
@@ -199,10 +200,7 @@ fn the_operations_page_s_examples_run_as_shown() {
     let folder = dir.path().display().to_string();
     let pg = crate::turns::postgres_schema();
     let (database, schema) = pg.store().split_once("?schema=").map(|(d, s)| (d.to_owned(), s.to_owned())).unwrap();
-    let swap =
-        |text: &str| text.replace(OPS_FOLDER, &folder).replace(OPS_DATABASE, &database).replace(OPS_SCHEMA, &schema);
-    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
-    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let replace = [(OPS_FOLDER, folder.clone()), (OPS_DATABASE, database), (OPS_SCHEMA, schema)];
     let (mut commands, mut fields) = (0, None);
     for (language, body) in blocks(&text) {
         match language.as_str() {
@@ -210,35 +208,7 @@ fn the_operations_page_s_examples_run_as_shown() {
                 fields =
                     Some(serde_json::from_str::<serde_json::Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}")))
             }
-            "console" => {
-                let mut steps: Vec<(String, String)> = Vec::new();
-                for line in body.lines() {
-                    match (line.strip_prefix("$ "), steps.last_mut()) {
-                        (Some(command), _) => steps.push((command.to_owned(), String::new())),
-                        (None, Some((_, expected))) => {
-                            expected.push_str(line);
-                            expected.push('\n');
-                        }
-                        (None, None) => panic!("output before any command: {line}"),
-                    }
-                }
-                for (command, expected) in steps {
-                    let out = Command::new("sh")
-                        .args(["-c", &swap(&command)])
-                        .env("PATH", &path)
-                        .current_dir(root())
-                        .output()
-                        .unwrap();
-                    let stdout = String::from_utf8(out.stdout).unwrap();
-                    assert!(
-                        out.status.success(),
-                        "`{command}` failed: {stdout}{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    assert_eq!(stdout, swap(&expected), "`{command}` printed otherwise than the page shows");
-                    commands += 1;
-                }
-            }
+            "console" => commands += run_console(&body, &replace),
             other => panic!("a block in {other:?}: the page holds only console and json blocks"),
         }
     }
