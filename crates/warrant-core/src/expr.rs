@@ -218,11 +218,6 @@ impl Expression {
         &self.paths
     }
 
-    /// The `row(…)` calls it makes, in order of the source.
-    pub fn row_calls(&self) -> &[RowCall] {
-        &self.rows
-    }
-
     /// Whether it follows references (`row(…)`).
     pub fn follows(&self) -> bool {
         !self.rows.is_empty()

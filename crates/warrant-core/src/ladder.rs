@@ -92,11 +92,6 @@ impl Label {
     pub fn parse(text: &str) -> Option<Label> {
         [Label::TruePositive, Label::FalsePositive, Label::Miss, Label::Clean].into_iter().find(|l| l.as_str() == text)
     }
-
-    /// Whether the label fits a flag (true) or a sample of unflagged items (false).
-    pub const fn for_flags(self) -> bool {
-        matches!(self, Label::TruePositive | Label::FalsePositive)
-    }
 }
 
 /// The audited record of one version: how many flags were audited and how many were wrong,

@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 
 use crate::money::{self, Currency, MoneyError};
 use crate::schema::{self, At, Field, Kind};
-use crate::text;
 
 /// One stored row of a records table, as the store hands it over.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -569,11 +568,6 @@ fn cedar_value<'v>(
         Value::String(s) => Some(Value::String(s.clone())),
         Value::Bool(b) => Some(Value::Bool(*b)),
     }
-}
-
-/// A key quoted for messages: invisible characters made visible.
-pub fn shown(key: &str) -> String {
-    text::visible(key)
 }
 
 #[cfg(test)]

@@ -124,14 +124,10 @@ fn misfit(path: &At<'_>, message: String) -> Misfit {
     Misfit { path: path.to_string(), message }
 }
 
-/// Checks a row (an object of `fields`) against its schema; money is read in `currency`.
-pub fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
-    check_object(fields, &At::Text(""), value, currency, ALL)
-}
-
-/// As [`check_row`], taking the fields `only` refuses as fitting: present unless optional,
-/// declared, and of their type. For a row whose value as read fits, and whose other fields are
-/// still that value's, the answer is [`check_row`]'s at the cost of the fields `only` takes.
+/// Checks a row (an object of `fields`) against its schema, money read in `currency`, taking the
+/// top-level fields `only` refuses as fitting: present unless optional, declared, and of their
+/// type. For a row whose value as read fits, and whose other fields are still that value's, the
+/// answer is the whole row's at the cost of the fields `only` takes.
 pub(crate) fn check_row_fields(
     fields: &Fields,
     row: RowFields<'_>,
@@ -457,6 +453,11 @@ pub fn refs<'a>(field: &'a Field, path: &str, out: &mut Vec<(String, &'a str)>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole row checked, every field taken.
+    fn check_row(fields: &Fields, value: &Value, currency: Option<Currency>) -> Result<(), Misfit> {
+        check_object(fields, &At::Text(""), value, currency, ALL)
+    }
     use serde_json::json;
 
     fn f(kind: Kind) -> Field {
