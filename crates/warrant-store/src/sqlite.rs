@@ -91,6 +91,13 @@ impl SqliteStore {
         self.group.as_ref().map(|group| group.checkpoints()).transpose()
     }
 
+    /// How many times the commits of this process on the store's file have told its
+    /// checkpointer to copy the log, counted when told (a copy follows each, off the commit
+    /// path, unless one already running takes it). `None` as for [`SqliteStore::checkpoints`].
+    pub fn checkpoints_asked(&self) -> Result<Option<u64>, StoreError> {
+        self.group.as_ref().map(|group| group.checkpoints_asked()).transpose()
+    }
+
     /// Closes the store, saying what failed. Dropping it does the same and cannot say. When it
     /// is the last store of this process on its file, the file is left whole: its log copied
     /// into it and emptied, so that the file alone holds every commit. Another process that

@@ -113,6 +113,9 @@ struct Told {
     stop: bool,
     /// Checkpoints the checkpointer has run.
     runs: u64,
+    /// Times the commit path has told it to, counted as it tells, so that a reader knows
+    /// without waiting that it was not told.
+    asked: u64,
 }
 
 impl Signal {
@@ -289,6 +292,11 @@ impl Group {
         Ok(self.checkpoints.state.lock().map_err(|_| poisoned())?.runs)
     }
 
+    /// How many times the commit path has told the checkpointer to copy the log.
+    pub(crate) fn checkpoints_asked(&self) -> Result<u64, StoreError> {
+        Ok(self.checkpoints.state.lock().map_err(|_| poisoned())?.asked)
+    }
+
     /// Commits `commit` in the group's next batch, and answers once that batch has ended.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         // Copied before the lock is taken: a commit's copy (its turn's text, some kilobytes) is
@@ -402,7 +410,10 @@ impl Group {
                 state.since_checkpoint += commits;
                 if state.since_checkpoint >= CHECKPOINT_COMMITS {
                     state.since_checkpoint = 0;
-                    self.checkpoints.tell(|s| s.due = true);
+                    self.checkpoints.tell(|s| {
+                        s.due = true;
+                        s.asked += 1;
+                    });
                 }
                 for (t, result) in applied {
                     state.answer(t, result);

@@ -95,16 +95,20 @@ fn the_checkpointer_copies_the_log_after_every_sixteenth_durable_commit_and_not_
         }
         copies(store)
     };
-    let start = copies(&store);
+    let asked = |store: &SqliteStore| store.checkpoints_asked().unwrap().unwrap();
+    let (start, start_asked) = (copies(&store), asked(&store));
+    assert_eq!(start, start_asked, "a copy the commit path did not ask for");
     for round in 1..=3 {
         // One thread: each commit is a batch of its own, durable before the next begins.
         for i in 0..15 {
             assert!(seq(&store.commit(&commit("c", &format!("r{round}.{i}"))).unwrap()).is_some());
         }
-        // Fifteen commits since the last copy: the checkpointer has not been told.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(copies(&store), start + round - 1, "round {round}: a copy before the sixteenth commit");
+        // Fifteen commits since the last copy: the checkpointer has not been told, which the
+        // count the commit path keeps says at once (no waiting to see that nothing happens).
+        assert_eq!(asked(&store), start_asked + round - 1, "round {round}: told before the sixteenth commit");
+        assert!(copies(&store) < start + round, "round {round}: a copy before the sixteenth commit");
         assert!(seq(&store.commit(&commit("c", &format!("r{round}.15"))).unwrap()).is_some());
+        assert_eq!(asked(&store), start_asked + round, "round {round}: not told at the sixteenth commit");
         assert_eq!(wait_for(&store, start + round), start + round, "round {round}: no copy after the sixteenth");
     }
 }
