@@ -76,32 +76,16 @@ pub enum StoreUrl {
 }
 
 impl StoreUrl {
-    /// Parses `sqlite:PATH` or `postgres://…[?schema=NAME]`; the error says what is wrong.
+    /// Parses `sqlite:PATH` or a PostgreSQL connection string, a URI
+    /// (`postgres://…[?schema=NAME]`) or libpq keywords (`host=… dbname=… [schema=NAME]`),
+    /// several hosts allowed, read by [`warrant_store::Location`]; the error says what is wrong
+    /// and never repeats a connection string, which may hold a password.
     pub fn parse(text: &str) -> Result<StoreUrl, BuildError> {
-        let bad = |message: String| BuildError::StoreUrl { url: text.to_owned(), message };
-        if let Some(path) = text.strip_prefix("sqlite:") {
-            if path.is_empty() {
-                return Err(bad("`sqlite:` needs a path".into()));
-            }
-            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        match warrant_store::Location::parse(text, "warrant") {
+            Ok(warrant_store::Location::Sqlite(path)) => Ok(StoreUrl::Sqlite(path)),
+            Ok(warrant_store::Location::Postgres { conninfo, schema }) => Ok(StoreUrl::Postgres { conninfo, schema }),
+            Err(e) => Err(BuildError::StoreUrl { url: warrant_store::shown_location(text), message: e.to_string() }),
         }
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            let (base, query) = text.split_once('?').unwrap_or((text, ""));
-            let mut schema = String::from("warrant");
-            let mut rest = Vec::new();
-            for pair in query.split('&').filter(|p| !p.is_empty()) {
-                match pair.strip_prefix("schema=") {
-                    Some(name) => schema = name.to_owned(),
-                    None => rest.push(pair),
-                }
-            }
-            if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
-                return Err(bad(format!("`schema={schema}` is not a lowercase SQL name")));
-            }
-            let conninfo = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
-            return Ok(StoreUrl::Postgres { conninfo, schema });
-        }
-        Err(bad("give `sqlite:PATH` or `postgres://…`".into()))
     }
 
     /// Opens the store (not yet migrated: the engine made over it migrates it), creating an
@@ -474,6 +458,13 @@ mod tests {
         assert!(error("mysql://x").contains("give `sqlite:PATH`"));
         assert!(error("postgres://x?schema=Bad-Name").contains("lowercase SQL name"));
         assert!(error("sqlite:").contains("needs a path"));
+        // libpq's keyword form, several hosts; a password never shown.
+        assert_eq!(
+            StoreUrl::parse("host=127.0.0.1,localhost dbname=test schema=w2").ok(),
+            Some(StoreUrl::Postgres { conninfo: "host=127.0.0.1,localhost dbname=test".into(), schema: "w2".into() })
+        );
+        let refused = error("postgres://u:hunter2@h/db?colour=blue");
+        assert!(refused.contains("colour") && !refused.contains("hunter2"), "{refused}");
     }
 
     #[test]

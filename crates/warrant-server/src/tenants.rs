@@ -37,29 +37,20 @@ pub enum StoreLocation {
 }
 
 impl StoreLocation {
-    /// Parses `sqlite:FOLDER` or `postgres://…[?schema=NAME]` (registry schema default
-    /// `warrant_control`).
+    /// Parses `sqlite:FOLDER` or a PostgreSQL connection string, a URI or libpq keywords
+    /// (`schema` names the registry's schema, default `warrant_control`), read by
+    /// [`warrant_store::Location`]; the error never repeats a connection string.
     pub fn parse(text: &str) -> Result<StoreLocation, ServerError> {
-        if let Some(path) = text.strip_prefix("sqlite:") {
-            if path.is_empty() {
-                return Err(ServerError::Config("`--store sqlite:` needs a folder".into()));
+        match warrant_store::Location::parse(text, "warrant_control") {
+            Ok(warrant_store::Location::Sqlite(folder)) => Ok(StoreLocation::Sqlite(folder)),
+            Ok(warrant_store::Location::Postgres { conninfo, schema }) => {
+                Ok(StoreLocation::Postgres { conninfo, schema })
             }
-            return Ok(StoreLocation::Sqlite(PathBuf::from(path)));
-        }
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            let (base, query) = text.split_once('?').unwrap_or((text, ""));
-            let mut schema = String::from("warrant_control");
-            let mut rest = Vec::new();
-            for pair in query.split('&').filter(|p| !p.is_empty()) {
-                match pair.strip_prefix("schema=") {
-                    Some(name) => schema = name.to_owned(),
-                    None => rest.push(pair),
-                }
+            Err(warrant_store::LocationError::EmptyPath) => {
+                Err(ServerError::Config("`--store sqlite:` needs a folder".into()))
             }
-            let conninfo = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
-            return Ok(StoreLocation::Postgres { conninfo, schema });
+            Err(e) => Err(ServerError::Config(format!("`--store`: {e}"))),
         }
-        Err(ServerError::Config(format!("`--store {text}`: give `sqlite:FOLDER` or `postgres://…`")))
     }
 
     /// Opens the registry.

@@ -21,6 +21,7 @@ mod commit;
 mod error;
 mod ladder;
 mod ledger;
+mod location;
 mod maintenance;
 mod migrations;
 mod outbox;
@@ -42,6 +43,7 @@ pub use commit::{
 pub use error::StoreError;
 pub use ladder::{AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, PromotionRow};
 pub use ledger::{Ledger, ReadAhead, TurnAhead};
+pub use location::{Location, LocationError, shown as shown_location};
 pub use maintenance::{
     EXPORT_KINDS, EffectCensus, ExportCounts, ExportError, ExportLine, ExportSink, Integrity, Maintenance,
     PendingEffect, SchemaState,
