@@ -8,11 +8,12 @@
 //! what makes "at least once on the wire" into "exactly once applied".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use warrant_core::claim::Outbound;
-use warrant_store::{Failure, FailureRecorded, Lease, OutboxRow, RetryPolicy, Store, StoreError};
+use warrant_store::{Failure, FailureRecorded, Lease, OutboxMessage, OutboxRow, RetryPolicy, Store, StoreError};
 
 /// Where messages go, by the channel each was cleared for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +191,29 @@ pub struct Dispatched {
 pub struct Dispatcher {
     config: DispatchConfig,
     client: reqwest::blocking::Client,
+    observer: Option<Arc<dyn DeliveryObserver>>,
+}
+
+/// Told of every delivery attempt as it ends (a trace's span of the forward): the narrow hook a
+/// tracer implements, called on the delivering thread; nothing is recorded without one.
+pub trait DeliveryObserver: Send + Sync + std::fmt::Debug {
+    /// One attempt at delivering `delivery.message`.
+    fn delivered(&self, delivery: &Delivery<'_>);
+}
+
+/// One attempt at delivering a message, as a [`DeliveryObserver`] is told of it.
+#[derive(Debug)]
+pub struct Delivery<'a> {
+    /// The message.
+    pub message: &'a OutboxMessage,
+    /// Which attempt this is, from 1.
+    pub attempt: i64,
+    /// When it began.
+    pub started: SystemTime,
+    /// How long it took.
+    pub elapsed: Duration,
+    /// Accepted by its channel, or why not.
+    pub result: Result<(), &'a Failure>,
 }
 
 impl Dispatcher {
@@ -205,7 +229,14 @@ impl Dispatcher {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| DispatchError::Client(with_causes(&e)))?;
-        Ok(Dispatcher { config, client })
+        Ok(Dispatcher { config, client, observer: None })
+    }
+
+    /// The same dispatcher, telling `observer` of every delivery attempt.
+    #[must_use]
+    pub fn observed_by(mut self, observer: Arc<dyn DeliveryObserver>) -> Dispatcher {
+        self.observer = Some(observer);
+        self
     }
 
     /// Its configuration.
@@ -323,6 +354,21 @@ impl Dispatcher {
     /// channel this dispatcher has no webhook for (a contract changed after the message was
     /// stored) is a transient failure: the message waits, visible, for a dispatcher that has one.
     fn deliver(&self, row: &OutboxRow) -> Result<(), Failure> {
+        let Some(observer) = &self.observer else { return self.post(row) };
+        let (started, clock) = (SystemTime::now(), Instant::now());
+        let result = self.post(row);
+        let delivery = Delivery {
+            message: &row.message,
+            attempt: row.attempts,
+            started,
+            elapsed: clock.elapsed(),
+            result: result.as_ref().map(|_| ()),
+        };
+        observer.delivered(&delivery);
+        result
+    }
+
+    fn post(&self, row: &OutboxRow) -> Result<(), Failure> {
         let channel = &row.message.channel;
         let webhook = self.config.channels.url(channel).ok_or_else(|| {
             Failure::Transient(format!("channel `{channel}` has no webhook here: it is not a channel of the contract"))

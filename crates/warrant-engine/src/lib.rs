@@ -9,7 +9,7 @@
 //! `facts` (stored facts served to the core), `commit` (a decision as one commit), `record` (the
 //! typed replay record), `replay`, `check` (a store checked whole, its turns replayed), `outcome` (effect outcomes), `writes` (the records written by the system of record), `guards` (the ladder), `outbound`
 //! and `outbox` (the outbound gate and the outbox), `dispatch` (delivery), `model` (the checks
-//! through warrant-model).
+//! through warrant-model), `trace` (what a turn's model tasks took, for its trace).
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
@@ -28,6 +28,7 @@ mod outcome;
 mod record;
 mod replay;
 mod setup;
+mod trace;
 mod turn;
 mod writes;
 
@@ -47,6 +48,7 @@ pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Su
 pub use outcome::{EffectOutcome, EffectView, OutcomeFinding, OutcomeReply, OutcomeRow, RowRevision, outcome_rows};
 pub use record::{REPLAY_VERSION, ReplayRecord};
 pub use replay::{ReplayChange, ReplayFinding, ReplayReport};
+pub use trace::TaskRun;
 pub use turn::TurnResult;
 pub use warrant_core::id::canonical;
 pub use writes::RecordWritten;
@@ -127,6 +129,8 @@ pub struct Engine<S: Store> {
     folder: std::path::PathBuf,
     store: S,
     model: Option<ModelSetup>,
+    /// The model tasks of the last turn, for its trace ([`Engine::turn_tasks`]).
+    tasks: Vec<TaskRun>,
 }
 
 impl<S: Store> std::fmt::Debug for Engine<S> {
@@ -155,6 +159,13 @@ impl<S: Store> Engine<S> {
     /// The contract.
     pub fn contract(&self) -> &Contract {
         &self.contract
+    }
+
+    /// The model tasks the last turn ran (its checks and the outbound gate's questions), each
+    /// with when it began, how long it took and what it concluded: what a trace of the turn
+    /// shows. Empty for a turn answered from the store or refused whole; replaced by each turn.
+    pub fn turn_tasks(&self) -> &[TaskRun] {
+        &self.tasks
     }
 
     /// Stored turns after sequence number `after`, oldest first, at most `limit`.

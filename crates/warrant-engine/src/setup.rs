@@ -25,7 +25,7 @@ impl<S: Store> Engine<S> {
     /// An engine over a store that another engine of the same contract has migrated and
     /// seeded (another connection to it): nothing is migrated, seeded or read.
     pub(crate) fn attached(contract: Arc<Contract>, folder: &Path, store: S) -> Engine<S> {
-        Engine { contract, folder: folder.to_owned(), store, model: None }
+        Engine { contract, folder: folder.to_owned(), store, model: None, tasks: Vec::new() }
     }
 
     /// Runs the turn's semantic checks through `model`, with the prompt versions the store's

@@ -4,6 +4,7 @@
 //! acts that lost.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -20,6 +21,7 @@ use warrant_store::{CommitOutcome, ReadAhead, Store, StoredTurn, TurnAhead};
 use crate::commit::{Decided, to_commit};
 use crate::facts::StoreFacts;
 use crate::model::{self, ModelSetup};
+use crate::trace::{self, TaskRun};
 use crate::{Engine, EngineError, outbound};
 
 /// The result of one turn request.
@@ -114,6 +116,7 @@ struct Gathered {
 impl<S: Store> Engine<S> {
     /// Runs one turn request (JSON text).
     pub fn turn(&mut self, json: &str) -> Result<TurnResult, EngineError> {
+        self.tasks.clear();
         let valid = match request::parse(&self.contract, json) {
             Ok(valid) => valid,
             Err(error) => return Ok(TurnResult::Rejected(error)),
@@ -123,6 +126,7 @@ impl<S: Store> Engine<S> {
 
     /// Runs one validated turn.
     pub fn turn_valid(&mut self, valid: &ValidRequest) -> Result<TurnResult, EngineError> {
+        self.tasks.clear();
         let request = valid.request();
         // The lookup and the first decision read one snapshot of the store: the span opened here
         // is the first decision's (a store whose readers pay for what other connections wrote
@@ -202,6 +206,11 @@ impl<S: Store> Engine<S> {
                 break;
             }
             let round = model::run(self.model.as_ref(), budget, &missing);
+            for (check, timing) in missing.iter().zip(&round.timings) {
+                let outcome = trace::check_outcome(round.answers.get(&check.id));
+                let at = (timing.started, timing.elapsed);
+                self.tasks.push(TaskRun::new(check.task, &check.id, at, outcome, &round.calls));
+            }
             gathered.answers.extend(round.answers);
             gathered.calls.extend(round.calls);
             decision = self.decide(valid, gathered, memo, Reads::Begin)?;
@@ -219,9 +228,16 @@ impl<S: Store> Engine<S> {
             if open.is_empty() {
                 break;
             }
-            let (round, round_calls) = outbound::answer(self.model.as_ref(), budget, &open);
-            gathered.gate_answers.extend(round);
-            gathered.calls.extend(round_calls);
+            // One question at a time, as `answer` takes them anyway, so that each is timed.
+            for question in &open {
+                let started = Instant::now();
+                let (round, calls) = outbound::answer(self.model.as_ref(), budget, std::slice::from_ref(question));
+                let outcome = trace::gate_outcome(round.get(&question.id));
+                let at = (started, started.elapsed());
+                self.tasks.push(TaskRun::new(question.task, &question.id, at, outcome, &calls));
+                gathered.gate_answers.extend(round);
+                gathered.calls.extend(calls);
+            }
             decision = self.decide(valid, gathered, memo, Reads::Begin)?;
         }
         Ok(decision)

@@ -6,6 +6,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use warrant_vocab::check::{CheckAnswer, CheckAnswers, CheckFailure, CheckRequest, CheckVerdict};
 use warrant_vocab::pointer::WordRule;
@@ -24,6 +25,18 @@ pub struct CheckRound {
     pub answers: CheckAnswers,
     /// The calls, grouped by request in request order.
     pub calls: Vec<ModelCall>,
+    /// When each request's task began and how long it took, in request order: what a trace of
+    /// the turn shows of each task (two clock readings a check, beside its model calls).
+    pub timings: Vec<TaskTiming>,
+}
+
+/// When one check's task began and how long it ran, its repair round and retry included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskTiming {
+    /// When it began.
+    pub started: Instant,
+    /// How long it ran.
+    pub elapsed: Duration,
 }
 
 /// A verdict or a failure as a check's answer.
@@ -34,10 +47,16 @@ fn answer<O>(outcome: Outcome<O>) -> CheckAnswer {
     }
 }
 
-/// A check's answer with the calls made for it.
-type Answered = (CheckAnswer, Vec<ModelCall>);
+/// A check's answer with the calls made for it and its timing.
+type Answered = (CheckAnswer, Vec<ModelCall>, TaskTiming);
 
 fn run_one(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> Answered {
+    let started = Instant::now();
+    let (answer, calls) = run_task(runner, request, words);
+    (answer, calls, TaskTiming { started, elapsed: started.elapsed() })
+}
+
+fn run_task(runner: &Runner<'_>, request: &CheckRequest, words: WordRule) -> (CheckAnswer, Vec<ModelCall>) {
     match request.task {
         ModelTask::ValueStated => {
             let input = ValueStatedInput {
@@ -123,12 +142,14 @@ pub fn run_checks(runner: &Runner<'_>, requests: &[CheckRequest], parallel: usiz
     });
     let mut round = CheckRound::default();
     for (request, slot) in requests.iter().zip(slots) {
-        let (answer, calls) = slot.into_inner().ok().flatten().unwrap_or_else(|| {
+        let (answer, calls, timing) = slot.into_inner().ok().flatten().unwrap_or_else(|| {
             let detail = "the check's thread panicked".to_owned();
-            (CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail }, Vec::new())
+            let timing = TaskTiming { started: Instant::now(), elapsed: Duration::ZERO };
+            (CheckAnswer::Failed { failure: CheckFailure::Unfinished, detail }, Vec::new(), timing)
         });
         round.answers.insert(request.id.clone(), answer);
         round.calls.extend(calls);
+        round.timings.push(timing);
     }
     round
 }

@@ -16,7 +16,7 @@ pub mod task;
 pub mod tasks;
 
 pub use budget::{BudgetLimits, TaskLimits, TurnBudget};
-pub use checks::{CheckRound, run_checks};
+pub use checks::{CheckRound, TaskTiming, run_checks};
 pub use openai::{EndpointConfig, OpenAiProvider};
 pub use provider::{ChatAnswer, ChatRequest, Message, Provider, ProviderError};
 pub use recorded::{Exchange, RecordedProvider, Recorder};
