@@ -11,6 +11,7 @@
 # /usr/bin/chromium, and the sqlite3 command line. Everything else comes from the package
 # registries into target/, installed while the workspace builds and again only when its pin
 # changed: the MCP tests' Python (target/mcp-venv, from crates/warrant-cli/tests/mcp/requirements.txt),
+# the trace tests' OTLP receiver (target/otlp-venv, from crates/warrant-cli/tests/otlp/requirements.txt),
 # the MCP conformance suite (target/mcp-conformance, from its package-lock.json), the real-model
 # tier's server and model (target/real-model); the review page's test installs playwright-core
 # into target/browser itself, and the Python tests make their virtual environments fresh under
@@ -22,7 +23,7 @@
 # package resolves features of its own (the Python crate alone), and builds its part again.
 #
 # Environment: CARGO_TARGET_DIR is honoured by cargo and the scripts; the tests' own variables
-# (WARRANT_MCP_PYTHON, WARRANT_MCP_CONFORMANCE) are set here to what this script installed.
+# (WARRANT_MCP_PYTHON, WARRANT_MCP_CONFORMANCE, WARRANT_OTLP_PYTHON) are set here to what this script installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -66,20 +67,26 @@ fi
 mkdir -p "$target"
 target="$(cd "$target" && pwd)"
 provision() {
-  local t0 venv req stamp conformance lock
+  local t0 conformance lock
   t0=$(date +%s)
-  # The MCP tests' Python: the `mcp` package and its dependencies, pinned. A virtual environment
-  # moved from another path keeps the old one in its scripts, so its path is part of the pin.
-  venv="$target/mcp-venv"
-  req=crates/warrant-cli/tests/mcp/requirements.txt
-  stamp="$(printf '%s\n' "$venv"; cat "$req")"
-  if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$stamp" ]; then
-    echo "installing $req into $venv"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-    printf '%s' "$stamp" >"$venv/.installed"
-  fi
+  # A virtual environment VENV with the pinned requirements REQ, made again only when they
+  # changed. One moved from another path keeps the old one in its scripts, so its path is part
+  # of the pin.
+  venv_from() {
+    local venv="$1" req="$2" stamp
+    stamp="$(printf '%s\n' "$venv"; cat "$req")"
+    if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$stamp" ]; then
+      echo "installing $req into $venv"
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+      printf '%s' "$stamp" >"$venv/.installed"
+    fi
+  }
+  # The MCP tests' Python: the `mcp` package and its dependencies, pinned.
+  venv_from "$target/mcp-venv" crates/warrant-cli/tests/mcp/requirements.txt
+  # The trace tests' OTLP receiver: the official `opentelemetry-proto` classes, pinned.
+  venv_from "$target/otlp-venv" crates/warrant-cli/tests/otlp/requirements.txt
   # The official MCP conformance suite and its reference server.
   conformance="$target/mcp-conformance"
   lock=crates/warrant-cli/tests/mcp/conformance/package-lock.json
@@ -103,6 +110,7 @@ provisioning=$!
 trap 'kill -- "-$provisioning" 2>/dev/null || true' EXIT
 export WARRANT_MCP_PYTHON="$target/mcp-venv/bin/python"
 export WARRANT_MCP_CONFORMANCE="$target/mcp-conformance"
+export WARRANT_OTLP_PYTHON="$target/otlp-venv/bin/python"
 
 # --- The house rules, held by tools rather than by discipline: one format (rustfmt.toml) for the
 # workspace and the fuzz targets, and clippy with every warning an error. warrant-core's own

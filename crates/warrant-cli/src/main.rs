@@ -34,6 +34,7 @@ mod score;
 mod serve;
 mod signals;
 mod store;
+mod telemetry;
 mod turn;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WARRANT_COM
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    trace: telemetry::TraceArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,6 +230,11 @@ fn main() -> ExitCode {
 
 /// Runs the command; every store it opens is closed by the time this returns or unwinds.
 fn run(cli: Cli) -> Result<(), Exit> {
+    // Only the commands that trace start an exporter; it is flushed when `_flush` drops.
+    let _flush = match cli.command {
+        Command::Turn(_) | Command::Serve(_) | Command::Scheduler { .. } => Some(telemetry::start(&cli.trace)?),
+        _ => None,
+    };
     match cli.command {
         Command::Score(args) => score::run(&args),
         Command::Corpus { command } => corpus::run(&command),

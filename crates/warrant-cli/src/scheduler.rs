@@ -119,7 +119,10 @@ fn run_scheduler(args: &RunArgs) -> Result<(), Exit> {
     };
     let setup = Engine::builder().contract_file(&args.contract).prepare().map_err(|e| Exit::Input(e.to_string()))?;
     let config = config(args, channels(args, &setup)?)?;
-    let dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
+    let mut dispatcher = Dispatcher::new(config).map_err(|e| Exit::Input(e.to_string()))?;
+    if let Some(telemetry) = crate::telemetry::get() {
+        dispatcher = dispatcher.observed_by(telemetry);
+    }
     let url = StoreUrl::parse(&args.at.store).map_err(|e| Exit::Input(e.to_string()))?;
     let mut engine = setup.open(&url).map_err(|e| Exit::Input(e.to_string()))?;
     let engine: &mut dyn EngineOps = &mut engine;

@@ -68,6 +68,7 @@ pub(crate) fn run_serve(args: &ServeArgs) -> Result<(), Exit> {
         }
         config.engines_per_tenant = engines;
     }
+    config.telemetry = crate::telemetry::get();
     // One line per request and the server's warnings, on stderr: standard output has the
     // address alone, for whoever started the server.
     let _ = tracing_subscriber::fmt()

@@ -9,6 +9,7 @@ use clap::Args;
 use warrant_engine::dispatch::{DispatchError, Dispatched, Dispatcher};
 use warrant_engine::{Engine, OutcomeReply, OutcomeRow, TurnResult};
 use warrant_store::{AnyStore, Store};
+use warrant_telemetry::{Parent, Telemetry, TurnTrace};
 
 use crate::Exit;
 
@@ -65,6 +66,8 @@ pub(crate) fn with_engine<T>(
 /// The engine's operations, without its store type.
 pub(crate) trait EngineOps {
     fn turn(&mut self, json: &str) -> Result<TurnResult, Exit>;
+    /// A turn with its span exported, a child of `parent`.
+    fn turn_traced(&mut self, json: &str, telemetry: &Telemetry, parent: &Parent) -> Result<TurnResult, Exit>;
     fn outcome(&mut self, effect: &str, outcome: &str, rows: &[OutcomeRow]) -> Result<OutcomeReply, Exit>;
     fn replay(&mut self) -> Result<warrant_engine::ReplayReport, Exit>;
     fn guards(&mut self) -> &mut dyn crate::guard::GuardOps;
@@ -83,6 +86,21 @@ pub(crate) trait EngineOps {
 impl<S: Store> EngineOps for Engine<S> {
     fn turn(&mut self, json: &str) -> Result<TurnResult, Exit> {
         Engine::turn(self, json).map_err(|e| Exit::Input(e.to_string()))
+    }
+
+    fn turn_traced(&mut self, json: &str, telemetry: &Telemetry, parent: &Parent) -> Result<TurnResult, Exit> {
+        let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
+        let result = Engine::turn(self, json);
+        let turn = TurnTrace {
+            started,
+            elapsed: clock.elapsed(),
+            tenant: None,
+            request: json,
+            result: result.as_ref(),
+            tasks: self.turn_tasks(),
+        };
+        telemetry.turn(parent, &turn);
+        result.map_err(|e| Exit::Input(e.to_string()))
     }
 
     fn outcome(&mut self, effect: &str, outcome: &str, rows: &[OutcomeRow]) -> Result<OutcomeReply, Exit> {
@@ -138,7 +156,16 @@ pub(crate) fn read_input(path: &Path) -> Result<String, Exit> {
 pub(crate) fn run_turn(args: &TurnArgs) -> Result<(), Exit> {
     let json = read_input(&args.request)?;
     with_engine(&args.at, |engine| {
-        let result = engine.turn(&json)?;
+        let result = match crate::telemetry::get() {
+            None => engine.turn(&json)?,
+            Some(telemetry) => {
+                // A caller that traces passes its span as `TRACEPARENT`, as tools that start
+                // processes do; the turn's span is then its child.
+                let traceparent = std::env::var("TRACEPARENT").unwrap_or_default();
+                let parent = Parent::from_headers([("traceparent", traceparent.as_str())]);
+                engine.turn_traced(&json, &telemetry, &parent)?
+            }
+        };
         println!("{}", result.to_json());
         match result {
             TurnResult::Decided { .. } => Ok(()),

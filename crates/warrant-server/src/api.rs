@@ -3,7 +3,7 @@
 //! message}}` with a stable code, whatever went wrong.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -23,6 +23,7 @@ use warrant_core::report;
 use warrant_core::tools::{self, ToolFormat};
 use warrant_engine::{EngineError, OutcomeReply, OutcomeRow, Submitted, TurnResult};
 use warrant_store::RecordConflict;
+use warrant_telemetry::{Parent, RequestSpan, TurnTrace};
 
 use crate::AppState;
 use crate::pool::PoolError;
@@ -199,15 +200,28 @@ impl From<PoolError> for ApiError {
 #[derive(Debug, Clone, Default)]
 struct RequestTenant(Arc<OnceLock<TenantName>>);
 
-/// Metrics, and one log line per request: method, route (the route's template, so ids in
-/// paths are not logged), status, duration, and the tenant whose key was accepted.
+/// The trace a request's work joins: its own span's, when spans are exported.
+#[derive(Debug, Clone, Default)]
+struct RequestTrace(Option<Parent>);
+
+/// Metrics, one log line per request: method, route (the route's template, so ids in
+/// paths are not logged), status, duration, and the tenant whose key was accepted; and, when
+/// spans are exported, the request's span, a child of the caller's `traceparent`.
 async fn track(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let route = request.extensions().get::<MatchedPath>().map_or("-", MatchedPath::as_str).to_owned();
     let tenant = RequestTenant::default();
     request.extensions_mut().insert(tenant.clone());
+    let span = state.inner.telemetry.as_ref().map(|telemetry| {
+        let headers = request.headers().iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+        telemetry.request(&Parent::from_headers(headers), method.as_str(), &route)
+    });
+    request.extensions_mut().insert(RequestTrace(span.as_ref().map(RequestSpan::parent)));
     let response = next.run(request).await;
+    if let Some(span) = span {
+        span.end(response.status().as_u16(), tenant.0.get().map(TenantName::as_str));
+    }
     let elapsed = started.elapsed();
     let metrics = &state.inner.metrics;
     metrics.latency(elapsed);
@@ -350,11 +364,32 @@ async fn openapi() -> Response {
 async fn post_turn(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
+    trace: Option<axum::Extension<RequestTrace>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let text = json_body(&headers, body)?;
-    let result = state.inner.pools.with_engine(&tenant, move |engine| engine.turn(&text)).await?;
+    let traced = state.inner.telemetry.clone().map(|t| (t, trace.and_then(|t| t.0.0).unwrap_or_default()));
+    let name = tenant.clone();
+    let result = state
+        .inner
+        .pools
+        .with_engine(&tenant, move |engine| {
+            let Some((telemetry, parent)) = traced else { return engine.turn(&text) };
+            let (started, clock) = (SystemTime::now(), Instant::now());
+            let result = engine.turn(&text);
+            let turn = TurnTrace {
+                started,
+                elapsed: clock.elapsed(),
+                tenant: Some(name.as_str()),
+                request: &text,
+                result: result.as_ref(),
+                tasks: engine.turn_tasks(),
+            };
+            telemetry.turn(&parent, &turn);
+            result
+        })
+        .await?;
     let metrics = &state.inner.metrics;
     Ok(match &result {
         TurnResult::Decided { response, repeated } => {

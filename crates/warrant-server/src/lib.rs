@@ -75,6 +75,8 @@ pub struct ServeConfig {
     /// Where the model tasks run; by default the contract's `[model]` with the `WARRANT_MODEL_*`
     /// environment over it, as on the command line.
     pub model: warrant_engine::ModelSource,
+    /// Where spans of requests and turns go; `None` exports nothing.
+    pub telemetry: Option<Arc<warrant_telemetry::Telemetry>>,
 }
 
 impl ServeConfig {
@@ -88,6 +90,7 @@ impl ServeConfig {
             engines_per_tenant: 4,
             body_limit: 1 << 20,
             model: warrant_engine::ModelSource::Environment,
+            telemetry: None,
         }
     }
 }
@@ -111,6 +114,7 @@ struct Inner {
     registry_inline: bool,
     metrics: metrics::Metrics,
     body_limit: usize,
+    telemetry: Option<Arc<warrant_telemetry::Telemetry>>,
 }
 
 impl AppState {
@@ -129,6 +133,7 @@ impl AppState {
                 registry_inline,
                 metrics: metrics::Metrics::default(),
                 body_limit: config.body_limit,
+                telemetry: config.telemetry.clone(),
             }),
         })
     }

@@ -3,7 +3,8 @@
 //! files, and for the operations page a PostgreSQL schema too), each printing exactly what the
 //! page shows; every JSON block parses (the operations page's lists the fields an export writes,
 //! and they are checked against one) and every TOML block loads as a contract (also
-//! `docs/contract.md`'s, with the errors it shows, and `docs/model.md`'s).
+//! `docs/contract.md`'s, with the errors it shows, and `docs/model.md`'s); `docs/telemetry.md`'s
+//! commands export to a real OTLP receiver.
 use std::process::Command;
 
 use crate::root;
@@ -270,4 +271,26 @@ fn the_model_page_s_sections_load() {
         loaded += 1;
     }
     assert_eq!(loaded, 1, "every example loaded");
+}
+
+/// The collector `docs/telemetry.md` names, replaced by the test's receiver, and its folder.
+const TRACES_COLLECTOR: &str = "http://127.0.0.1:4318";
+const TRACES_FOLDER: &str = "/tmp/warrant-traces";
+
+#[test]
+fn the_telemetry_page_s_commands_export_their_turns_as_shown() {
+    let text = std::fs::read_to_string(root().join("docs/telemetry.md")).unwrap();
+    let receiver = crate::traces::Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let replace = [(TRACES_COLLECTOR, receiver.endpoint()), (TRACES_FOLDER, dir.path().display().to_string())];
+    let mut commands = 0;
+    for (language, body) in blocks(&text) {
+        assert_eq!(language, "console", "docs/telemetry.md holds only console blocks");
+        commands += run_console(&body, &replace);
+    }
+    assert_eq!(commands, 2, "every example ran");
+    let spans = receiver.spans();
+    let turns: Vec<_> = spans.iter().filter(|s| s["name"] == "warrant.turn").collect();
+    let services: Vec<_> = turns.iter().map(|s| s["resource"]["service.name"].as_str().unwrap()).collect();
+    assert_eq!(services, ["warrant", "support-gate"], "each command exported its turn: {spans:#?}");
 }

@@ -29,6 +29,7 @@ mod serve;
 mod service;
 mod store;
 mod streams;
+mod traces;
 mod turns;
 mod version;
 

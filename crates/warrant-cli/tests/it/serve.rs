@@ -49,11 +49,16 @@ impl Drop for Server {
 
 /// One HTTP/1.1 request with `Connection: close`; the status and the JSON body.
 fn http(addr: SocketAddr, method: &str, path: &str, key: &str, body: &Value) -> (u16, Value) {
+    http_with(addr, &format!("{method} {path}"), "", key, body)
+}
+
+/// [`http`] for `METHOD PATH`, with more header lines (each ending in `\r\n`).
+pub(crate) fn http_with(addr: SocketAddr, request: &str, headers: &str, key: &str, body: &Value) -> (u16, Value) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let body = body.to_string();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{request} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {key}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
