@@ -48,8 +48,7 @@ impl Drop for Flush {
 pub(crate) fn start(args: &TraceArgs) -> Result<Flush, Exit> {
     let opted_in = std::env::var(ENV_CONTENT).is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
     let content = if args.trace_content || opted_in { Content::Included } else { Content::Withheld };
-    let telemetry = Telemetry::start(args.otlp_endpoint.as_deref(), content)
-        .map_err(|e| Exit::Input(format!("`--otlp-endpoint`: {e}")))?;
+    let telemetry = Telemetry::start(args.otlp_endpoint.as_deref(), content).map_err(|e| Exit::Input(e.to_string()))?;
     let _ = TELEMETRY.set(telemetry.map(Arc::new));
     Ok(Flush)
 }

@@ -250,8 +250,12 @@ impl Telemetry {
             }
             Err(error) => {
                 attributes.push(KeyValue::new("warrant.outcome", "error"));
-                // The engine's errors name stores, files and ids, never a request's words.
-                status = Status::error(error.to_string());
+                // An engine error may quote what a store held (a record that does not read
+                // back), so its text goes out only where the customer's words may.
+                status = Status::error(match self.content {
+                    Content::Included => error.to_string(),
+                    Content::Withheld => "the engine failed; its log has why".to_owned(),
+                });
             }
         }
         if self.content == Content::Included {
@@ -325,8 +329,14 @@ impl DeliveryObserver for Telemetry {
             .with_attributes(attributes)
             .start_with_context(&self.tracer, &Context::new());
         if let Err(failure) = delivery.result {
-            // A channel's answer is the operator's to read; the message's body is never shown.
-            span.set_status(Status::error(failure.message().to_owned()));
+            // The message's body is never shown. A channel's answer (`HTTP 422 …: excerpt`)
+            // may echo it, so only its status line goes out unless the words may.
+            let said = failure.message();
+            let shown = match (self.content, said.split_once(": ")) {
+                (Content::Withheld, Some((status, _))) if status.starts_with("HTTP ") => status,
+                _ => said,
+            };
+            span.set_status(Status::error(shown.to_owned()));
         }
         span.end_with_timestamp(delivery.started + delivery.elapsed);
     }

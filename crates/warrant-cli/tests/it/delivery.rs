@@ -17,7 +17,7 @@ use crate::{root, stdout, warrant};
 
 const CONTRACT: &str = "examples/retail/contract.toml";
 
-fn open_store(url: &str) -> Box<dyn Store> {
+pub(crate) fn open_store(url: &str) -> Box<dyn Store> {
     let mut store: Box<dyn Store> = match url.strip_prefix("sqlite:") {
         Some(path) => Box::new(SqliteStore::open(path.as_ref()).unwrap()),
         None => {
@@ -38,7 +38,7 @@ fn body(n: usize) -> Value {
 }
 
 /// Stores `count` cleared messages, as the gate's sender would.
-fn fill(store: &mut dyn Store, count: usize) {
+pub(crate) fn fill(store: &mut dyn Store, count: usize) {
     for n in 0..count {
         let message = OutboxMessage {
             id: format!("m{n}"),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::receiver::{Behaviour, Webhook};
 use crate::{root, stderr, stdout, warrant, warrant_with_env};
 
 /// The caller's trace and span, as its `traceparent` names them.
@@ -266,4 +267,39 @@ fn without_an_endpoint_nothing_is_exported() {
     let out = warrant_with_env(&args, &stated().to_string().replace("\"t2\"", "\"t3\""), &off, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(receiver.raw().is_empty(), "something was exported: {:#?}", receiver.spans());
+}
+
+/// `warrant scheduler run` exports a forward's span per delivery: the channel, path, message,
+/// idempotency key, attempt and outcome (sent, or a refusal with the channel's answer as its
+/// status), and never the message's body.
+#[test]
+fn each_delivery_of_the_outbox_is_a_forward_s_span_without_the_message_s_words() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::turns::sqlite_store(&dir);
+    crate::delivery::fill(&mut *crate::delivery::open_store(&store), 2);
+    let hook = Webhook::start(Behaviour::Answer(422));
+    let (url, endpoint) = (hook.url(), receiver.endpoint());
+    let contract = "examples/retail/contract.toml";
+    let args = ["scheduler", "run", "--contract", contract, "--store", &store, "--webhook", &url, "--once"];
+    let out = warrant(&[&args[..], &["--otlp-endpoint", &endpoint]].concat(), "");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let spans = receiver.spans();
+    let forwards = named(&spans, "warrant.forward");
+    assert_eq!(forwards.len(), 2, "{spans:#?}");
+    let mut keys: Vec<_> = forwards.iter().map(|s| s["attributes"]["warrant.idempotency_key"].clone()).collect();
+    keys.sort_by_key(Value::to_string);
+    assert_eq!(keys, [json!("follow-up-0"), json!("follow-up-1")]);
+    for span in forwards {
+        let attributes = &span["attributes"];
+        assert_eq!(
+            (&attributes["warrant.channel"], &attributes["warrant.path"]),
+            (&json!("webhook"), &json!("scheduled"))
+        );
+        assert_eq!((&attributes["warrant.outcome"], &attributes["warrant.attempt"]), (&json!("permanent"), &json!(1)));
+        assert_eq!(span["status"]["code"], 2, "an error, with the channel's answer: {span}");
+        assert!(span["status"]["message"].as_str().unwrap().starts_with("HTTP 422"), "{span}");
+    }
+    assert!(!contains(&receiver.raw(), "is on its way"), "a message's body was exported: {spans:#?}");
 }
