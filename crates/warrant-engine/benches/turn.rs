@@ -31,12 +31,16 @@ use std::path::PathBuf;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use warrant_core::records::{Record, SharedRecord};
 use warrant_core::request;
 use warrant_core::turn::{self, FactError, Facts, Interaction};
 use warrant_engine::{Engine, ModelSource, TurnResult, load_contract};
 use warrant_store::{PgStore, SqliteStore, Store};
+
+#[path = "common/retail.rs"]
+mod retail;
+use retail::{USER, acts, turn_request};
 
 fn retail() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/retail/contract.toml")
@@ -102,28 +106,6 @@ impl Facts for MemoryFacts {
     fn interaction(&self, _: &str) -> Result<Option<Interaction>, FactError> {
         Ok(None)
     }
-}
-
-const USER: &str = "yusuf_rossi_9620";
-
-fn turn_request(conversation: &str, turn: usize, act: &Value) -> String {
-    json!({
-        "conversation": conversation, "turn": format!("t{turn}"), "actor": USER,
-        "at": "2026-11-29T15:00:00Z", "time_zone": "America/New_York", "locale": "en-US",
-        "entries": [{"kind": "user", "text": "Exchange my keyboard for the clicky one, please."}],
-        "acts": [act],
-    })
-    .to_string()
-}
-
-/// The acts a benchmark turn proposes, in rotation: a read that commits, a cancel and an
-/// exchange that are held for confirmation (structure, members, pairs, derived money, policy).
-fn acts() -> Vec<Value> {
-    vec![
-        json!({"op": "get_order_details", "args": {"order_id": "#W4776164"}}),
-        json!({"op": "cancel_pending_order", "args": {"order_id": "#W4776164", "reason": "no longer needed"}}),
-        json!({"op": "exchange_delivered_order_items", "args": {"order_id": "#W2378156", "item_ids": ["1151293680"], "new_item_ids": ["7706410293"], "payment_method_id": "credit_card_9513926"}}),
-    ]
 }
 
 fn deterministic(contract: &warrant_core::Contract, facts: &MemoryFacts) {
