@@ -369,3 +369,25 @@ fn code<T: serde::Serialize>(value: &T) -> String {
         _ => "unknown".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(parent: &Parent) -> Option<String> {
+        let context = parent.0.span().span_context().clone();
+        context.is_valid().then(|| format!("{}-{}", context.trace_id(), context.span_id()))
+    }
+
+    #[test]
+    fn a_traceparent_in_any_case_names_the_caller_and_a_malformed_one_starts_a_new_trace() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let expected = Some("4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7".to_owned());
+        assert_eq!(caller(&Parent::from_headers([("traceparent", good)])), expected);
+        assert_eq!(caller(&Parent::from_headers([("Traceparent", good), ("x-other", "1")])), expected);
+        for bad in ["", "00-zz-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"] {
+            assert_eq!(caller(&Parent::from_headers([("traceparent", bad)])), None, "{bad:?}");
+        }
+        assert_eq!(caller(&Parent::from_headers([("x-other", good)])), None);
+    }
+}
