@@ -63,8 +63,9 @@ def test_a_refused_request_raises_with_its_code_and_field(sqlite_store: str) -> 
     refused = gate.turn(request)  # an act refused is a verdict, not an exception
     assert refused["acts"][0]["verdict"] == "refuse"
     assert refused["acts"][0]["reasons"][0]["code"] == "unknown_operation"
-    with pytest.raises(TypeError):
+    with pytest.raises(RequestError) as raised:
         gate.turn([request])  # type: ignore[arg-type]
+    assert (raised.value.code, raised.value.field) == ("invalid_input", "request")
     with pytest.raises(RequestError) as raised:
         gate.turn({**cancel("b"), "at": float("inf")})
     assert raised.value.field in ("request", "at")

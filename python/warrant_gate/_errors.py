@@ -63,4 +63,5 @@ def error_for(
 ) -> WarrantError:
     """The exception for a reason code: the embedded gate and the Client both make theirs here."""
     cls = _BY_CODE.get(code, RequestError)
-    return cls(message, code, field, status)
+    # The service names the request as a whole with an empty field; the gate with None.
+    return cls(message, code, field or None, status)

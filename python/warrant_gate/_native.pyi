@@ -1,9 +1,21 @@
 """Type stubs of the native module: the gate embedded in this process."""
 
 from os import PathLike
-from typing import Any, Literal, Optional, Union, overload
+from typing import Any, Literal, Mapping, Optional, Union, overload
 
 __version__: str
+MAX_DEPTH: int
+MAX_BODY: int
+MAX_RESULT: int
+
+def render(text: str) -> dict[str, Any]:
+    """The numbered rendering of ``text`` (``warrant render``); no contract or store."""
+
+def wire_json(value: Any, field: str = "request", object: bool = True) -> str:
+    """``value`` as the JSON text the gate reads, or the gate's ``RequestError``."""
+
+def check_json(text: str, field: str = "acts[0].args") -> str:
+    """``text`` if it is one JSON object read as strictly as the CLI reads a request."""
 
 @overload
 def tools(contract: Union[str, PathLike[str]], format: Literal["mcp"] = "mcp") -> dict[str, Any]:
@@ -22,11 +34,16 @@ class Gate:
     """
 
     def __init__(self, contract: Union[str, PathLike[str]], store: str) -> None: ...
-    def turn(self, request: dict[str, Any]) -> dict[str, Any]: ...
-    def outbound(self, request: dict[str, Any], *, submit: bool = False) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def turn(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    def turn_json(self, text: str) -> dict[str, Any]: ...
+    def outbound(self, request: Mapping[str, Any], *, submit: bool = False) -> dict[str, Any]: ...
     def effect_outcome(
-        self, effect: str, outcome: str, rows: Optional[list[dict[str, Any]]] = None
+        self, effect: str, outcome: str, rows: Optional[list[dict[str, Any]]] = None, *, result: Any = None
     ) -> dict[str, Any]: ...
+    def effect(self, effect: str) -> Optional[dict[str, Any]]: ...
     def replay(self) -> dict[str, Any]: ...
     def render(self, text: str) -> dict[str, Any]: ...
     @overload

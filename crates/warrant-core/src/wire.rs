@@ -22,6 +22,13 @@ use crate::reason::ReasonCode;
 use crate::request::error::RequestError;
 use crate::text::visible;
 
+/// The deepest JSON warrant reads: objects and arrays nested 127 levels, the body itself the
+/// first. serde_json's parser refuses a 128th level (`recursion limit exceeded`, so
+/// `invalid_input`), which makes this the limit of every door that reads text (the CLI, the
+/// service, the MCP gateway); a door handed values instead (the Python package) refuses the
+/// same depth before it descends.
+pub const MAX_DEPTH: usize = 127;
+
 /// Checks that `json` is one JSON object with no repeated key at any depth and no U+0000 in
 /// any string or key. The error names the field at fault (empty for the body as a whole).
 pub fn check(json: &str) -> Result<(), RequestError> {
@@ -455,6 +462,17 @@ mod tests {
         let (field, message) = fault(r#"{"args":{"a\u0000":1}}"#);
         assert_eq!(field, "args.a\\u{0000}");
         assert!(message.contains("U+0000"), "{message}");
+    }
+
+    #[test]
+    fn max_depth_is_where_the_parser_stops() {
+        let nested = |levels: usize| format!("{{\"a\":{}{}}}", "[".repeat(levels - 1), "]".repeat(levels - 1));
+        assert!(check(&nested(MAX_DEPTH)).is_ok());
+        let (field, message) = fault(&nested(MAX_DEPTH + 1));
+        assert!(message.contains("recursion limit"), "{message}");
+        assert!(field.starts_with("a"), "{field}");
+        assert!(serde_json::from_str::<Value>(&nested(MAX_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<Value>(&nested(MAX_DEPTH + 1)).is_err());
     }
 
     #[test]

@@ -45,7 +45,9 @@ pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
 pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Submitted, replay_outbound, run_due};
-pub use outcome::{EffectOutcome, EffectView, OutcomeFinding, OutcomeReply, OutcomeRow, RowRevision, outcome_rows};
+pub use outcome::{
+    EffectOutcome, EffectView, MAX_RESULT, OutcomeFinding, OutcomeReply, OutcomeRow, RowRevision, outcome_rows,
+};
 pub use record::{REPLAY_VERSION, ReplayRecord};
 pub use replay::{ReplayChange, ReplayFinding, ReplayReport};
 pub use trace::TaskRun;

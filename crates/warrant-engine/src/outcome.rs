@@ -117,7 +117,15 @@ pub struct EffectView {
     pub rows: Vec<OutcomeRow>,
     /// What its outcome's report found.
     pub findings: Vec<OutcomeFinding>,
+    /// What running it returned, as its executor reported it beside the outcome (at most
+    /// [`MAX_RESULT`] bytes of JSON), so that a call found committed again is answered with its
+    /// first run's result rather than run twice; absent when none was reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
 }
+
+/// The most bytes of JSON an effect's reported result may take.
+pub const MAX_RESULT: usize = 64 * 1024;
 
 /// What an outcome's report keeps with the effect.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -126,6 +134,8 @@ struct Kept {
     rows: Vec<OutcomeRow>,
     #[serde(default)]
     findings: Vec<OutcomeFinding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
 }
 
 impl OutcomeReply {
@@ -185,6 +195,23 @@ impl<S: Store> Engine<S> {
         outcome: &str,
         rows: &[OutcomeRow],
     ) -> Result<OutcomeReply, EngineError> {
+        self.report_outcome_with(effect_id, outcome, rows, None)
+    }
+
+    /// [`Engine::report_outcome`] with what running the effect returned, kept with the outcome
+    /// (at most [`MAX_RESULT`] bytes of JSON) and shown by [`Engine::effect`] and
+    /// [`Engine::turn_effects`].
+    pub fn report_outcome_with(
+        &mut self,
+        effect_id: &str,
+        outcome: &str,
+        rows: &[OutcomeRow],
+        result: Option<&Value>,
+    ) -> Result<OutcomeReply, EngineError> {
+        if let Some(size) = result.map(|r| r.to_string().len()).filter(|&size| size > MAX_RESULT) {
+            let message = format!("the result is {size} bytes of JSON; at most {MAX_RESULT}");
+            return Ok(OutcomeReply::refused(ReasonCode::InvalidInput, "result", message));
+        }
         if !matches!(outcome, "done" | "failed" | "unknown") {
             let message = format!("`{outcome}` is not one of done, failed, unknown");
             return Ok(OutcomeReply::refused(ReasonCode::InvalidInput, "outcome", message));
@@ -203,8 +230,11 @@ impl<S: Store> Engine<S> {
         let findings = if outcome == "done" { diverged(&did.changes, rows) } else { Vec::new() };
         let writes = if reverts { self.reverts(&did.changes)? } else { Vec::new() };
         let reverting = !writes.is_empty();
-        let kept = (!rows.is_empty() || !findings.is_empty())
-            .then(|| Kept { rows: rows.to_vec(), findings: findings.clone() });
+        let kept = (!rows.is_empty() || !findings.is_empty() || result.is_some()).then(|| Kept {
+            rows: rows.to_vec(),
+            findings: findings.clone(),
+            result: result.cloned(),
+        });
         let report = OutcomeReport {
             effect: effect_id.to_owned(),
             outcome: outcome.to_owned(),
@@ -327,6 +357,12 @@ impl<S: Store> Engine<S> {
     pub fn turn_effects(&mut self, conversation: &str, turn: &str) -> Result<Vec<EffectView>, EngineError> {
         effect_views(&mut self.store, conversation, turn)
     }
+
+    /// The effect `effect_id` with its outcome and what the outcome's report kept, its result
+    /// included; `None` when the store holds no such effect.
+    pub fn effect(&mut self, effect_id: &str) -> Result<Option<EffectView>, EngineError> {
+        self.store.effect(effect_id)?.map(effect_view).transpose()
+    }
 }
 
 /// The effects of a stored turn as [`EffectView`]s.
@@ -335,26 +371,28 @@ pub(crate) fn effect_views<S: Store>(
     conversation: &str,
     turn: &str,
 ) -> Result<Vec<EffectView>, EngineError> {
-    let mut views = Vec::new();
-    for effect in store.turn_effects(conversation, turn)? {
-        let did = payload(&effect.id, &effect.payload)?;
-        let kept: Kept = match effect.report {
-            Some(report) => serde_json::from_value(report).map_err(|e| EngineError::Corrupt {
-                what: format!("outcome report of effect `{}`", effect.id),
-                message: e.to_string(),
-            })?,
-            None => Kept::default(),
-        };
-        views.push(EffectView {
-            id: effect.id,
-            op: effect.op,
-            outcome: effect.outcome,
-            holds: did.holds,
-            rows: kept.rows,
-            findings: kept.findings,
-        });
-    }
-    Ok(views)
+    store.turn_effects(conversation, turn)?.into_iter().map(effect_view).collect()
+}
+
+/// A stored effect as [`EffectView`] shows it.
+fn effect_view(effect: EffectRow) -> Result<EffectView, EngineError> {
+    let did = payload(&effect.id, &effect.payload)?;
+    let kept: Kept = match effect.report {
+        Some(report) => serde_json::from_value(report).map_err(|e| EngineError::Corrupt {
+            what: format!("outcome report of effect `{}`", effect.id),
+            message: e.to_string(),
+        })?,
+        None => Kept::default(),
+    };
+    Ok(EffectView {
+        id: effect.id,
+        op: effect.op,
+        outcome: effect.outcome,
+        holds: did.holds,
+        rows: kept.rows,
+        findings: kept.findings,
+        result: kept.result,
+    })
 }
 
 /// The `effect_diverged` finding of reported rows against the effect's predicted changes, if

@@ -39,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/turns"),
     ("GET", "/v1/turns"),
     ("POST", "/v1/effects/{id}/outcome"),
+    ("GET", "/v1/effects/{id}"),
     ("POST", "/v1/outbound"),
     ("POST", "/v1/score"),
     ("POST", "/v1/render"),
@@ -67,6 +68,7 @@ fn endpoint(method: &str, path: &str) -> Option<MethodRouter<AppState>> {
         ("POST", "/v1/turns") => post(post_turn),
         ("GET", "/v1/turns") => get(list_turns),
         ("POST", "/v1/effects/{id}/outcome") => post(post_outcome),
+        ("GET", "/v1/effects/{id}") => get(get_effect),
         ("POST", "/v1/outbound") => post(post_outbound),
         ("POST", "/v1/score") => post(post_score),
         ("POST", "/v1/render") => post(post_render),
@@ -417,6 +419,9 @@ struct OutcomeBody {
     /// The rows as the system of record left them.
     #[serde(default)]
     rows: Vec<OutcomeRow>,
+    /// What running the effect returned, kept with the outcome.
+    #[serde(default)]
+    result: Option<Value>,
 }
 
 /// Reads a JSON body strictly, as the core reads every request ([`warrant_core::wire`]): one
@@ -440,7 +445,9 @@ async fn post_outcome(
     let reply = state
         .inner
         .pools
-        .with_engine(&tenant, move |engine| engine.report_outcome(&id, &body.outcome, &body.rows))
+        .with_engine(&tenant, move |engine| {
+            engine.report_outcome_with(&id, &body.outcome, &body.rows, body.result.as_ref())
+        })
         .await?;
     let OutcomeReply::Refused { error } = &reply else {
         return Ok((StatusCode::OK, axum::Json(reply)).into_response());
@@ -622,6 +629,27 @@ pub(crate) fn page_limit(pairs: &[(String, String)]) -> Result<usize, ApiError> 
 
 /// The most recent turns first, `limit` at a time; `before` (the `next` of the previous page)
 /// pages back through older ones.
+/// An effect with its outcome and what its report kept (its result included), so that an
+/// executor that finds a call committed again answers it from its first run.
+async fn get_effect(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path(id) = id.map_err(|e| ApiError::bad(ReasonCode::InvalidInput, Some("id"), e.body_text()))?;
+    let shown = id.clone();
+    let effect = state.inner.pools.with_engine(&tenant, move |engine| engine.effect(&id)).await?;
+    match effect {
+        Some(effect) => Ok(axum::Json(effect).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ReasonCode::UnknownEffect,
+            Some("effect"),
+            format!("no effect `{shown}`"),
+        )),
+    }
+}
+
 async fn list_turns(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
