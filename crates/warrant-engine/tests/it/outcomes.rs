@@ -235,3 +235,22 @@ fn an_outcome_reply_names_what_it_recorded() {
     let OutcomeReply::Accepted(reply) = engine.report_outcome(&effect, "done", &[]).unwrap() else { panic!("refused") };
     assert!(reply.recorded && reply.rows.is_empty() && reply.findings.is_empty(), "{reply:?}");
 }
+
+#[test]
+fn an_outcome_keeps_the_result_reported_with_it_and_refuses_one_too_large() {
+    let (mut engine, _dir) = crate::retail_engine();
+    let effect = confirmed(&mut engine, "r", "1", json!([address_change(ORDER, 0)])).remove(0);
+    assert_eq!(engine.effect(&effect).unwrap().map(|e| e.outcome), Some(None));
+    let large = json!("x".repeat(warrant_engine::MAX_RESULT));
+    let OutcomeReply::Refused { error } = engine.report_outcome_with(&effect, "done", &[], Some(&large)).unwrap()
+    else {
+        panic!("a result past MAX_RESULT was kept")
+    };
+    assert_eq!(error.field, "result");
+    assert_eq!(engine.effect(&effect).unwrap().map(|e| e.outcome), Some(None), "nothing was recorded");
+    let result = json!({"changed": ORDER, "lines": [1, 2]});
+    engine.report_outcome_with(&effect, "done", &[], Some(&result)).unwrap();
+    let stored = engine.effect(&effect).unwrap().unwrap();
+    assert_eq!((stored.outcome.as_deref(), stored.result), (Some("done"), Some(result)));
+    assert!(engine.effect("eff_none").unwrap().is_none());
+}

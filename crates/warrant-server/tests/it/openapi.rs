@@ -318,13 +318,21 @@ async fn real_requests_and_answers_of_every_route_fit_the_document() {
     let rows = |value: &Value| json!({"outcome": "done", "rows": [{"table": "order", "key": ORDER, "value": value}]});
     let (status, _) = c.json(&app, outcome, k, Some(rows(&json!({"status": 1.5, "user_id": USER})))).await;
     assert_eq!(status, 422);
-    let (status, recorded) = c.json(&app, outcome, k, Some(rows(&row))).await;
+    // With what running it returned, kept with the outcome and answered by GET /v1/effects/{id}.
+    let mut reported = rows(&row);
+    reported["result"] = json!({"cancelled": ORDER});
+    let (status, recorded) = c.json(&app, outcome, k, Some(reported)).await;
     assert_eq!((status, &recorded["recorded"]), (200, &json!(true)));
     assert_eq!(recorded["findings"][0]["code"], "effect_diverged", "{recorded}");
     let (_, again) = c.json(&app, outcome, k, Some(json!({"outcome": "failed"}))).await;
     assert_eq!(again["recorded"], false);
     let (_, page) = c.json(&app, listed, k, None).await;
     assert!(page["turns"].as_array().unwrap().iter().any(|t| t["effects"][0]["outcome"] == "done"), "{page}");
+    let effect_uri = format!("/v1/effects/{effect}");
+    let (status, stored) = c.json(&app, ("GET", "/v1/effects/{id}", effect_uri.as_str()), k, None).await;
+    assert_eq!((status, &stored["outcome"], &stored["result"]), (200, &json!("done"), &json!({"cancelled": ORDER})));
+    let (status, _) = c.json(&app, ("GET", "/v1/effects/{id}", "/v1/effects/eff_none"), k, None).await;
+    assert_eq!(status, 404);
     let nothing = ("POST", "/v1/effects/{id}/outcome", "/v1/effects/eff_none/outcome");
     let (status, _) = c.json(&app, nothing, k, Some(json!({"outcome": "done"}))).await;
     assert_eq!(status, 404);
