@@ -131,8 +131,10 @@ enum Command {
     /// Prints the contract's operations that an agent may propose as tool definitions, with an
     /// input schema from their argument kinds (`--format openai|anthropic|mcp`).
     Tools(mcp::ToolsArgs),
-    /// The MCP gateway over stdio: every tool call a turn, confirmations from the user by
-    /// elicitation, what commits forwarded once to the downstream MCP server.
+    /// The MCP gateway, served over stdio (`--actor`) or streamable HTTP (`--listen`, `--keys`),
+    /// in front of a downstream MCP server started over stdio (`--downstream-stdio`) or reached
+    /// over streamable HTTP (`--downstream-url`): every tool call a turn, confirmations from the
+    /// user by elicitation, what commits forwarded once to the downstream.
     Mcp(mcp::McpArgs),
     /// The store as a whole: a live backup, a check of everything in it, an export of its
     /// ledger and replay records as JSON lines, and its schema's migration.

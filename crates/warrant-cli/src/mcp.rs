@@ -49,9 +49,11 @@ pub(crate) struct McpArgs {
     /// How long an elicitation waits for the user, in seconds.
     #[arg(long, default_value_t = 300)]
     elicitation_timeout: u64,
-    /// The session (conversation) to resume after a restart; a new one by default. The same
-    /// session and JSON-RPC request id give the same turn key, so a call retried after a
-    /// restart is answered from the record and performed at most once.
+    /// Over stdio: the session (conversation) to resume after a restart; a new one by default.
+    /// The same session, JSON-RPC request id, tool and arguments give the same turn key, so a
+    /// call retried after a restart is answered from the record and performed at most once,
+    /// and a held call sent again is put to the user again. Over HTTP a client resumes a
+    /// session with the `warrant-session` header instead.
     #[arg(long)]
     session: Option<String>,
     /// The downstream MCP server, started as a child process: the command and its arguments

@@ -51,7 +51,7 @@ pub use outcome::{
 pub use record::{REPLAY_VERSION, ReplayRecord};
 pub use replay::{ReplayChange, ReplayFinding, ReplayReport};
 pub use trace::TaskRun;
-pub use turn::TurnResult;
+pub use turn::{Deciding, DeferredTurn, TurnResult};
 pub use warrant_core::id::canonical;
 pub use writes::RecordWritten;
 

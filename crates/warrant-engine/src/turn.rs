@@ -16,13 +16,16 @@ use warrant_core::records::SharedRecord;
 use warrant_core::request::{self, RequestError, TurnRequest, ValidRequest};
 use warrant_core::turn::{Decision, Foreseen, RowRef, TurnResponse};
 use warrant_model::ModelCall;
-use warrant_store::{CommitOutcome, ReadAhead, Store, StoredTurn, TurnAhead};
+use warrant_store::{Commit, CommitOutcome, ReadAhead, Store, StoredTurn, TurnAhead};
 
 use crate::commit::{Decided, to_commit};
 use crate::facts::StoreFacts;
 use crate::model::{self, ModelSetup};
 use crate::trace::{self, TaskRun};
 use crate::{Engine, EngineError, outbound};
+
+mod deferred;
+pub use deferred::{Deciding, DeferredTurn};
 
 /// The result of one turn request.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,14 +158,7 @@ impl<S: Store> Engine<S> {
             let memo = first.take().unwrap_or_default();
             let reads = if attempt == 0 { Reads::Open } else { Reads::Begin };
             let decision = self.decide_answering(valid, &mut gathered, budget.as_ref(), &memo, reads)?;
-            let commit = to_commit(&Decided {
-                valid,
-                decision: &decision,
-                conflicts: &gathered.conflicts,
-                answers: &gathered.answers,
-                gate_answers: &gathered.gate_answers,
-                calls: &gathered.calls,
-            })?;
+            let commit = commit_of(valid, &decision, &gathered)?;
             failpoint("before_commit");
             match self.store.commit(&commit)? {
                 CommitOutcome::Committed { .. } => {
@@ -268,6 +264,18 @@ impl<S: Store> Engine<S> {
         self.store.end_reads()?;
         Ok(decision)
     }
+}
+
+/// The commit of a decision with what its turn gathered.
+fn commit_of(valid: &ValidRequest, decision: &Decision, gathered: &Gathered) -> Result<Commit, EngineError> {
+    to_commit(&Decided {
+        valid,
+        decision,
+        conflicts: &gathered.conflicts,
+        answers: &gathered.answers,
+        gate_answers: &gathered.gate_answers,
+        calls: &gathered.calls,
+    })
 }
 
 /// Rows as the store names them, by table and key.

@@ -72,7 +72,7 @@ async fn downstream(log: &std::path::Path) -> rmcp::service::RunningService<Role
         .unwrap_or_else(|| root().join("target/mcp-venv/bin/python"));
     assert!(python.exists(), "no Python with `mcp` at {} (see docs/mcp.md)", python.display());
     let command = tokio::process::Command::new(python).configure(|c| {
-        c.arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        c.arg(root().join("examples/retail/retail_server.py"))
             .arg(root().join("examples/retail/data"))
             .env("RETAIL_DOWNSTREAM_LOG", log);
     });

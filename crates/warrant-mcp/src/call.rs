@@ -25,10 +25,14 @@ pub struct TurnFrame {
     pub user_kind: String,
 }
 
-/// The turn key of a call: derived from the session and the JSON-RPC request id, so a
-/// repeated request is answered from the record.
-pub fn turn_key(conversation: &str, request_id: &str) -> String {
-    derive_id("mcp", &[conversation, request_id])
+/// The turn key of a call: derived from the session, the JSON-RPC request id, the tool and its
+/// arguments, so the same request sent again is answered from the record, and a request id
+/// reused for another call (a new client on a resumed session counts its ids from the first
+/// again) is a new call with a key of its own.
+pub fn turn_key(conversation: &str, request_id: &str, tool: &str, args: &Map<String, Value>) -> String {
+    // serde_json's map is ordered by key, so the same arguments are the same text.
+    let args = Value::Object(args.clone()).to_string();
+    derive_id("mcp", &[conversation, request_id, tool, &args])
 }
 
 /// Whether `turn` is a key the gateway derived: a call's ([`turn_key`]) or its answer's
@@ -120,10 +124,46 @@ pub fn act_request(
     Value::Object(request)
 }
 
-/// The turn that gives the user's `option` as the answer to `interaction`.
-pub fn answer_request(frame: &TurnFrame, turn: &str, at: &str, interaction: &str, option: &str) -> Value {
+/// The tool the answer turn's `calls` name for what the client's form did.
+pub const ELICITATION_CALL: &str = "warrant/elicitation";
+
+/// The turn that gives the user's `option` as the answer to `interaction`; `action` is what the
+/// client's form did (`accept`, `decline`, `cancel`), kept on the record as a `calls` entry, so
+/// that a Cancel, answered as a decline, reads as the user's Cancel.
+pub fn answer_request(frame: &TurnFrame, turn: &str, at: &str, interaction: &str, option: &str, action: &str) -> Value {
     let mut request = frame_request(frame, turn, at);
     request.insert("answers".into(), json!([{"interaction": interaction, "option": option}]));
+    request.insert("calls".into(), json!([{"tool": ELICITATION_CALL, "args": {"action": action}}]));
+    Value::Object(request)
+}
+
+/// What the client's form did, as an answer turn's request records it ([`answer_request`]).
+pub fn answer_action(request: &Value) -> Option<&str> {
+    request
+        .get("calls")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("tool").and_then(Value::as_str) == Some(ELICITATION_CALL))?["args"]
+        .get("action")?
+        .as_str()
+}
+
+/// A turn with no act that puts on the record what the gateway did or passed through: `calls`
+/// names it (`tool`, with `args`), and `entry`, when given, is what came back as a source of
+/// the given kind, which later checks can point into.
+pub fn note_request(
+    frame: &TurnFrame,
+    turn: &str,
+    at: &str,
+    tool: &str,
+    args: Value,
+    entry: Option<(&str, &str)>,
+) -> Value {
+    let mut request = frame_request(frame, turn, at);
+    request.insert("calls".into(), json!([{"tool": tool, "args": args}]));
+    if let Some((kind, text)) = entry {
+        request.insert("entries".into(), json!([{"kind": kind, "text": text}]));
+    }
     Value::Object(request)
 }
 
@@ -234,12 +274,17 @@ mod tests {
     }
 
     #[test]
-    fn turn_keys_differ_by_session_and_request() {
-        assert_eq!(turn_key("s1", "3"), turn_key("s1", "3"));
-        assert_ne!(turn_key("s1", "3"), turn_key("s2", "3"));
-        assert_ne!(turn_key("s1", "3"), turn_key("s1", "4"));
+    fn turn_keys_differ_by_session_request_tool_and_arguments() {
+        let Value::Object(a) = json!({"order_id": "#W1", "reason": "x"}) else { panic!("an object") };
+        let Value::Object(b) = json!({"order_id": "#W2", "reason": "x"}) else { panic!("an object") };
+        let Value::Object(a_again) = json!({"reason": "x", "order_id": "#W1"}) else { panic!("an object") };
+        assert_eq!(turn_key("s1", "3", "cancel", &a), turn_key("s1", "3", "cancel", &a_again));
+        assert_ne!(turn_key("s1", "3", "cancel", &a), turn_key("s2", "3", "cancel", &a));
+        assert_ne!(turn_key("s1", "3", "cancel", &a), turn_key("s1", "4", "cancel", &a));
+        assert_ne!(turn_key("s1", "3", "cancel", &a), turn_key("s1", "3", "cancel", &b), "a reused id");
+        assert_ne!(turn_key("s1", "3", "cancel", &a), turn_key("s1", "3", "modify", &a), "a reused id");
         assert_eq!(answer_key("k"), "k.answer");
-        let key = turn_key("s1", "3");
+        let key = turn_key("s1", "3", "cancel", &a);
         assert!(is_gateway_turn(&key) && is_gateway_turn(&answer_key(&key)));
         assert!(!is_gateway_turn("t1") && !is_gateway_turn("mcp_1") && !is_gateway_turn(&format!("{key}x")));
     }

@@ -12,13 +12,19 @@ use rmcp::model::{
     PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse,
+    SubscribeRequestParams, UnsubscribeRequestParams,
+};
 use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use warrant_core::ReasonCode;
+use warrant_core::id::derive_id;
 use warrant_core::operation::Operation;
-use warrant_core::turn::{EffectOut, TurnResponse, Verdict};
+use warrant_core::turn::{DECLINE, EffectOut, TurnResponse, Verdict};
 use warrant_engine::{Engine, OutcomeReply, TurnResult};
 use warrant_store::AnyStore;
 
@@ -78,16 +84,35 @@ pub fn match_tools(defs: Vec<ToolDef>, downstream: &[String]) -> ToolMatch {
 
 /// The downstream connection's client side: no capabilities, protocol pinned. A
 /// `notifications/tools/list_changed` from the downstream is passed on to whoever waits on
-/// [`Downstream::changes`] (the gateway, [`Gateway::follow`]).
-#[derive(Debug, Clone, Default)]
+/// [`Downstream::changes`] (the gateway, [`Gateway::follow`]); its other notifications (a
+/// resource updated, the resource or prompt list changed, a log message) to whoever listens on
+/// [`Downstream::events`].
+#[derive(Debug, Clone)]
 pub struct Downstream {
     changed: Arc<Notify>,
+    events: tokio::sync::broadcast::Sender<crate::passthrough::Event>,
+}
+
+impl Default for Downstream {
+    fn default() -> Downstream {
+        Downstream { changed: Arc::default(), events: tokio::sync::broadcast::channel(256).0 }
+    }
 }
 
 impl Downstream {
     /// Notified each time the downstream says its tool list changed.
     pub fn changes(&self) -> Arc<Notify> {
         Arc::clone(&self.changed)
+    }
+
+    /// The downstream's other notifications, from now on.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::passthrough::Event> {
+        self.events.subscribe()
+    }
+
+    fn tell(&self, event: crate::passthrough::Event) {
+        // No one listening yet: nothing to pass on.
+        let _ = self.events.send(event);
     }
 }
 
@@ -99,6 +124,26 @@ impl ClientHandler for Downstream {
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
         self.changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.tell(crate::passthrough::Event::ResourceUpdated(params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.tell(crate::passthrough::Event::ResourceListChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.tell(crate::passthrough::Event::PromptListChanged);
+    }
+
+    async fn on_logging_message(&self, params: crate::passthrough::LogMessage, _cx: NotificationContext<RoleClient>) {
+        self.tell(crate::passthrough::Event::Log(params));
     }
 }
 
@@ -116,7 +161,11 @@ impl std::fmt::Debug for Gateway {
 
 struct Inner {
     engine: Arc<Mutex<Engine<AnyStore>>>,
-    downstream: Peer<RoleClient>,
+    /// The downstream connection now: replaced when a closed one is made again.
+    downstream: RwLock<Peer<RoleClient>>,
+    /// How a closed downstream connection is made again, and the connection it made last
+    /// (the first is held by whoever started the gateway).
+    reconnect: tokio::sync::Mutex<Reconnect>,
     /// The contract's tool definitions, matched again when the downstream's list changes.
     declared: Vec<ToolDef>,
     /// Those the downstream offers too, as last listed.
@@ -125,13 +174,55 @@ struct Inner {
     /// The clients that initialized a session, told when the offered tools change.
     clients: Mutex<Vec<Peer<RoleServer>>>,
     config: GatewayConfig,
+    mcp: warrant_core::contract::mcp::McpDeclared,
+    subscriptions: crate::passthrough::Subscriptions,
+    /// Told apart the keys of records made at the same instant.
+    notes: std::sync::atomic::AtomicU64,
+}
+
+/// A new connection to the downstream, made when the one in use is found closed.
+pub type Connect =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Running, String>> + Send>> + Send + Sync>;
+
+/// A running downstream connection.
+pub type Running = rmcp::service::RunningService<RoleClient, Downstream>;
+
+#[derive(Default)]
+struct Reconnect {
+    connect: Option<Connect>,
+    held: Option<Running>,
+}
+
+/// How long the gateway waits before each try to make a closed downstream connection again.
+const BACKOFF: [Duration; 4] =
+    [Duration::ZERO, Duration::from_millis(200), Duration::from_millis(800), Duration::from_millis(3200)];
+
+/// How long a downstream has to answer a ping before its connection is made again.
+const PING_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the downstream answers a ping in time.
+async fn answers(peer: &Peer<RoleClient>) -> bool {
+    let ping = peer.send_request(rmcp::model::ClientRequest::PingRequest(Default::default()));
+    matches!(tokio::time::timeout(PING_WAIT, ping).await, Ok(Ok(_)))
 }
 
 /// Whom a call is decided for, and in which conversation.
 #[derive(Debug, Clone)]
-struct Who {
+pub(crate) struct Who {
     conversation: String,
     actor: String,
+}
+
+/// What the user did with a form.
+enum Form {
+    /// Submitted, with its content.
+    Accepted(Map<String, Value>),
+    /// The form's Decline.
+    Declined,
+    /// The form's Cancel (dismissed without a choice).
+    Cancelled,
+    /// Not answered: timed out, failed, or the call was cancelled meanwhile.
+    Unanswered,
 }
 
 /// What a call ends in, before it is a tool result.
@@ -150,16 +241,134 @@ impl Gateway {
     ) -> Gateway {
         let operations = engine.contract().operations().iter().map(|op| (op.name.clone(), op.clone())).collect();
         let declared = contract_tools(&engine);
+        let mcp = engine.contract().mcp().clone();
         let inner = Inner {
             engine: Arc::new(Mutex::new(engine)),
-            downstream,
+            downstream: RwLock::new(downstream),
+            reconnect: tokio::sync::Mutex::default(),
             declared,
             offered: RwLock::new(offered),
             operations,
             clients: Mutex::default(),
             config,
+            mcp,
+            subscriptions: crate::passthrough::Subscriptions::default(),
+            notes: std::sync::atomic::AtomicU64::new(0),
         };
         Gateway { inner: Arc::new(inner) }
+    }
+
+    /// Makes a closed downstream connection again with `connect` ([`Gateway::up`]).
+    pub async fn reconnect_with(&self, connect: Connect) {
+        self.inner.reconnect.lock().await.connect = Some(connect);
+    }
+
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
+        match self.inner.downstream.read() {
+            Ok(peer) => peer.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The downstream connection, made again if it is closed (a stdio downstream that died, an
+    /// HTTP one whose session ended): up to four tries with a growing wait between them, the
+    /// tools listed again on the new one. Each reconnection is a turn on the record of the
+    /// conversation whose call found it closed (`frame`), a `calls` entry naming the tries and
+    /// the last error, so that the review page shows why the downstream changed under a call.
+    ///
+    /// With `ping`, a connection that looks open is asked too (a stdio downstream that has
+    /// just died may not have been seen to close yet): one that does not answer within
+    /// [`PING_WAIT`] is made again.
+    pub(crate) async fn up(&self, frame: Option<&TurnFrame>, ping: bool) -> Result<Peer<RoleClient>, String> {
+        let peer = self.peer();
+        if !peer.is_transport_closed() && (!ping || answers(&peer).await) {
+            return Ok(peer);
+        }
+        let mut reconnect = self.inner.reconnect.lock().await;
+        // Another call may have made it again while this one waited.
+        let peer = self.peer();
+        if !peer.is_transport_closed() && (!ping || answers(&peer).await) {
+            return Ok(peer);
+        }
+        let Some(connect) = reconnect.connect.clone() else {
+            return Err("its connection is closed".into());
+        };
+        let mut last = String::new();
+        for (tries, wait) in BACKOFF.iter().enumerate() {
+            tokio::time::sleep(*wait).await;
+            match connect().await {
+                Ok(running) => {
+                    let peer = running.peer().clone();
+                    if let Ok(mut current) = self.inner.downstream.write() {
+                        *current = peer.clone();
+                    }
+                    self.follow(running.service().changes());
+                    self.pass_events(running.service().events());
+                    reconnect.held = Some(running);
+                    drop(reconnect);
+                    eprintln!(
+                        "warrant mcp: the downstream's connection was closed: connected again ({} tries)",
+                        tries + 1
+                    );
+                    self.note(frame, "warrant/downstream_reconnected", json!({"tries": tries + 1, "error": last}))
+                        .await;
+                    if let Err(e) = self.relist().await {
+                        eprintln!("warrant mcp: the downstream's tools could not be listed again: {e}");
+                    }
+                    return Ok(peer);
+                }
+                Err(e) => last = e,
+            }
+        }
+        drop(reconnect);
+        eprintln!("warrant mcp: the downstream's connection was closed and could not be made again: {last}");
+        self.note(frame, "warrant/downstream_unreachable", json!({"tries": BACKOFF.len(), "error": last})).await;
+        Err(format!("its connection is closed and could not be made again: {last}"))
+    }
+
+    /// Puts what the gateway did on the record of `frame`'s conversation: a turn with no act
+    /// whose `calls` name it (`tool`, with `args`). Without a conversation (the start-up sweep
+    /// over HTTP) it is said on standard error alone.
+    pub(crate) async fn note(&self, frame: Option<&TurnFrame>, tool: &str, args: Value) {
+        self.note_entry(frame, tool, args, None).await;
+    }
+
+    /// [`Gateway::note`] with what came back as an entry of the source kind given.
+    pub(crate) async fn note_entry(
+        &self,
+        frame: Option<&TurnFrame>,
+        tool: &str,
+        args: Value,
+        entry: Option<(&str, &str)>,
+    ) {
+        let Some(frame) = frame.filter(|f| !f.actor.is_empty()) else { return };
+        let at = now();
+        let nonce = self.inner.notes.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_string();
+        let key = derive_id("mcp", &[&frame.conversation, tool, &at, &nonce]);
+        let request = call::note_request(frame, &key, &at, tool, args, entry);
+        if let Err(e) = self.turn(request).await {
+            eprintln!("warrant mcp: `{tool}` was not recorded: {e}");
+        }
+    }
+
+    /// The resources and prompts the contract lets through (`[mcp]`).
+    pub(crate) fn declared(&self) -> &warrant_core::contract::mcp::McpDeclared {
+        &self.inner.mcp
+    }
+
+    pub(crate) fn subscriptions(&self) -> &crate::passthrough::Subscriptions {
+        &self.inner.subscriptions
+    }
+
+    /// The clients that initialized a session and are still connected.
+    pub(crate) fn clients(&self) -> Vec<Peer<RoleServer>> {
+        match self.inner.clients.lock() {
+            Ok(mut clients) => {
+                clients.retain(|c| !c.is_transport_closed());
+                clients.clone()
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     /// The tools offered now.
@@ -191,20 +400,13 @@ impl Gateway {
     /// refused; one it offers again is listed again. Every client that initialized a session is
     /// then sent `notifications/tools/list_changed`.
     pub async fn relist(&self) -> Result<ToolMatch, String> {
-        let listed = self.inner.downstream.list_all_tools().await.map_err(|e| e.to_string())?;
+        let listed = self.peer().list_all_tools().await.map_err(|e| e.to_string())?;
         let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
         let found = match_tools(self.inner.declared.clone(), &names);
         if let Ok(mut offered) = self.inner.offered.write() {
             offered.clone_from(&found.offered);
         }
-        let clients = match self.inner.clients.lock() {
-            Ok(mut clients) => {
-                clients.retain(|c| !c.is_transport_closed());
-                clients.clone()
-            }
-            Err(_) => Vec::new(),
-        };
-        for client in clients {
+        for client in self.clients() {
             if let Err(e) = client.notify_tool_list_changed().await {
                 tracing::warn!(error = %e, "a client was not told that the tools changed");
             }
@@ -212,7 +414,15 @@ impl Gateway {
         Ok(found)
     }
 
-    fn frame(&self, who: &Who) -> TurnFrame {
+    /// The record the start-up sweep's reconnections go on: the stdio session's; none over
+    /// HTTP, whose sessions have not begun.
+    pub(crate) fn sweep_frame(&self) -> Option<TurnFrame> {
+        let config = &self.inner.config;
+        let who = Who { conversation: config.conversation.clone(), actor: config.actor.clone() };
+        (!config.actor.is_empty()).then(|| self.frame(&who))
+    }
+
+    pub(crate) fn frame(&self, who: &Who) -> TurnFrame {
         let config = &self.inner.config;
         TurnFrame {
             conversation: who.conversation.clone(),
@@ -225,15 +435,26 @@ impl Gateway {
 
     /// Over HTTP, the actor the request's key opened and the conversation of its MCP session;
     /// over stdio, the gateway's. An HTTP request without either is refused (fail closed).
-    fn who(&self, cx: &RequestContext<RoleServer>) -> Result<Who, String> {
+    pub(crate) fn who(&self, cx: &RequestContext<RoleServer>) -> Result<Who, String> {
         let Some(parts) = cx.extensions.get::<axum::http::request::Parts>() else {
             let config = &self.inner.config;
             return Ok(Who { conversation: config.conversation.clone(), actor: config.actor.clone() });
         };
         let actor = parts.extensions.get::<crate::http::Principal>().map(|p| p.0.clone());
         let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+        let resumed = parts.headers.get(crate::http::RESUME_HEADER).map(|v| v.to_str().unwrap_or_default());
         match (actor, session) {
-            (Some(actor), Some(session)) => Ok(Who { conversation: format!("mcp-{session}"), actor }),
+            (Some(actor), Some(session)) => match resumed {
+                None => Ok(Who { conversation: format!("mcp-{session}"), actor }),
+                Some(name) => match crate::http::resumed_conversation(&actor, name) {
+                    Some(conversation) => Ok(Who { conversation, actor }),
+                    None => Err(call::gateway_refusal(
+                        ReasonCode::InvalidInput,
+                        crate::http::RESUME_HEADER,
+                        "give 1 to 128 letters, digits, `-` or `_`",
+                    )),
+                },
+            },
             (None, _) => {
                 Err(call::gateway_refusal(ReasonCode::Unauthorized, "authorization", "no key opened this request"))
             }
@@ -258,16 +479,19 @@ impl Gateway {
         }
     }
 
-    /// The clock of turn `turn`: the recorded one if it was decided before (so a repeated
-    /// request is the same request), else now.
-    async fn clock(&self, who: &Who, turn: String) -> Result<String, String> {
+    /// The response recorded for turn `turn` of the conversation, if it was decided before: a
+    /// request sent again is answered from it, nothing asked or decided again.
+    async fn recorded(&self, who: &Who, turn: String) -> Result<Option<(TurnResponse, Value)>, String> {
         let engine = self.inner.engine.clone();
         let conversation = who.conversation.clone();
         tokio::task::spawn_blocking(move || {
             let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
-            let stored = engine.stored_turn(&conversation, &turn).map_err(|e| e.to_string())?;
-            let recorded = stored.and_then(|t| t.request.get("at").and_then(Value::as_str).map(str::to_owned));
-            Ok(recorded.unwrap_or_else(now))
+            let Some(stored) = engine.stored_turn(&conversation, &turn).map_err(|e| e.to_string())? else {
+                return Ok(None);
+            };
+            let response = serde_json::from_value(stored.response)
+                .map_err(|e| format!("warrant: the recorded response of turn `{turn}`: {e}"))?;
+            Ok(Some((response, stored.request)))
         })
         .await
         .map_err(|e| e.to_string())?
@@ -298,46 +522,66 @@ impl Gateway {
         .map_err(|e| e.to_string())?
     }
 
-    /// One call: its text arguments from the user, the turn, the confirmation, the forward.
+    /// One call: its text arguments from the user, the turn, the confirmation, the forward. A
+    /// call decided before (the same request id, tool and arguments in this conversation) is
+    /// answered from the record: its hold resumed, its answer and its outcome as recorded.
     async fn call(&self, who: &Who, name: &str, args: Map<String, Value>, cx: &RequestContext<RoleServer>) -> Ending {
         let id = match &cx.id {
             rmcp::model::NumberOrString::Number(n) => n.to_string(),
             rmcp::model::NumberOrString::String(s) => format!("\"{s}\""),
         };
-        let key = call::turn_key(&who.conversation, &id);
+        let key = call::turn_key(&who.conversation, &id, name, &args);
         let Some(op) = self.offers(name).then(|| self.inner.operations.get(name)).flatten() else {
             let detail = format!("`{name}` is not an operation the contract offers through this gateway");
             return refusal(call::gateway_refusal(ReasonCode::UnknownOperation, "name", &detail));
         };
         let elicit = cx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-        let asked = call::asked_args(op);
-        let mut user_words = Vec::new();
-        if !asked.is_empty() && elicit {
-            match self.ask_for_words(op, &asked, &args, cx).await {
-                Ok(Some(words)) => user_words = words,
-                Ok(None) => {
-                    let detail = "the user did not give the words";
-                    let field = asked.first().map(|a| a.name).unwrap_or_default();
-                    return refusal(call::gateway_refusal(ReasonCode::DeclinedByUser, field, detail));
-                }
-                Err(e) => return refusal(e),
-            }
-        }
-        let at = match self.clock(who, key.clone()).await {
-            Ok(at) => at,
-            Err(e) => return refusal(e),
-        };
-        let request = call::act_request(&self.frame(who), &key, &at, name, &args, &user_words);
-        let (response, _) = match self.turn(request).await {
-            Ok(decided) => decided,
+        let response = match self.recorded(who, key.clone()).await {
+            Ok(Some((response, _))) => response,
+            Ok(None) => match self.decide(who, &key, op, &args, elicit, cx).await {
+                Ok(response) => response,
+                Err(ending) => return ending,
+            },
             Err(e) => return refusal(e),
         };
         let Some(act) = response.acts.first() else { return refusal("warrant: the turn decided no act".into()) };
         match act.verdict {
-            Verdict::Commit => self.perform(&response).await,
-            Verdict::Hold if elicit => self.confirm(who, &key, &response, cx).await,
+            Verdict::Commit => self.perform(&response, who).await,
+            Verdict::Hold => match self.recorded(who, call::answer_key(&key)).await {
+                Ok(Some((answered, request))) => self.answered(&answered, &request, who).await,
+                Ok(None) if elicit => self.confirm(who, &key, &response, cx).await,
+                Ok(None) => refusal(call::verdict_text(act)),
+                Err(e) => refusal(e),
+            },
             _ => refusal(call::verdict_text(act)),
         }
+    }
+
+    /// A new call's turn: the user's words asked first where the operation takes them.
+    async fn decide(
+        &self,
+        who: &Who,
+        key: &str,
+        op: &Operation,
+        args: &Map<String, Value>,
+        elicit: bool,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<TurnResponse, Ending> {
+        let asked = call::asked_args(op);
+        let mut user_words = Vec::new();
+        if !asked.is_empty() && elicit {
+            match self.ask_for_words(op, &asked, args, cx).await {
+                Ok(Some(words)) => user_words = words,
+                Ok(None) => {
+                    let detail = "the user did not give the words";
+                    let field = asked.first().map(|a| a.name).unwrap_or_default();
+                    return Err(refusal(call::gateway_refusal(ReasonCode::DeclinedByUser, field, detail)));
+                }
+                Err(e) => return Err(refusal(e)),
+            }
+        }
+        let request = call::act_request(&self.frame(who), key, &now(), &op.name, args, &user_words);
+        self.turn(request).await.map(|(response, _)| response).map_err(refusal)
     }
 
     /// Asks the user for each asked argument: a text argument's words, the model's value
@@ -370,7 +614,7 @@ impl Gateway {
         };
         let message =
             format!("`{}` takes these from you, not from the assistant: type, pick or confirm each.", op.name);
-        let Some(content) = self.elicit(message, schema, cx).await? else { return Ok(None) };
+        let Form::Accepted(content) = self.elicit(message, schema, cx).await? else { return Ok(None) };
         let words = asked
             .iter()
             .map(|a| call::UserValue {
@@ -382,37 +626,42 @@ impl Gateway {
         Ok(Some(words))
     }
 
-    /// An elicitation: the accepted content, `None` when declined, cancelled or timed out, or
-    /// when the client cancels the call meanwhile (`notifications/cancelled`).
+    /// An elicitation: what the user did with the form, or `Unanswered` when it timed out or
+    /// failed, or when the client cancelled the call meanwhile (`notifications/cancelled`).
     async fn elicit(
         &self,
         message: String,
         schema: JsonObject,
         cx: &RequestContext<RoleServer>,
-    ) -> Result<Option<Map<String, Value>>, String> {
+    ) -> Result<Form, String> {
         let schema = ElicitationSchema::from_json_schema(schema).map_err(|e| format!("warrant: form: {e}"))?;
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
         let timeout = Some(self.inner.config.elicitation_timeout);
         let asked = cx.peer.create_elicitation_with_timeout(params, timeout);
         let answered = tokio::select! {
             answered = asked => answered,
-            () = cx.ct.cancelled() => return Ok(None),
+            () = cx.ct.cancelled() => return Ok(Form::Unanswered),
         };
         match answered {
-            Ok(result) if result.action == ElicitationAction::Accept => match result.content {
-                Some(Value::Object(content)) => Ok(Some(content)),
-                _ => Ok(None),
-            },
-            Ok(_) => Ok(None),
+            Ok(result) => Ok(match (result.action, result.content) {
+                (ElicitationAction::Accept, Some(Value::Object(content))) => Form::Accepted(content),
+                (ElicitationAction::Accept, _) => Form::Unanswered,
+                (ElicitationAction::Decline, _) => Form::Declined,
+                (ElicitationAction::Cancel, _) => Form::Cancelled,
+                _ => Form::Unanswered,
+            }),
             Err(e) => {
                 tracing::warn!(error = %e, "elicitation failed");
-                Ok(None)
+                Ok(Form::Unanswered)
             }
         }
     }
 
     /// A held act: the user's decision through an elicitation, given to the engine as the
-    /// interaction's answer; only a commit is forwarded.
+    /// interaction's answer; only a commit is forwarded. The form's Decline and Cancel close
+    /// the interaction as declined (the client's action on the answer's record, under `calls`);
+    /// a form not answered leaves it open. The downstream is checked first: a user is not asked
+    /// to confirm what could not be forwarded.
     async fn confirm(&self, who: &Who, key: &str, held: &TurnResponse, cx: &RequestContext<RoleServer>) -> Ending {
         let Some(interaction) = held.interactions.first() else {
             return refusal("warrant: held without an interaction".into());
@@ -420,6 +669,12 @@ impl Gateway {
         let Some(op) = self.inner.operations.get(&interaction.op) else {
             return refusal(format!("warrant: held `{}`, which the contract does not declare", interaction.op));
         };
+        if let Err(e) = self.up(Some(&self.frame(who)), true).await {
+            return refusal(format!(
+                "warrant: `{}` is held (interaction `{}` stays open) and the user was not asked: the downstream is down ({e})",
+                interaction.op, interaction.id
+            ));
+        }
         let copy = call::confirmation_copy(op, &interaction.args);
         let Value::Object(schema) = json!({
             "type": "object",
@@ -428,33 +683,46 @@ impl Gateway {
         }) else {
             return refusal("warrant: the form did not build".into());
         };
-        let decision = match self.elicit(copy, schema, cx).await {
-            Ok(Some(content)) => content.get("decision").and_then(Value::as_str).map(str::to_owned),
-            Ok(None) => None,
-            Err(e) => return refusal(e),
-        };
-        let Some(option) = decision else {
-            // Not answered: the interaction stays open, answerable elsewhere.
-            if cx.ct.is_cancelled() {
-                eprintln!(
-                    "warrant mcp: the client cancelled `{}` while the user was asked: nothing committed, interaction `{}` stays open",
-                    interaction.op, interaction.id
-                );
+        let (option, action) = match self.elicit(copy, schema, cx).await {
+            Ok(Form::Accepted(content)) => match content.get("decision").and_then(Value::as_str) {
+                Some(option) => (option.to_owned(), "accept"),
+                None => return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default()),
+            },
+            Ok(Form::Declined) => (DECLINE.to_owned(), "decline"),
+            Ok(Form::Cancelled) => (DECLINE.to_owned(), "cancel"),
+            Ok(Form::Unanswered) => {
+                // Not answered: the interaction stays open, answerable elsewhere or by the
+                // same call sent again.
+                if cx.ct.is_cancelled() {
+                    eprintln!(
+                        "warrant mcp: the client cancelled `{}` while the user was asked: nothing committed, interaction `{}` stays open",
+                        interaction.op, interaction.id
+                    );
+                }
+                return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
             }
-            return refusal(held.acts.first().map(call::verdict_text).unwrap_or_default());
+            Err(e) => return refusal(e),
         };
         let answer_key = call::answer_key(key);
-        let at = match self.clock(who, answer_key.clone()).await {
-            Ok(at) => at,
-            Err(e) => return refusal(e),
-        };
-        let request = call::answer_request(&self.frame(who), &answer_key, &at, &interaction.id, &option);
-        let (answered, _) = match self.turn(request).await {
-            Ok(decided) => decided,
-            Err(e) => return refusal(e),
-        };
+        let request = call::answer_request(&self.frame(who), &answer_key, &now(), &interaction.id, &option, action);
+        match self.turn(request.clone()).await {
+            Ok((answered, _)) => self.answered(&answered, &request, who).await,
+            Err(e) => refusal(e),
+        }
+    }
+
+    /// The answer turn's outcome: a commit forwarded (or its recorded outcome named), a decline
+    /// or a cancel worded as the user's.
+    async fn answered(&self, answered: &TurnResponse, request: &Value, who: &Who) -> Ending {
         match answered.acts.first() {
-            Some(act) if act.verdict == Verdict::Commit => self.perform(&answered).await,
+            Some(act) if act.verdict == Verdict::Commit => self.perform(answered, who).await,
+            Some(act) if act.reasons.iter().any(|r| r.code == ReasonCode::DeclinedByUser) => {
+                let how = match call::answer_action(request) {
+                    Some("cancel") => "cancelled by the user",
+                    _ => "declined by the user",
+                };
+                refusal(format!("warrant: `{}` {how}: nothing performed; {}", act.op, call::verdict_text(act)))
+            }
             Some(act) => refusal(call::verdict_text(act)),
             None => refusal("warrant: the answer decided no act".into()),
         }
@@ -462,11 +730,11 @@ impl Gateway {
 
     /// A committed act: forwarded to the downstream unless its outcome is recorded, and its
     /// outcome recorded.
-    async fn perform(&self, committed: &TurnResponse) -> Ending {
+    async fn perform(&self, committed: &TurnResponse, who: &Who) -> Ending {
         let Some(effect) = committed.effects.first() else {
             return refusal("warrant: committed without an effect".into());
         };
-        match self.forward_once(effect).await {
+        match self.forward_once(effect, Some(&self.frame(who))).await {
             Ok(Forward::Performed { result, .. }) => Ending::Result(result),
             Ok(Forward::Withdrawn) => {
                 let text = format!(
@@ -491,7 +759,7 @@ impl Gateway {
     /// and its result recorded over the claim: `failed` if it has `isError`, else `done`. An
     /// effect whose outcome is recorded (a claim included) is not forwarded again: a gateway
     /// that dies between the claim and the result leaves `unknown`, for the operator to settle.
-    async fn forward_once(&self, effect: &EffectOut) -> Result<Forward, String> {
+    async fn forward_once(&self, effect: &EffectOut, frame: Option<&TurnFrame>) -> Result<Forward, String> {
         #[cfg(feature = "failpoints")]
         failpoint("before_claim");
         if !self.offers(&effect.op) {
@@ -500,6 +768,13 @@ impl Gateway {
         if let Some(outcome) = self.settle(effect.id.clone(), "unknown").await? {
             return Ok(Forward::Before(outcome));
         }
+        // A write is pinged first; a read, which performs nothing, is not kept waiting for it.
+        let read = self.inner.operations.get(&effect.op).is_some_and(|op| op.effects.is_empty());
+        let peer = match self.up(frame, !read).await {
+            Ok(peer) => peer,
+            // Nothing was sent, so the downstream cannot have acted: `failed`, not `unknown`.
+            Err(e) => return self.not_sent(effect, &format!("the downstream is down ({e})")).await,
+        };
         let args = match &effect.args {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
@@ -510,13 +785,33 @@ impl Gateway {
         forward.meta = Some(RequestMetaObject(meta));
         #[cfg(feature = "failpoints")]
         failpoint("before_forward");
-        let (result, outcome) = match self.inner.downstream.call_tool(forward).await {
+        if peer.is_transport_closed() {
+            return self.not_sent(effect, "the downstream's connection closed before the call was sent").await;
+        }
+        let mut sent = peer.call_tool(forward.clone()).await;
+        // A read performs nothing, so one cut off by a closed connection is sent again, once,
+        // on the connection made again.
+        if read
+            && matches!(&sent, Err(e) if !matches!(e, rmcp::ServiceError::McpError(_)))
+            && let Ok(peer) = self.up(frame, true).await
+        {
+            sent = peer.call_tool(forward).await;
+        }
+        let (result, outcome) = match sent {
             Ok(result) => {
                 let outcome = if result.is_error == Some(true) { "failed" } else { "done" };
                 (result, outcome)
             }
+            // A JSON-RPC error is the downstream's answer: it did not perform the call.
+            Err(rmcp::ServiceError::McpError(e)) => {
+                let text = format!("warrant: the downstream refused `{}`: {}", effect.op, e.message);
+                (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
+            }
             Err(e) => {
-                let text = format!("warrant: the downstream did not answer `{}`: {e}", effect.op);
+                let text = format!(
+                    "warrant: the downstream did not answer `{}` (effect `{}`): {e}; it may have performed it, so it is `unknown` and never forwarded again",
+                    effect.op, effect.id
+                );
                 (CallToolResult::error(vec![ContentBlock::text(text)]), "unknown")
             }
         };
@@ -528,6 +823,16 @@ impl Gateway {
             tracing::error!(effect = %effect.id, error = %e, "the outcome was not recorded");
         }
         Ok(Forward::Performed { result, outcome })
+    }
+
+    /// A forward this gateway claimed and never sent: `failed` on the record, over its claim.
+    async fn not_sent(&self, effect: &EffectOut, why: &str) -> Result<Forward, String> {
+        self.report(effect.id.clone(), "failed").await?;
+        let text = format!(
+            "warrant: `{}` committed (effect `{}`) and not forwarded: {why}; `failed`, nothing performed",
+            effect.op, effect.id
+        );
+        Ok(Forward::Performed { result: CallToolResult::error(vec![ContentBlock::text(text)]), outcome: "failed" })
     }
 
     /// The start-up sweep: every effect a gateway committed (a turn of an MCP session whose key
@@ -553,7 +858,7 @@ impl Gateway {
                 swept.not_offered.push(SweptEffect { id: effect.id, op: effect.op, outcome: String::new() });
                 continue;
             }
-            let outcome = match self.forward_once(&effect).await? {
+            let outcome = match self.forward_once(&effect, self.sweep_frame().as_ref()).await? {
                 Forward::Performed { outcome, .. } => outcome.to_owned(),
                 Forward::Before(outcome) => outcome,
                 Forward::Withdrawn => {
@@ -661,7 +966,24 @@ fn now() -> String {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        // Resources and prompts are offered where the contract declares some, logging and
+        // completion always: what the downstream does not have, it refuses itself.
+        let mut capabilities = Map::new();
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
+        capabilities.insert("logging".into(), json!({}));
+        capabilities.insert("completions".into(), json!({}));
+        if !self.declared().resources.is_empty() {
+            capabilities.insert("resources".into(), json!({"subscribe": true, "listChanged": true}));
+        }
+        if !self.declared().prompts.is_empty() {
+            capabilities.insert("prompts".into(), json!({"listChanged": true}));
+        }
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(Value::Object(capabilities)).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "the capabilities did not build: tools alone");
+                ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build()
+            });
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("warrant", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Every tool call is a turn through warrant: checked by the contract, held for the user's confirmation where the contract says so, and performed once.",
@@ -679,6 +1001,74 @@ impl ServerHandler for Gateway {
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.offered().iter().map(mcp_tool).collect()))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.pass_list_resources(request, cx).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.pass_list_resource_templates(request, cx).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.pass_read_resource(request, cx).await
+    }
+
+    async fn subscribe(&self, request: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.pass_subscribe(request, cx).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.pass_unsubscribe(request, cx).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.pass_list_prompts(request, cx).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.pass_get_prompt(request, cx).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.pass_complete(request, cx).await
+    }
+
+    async fn set_level(
+        &self,
+        request: crate::passthrough::SetLevel,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.pass_set_level(request, cx).await
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {

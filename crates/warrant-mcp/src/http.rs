@@ -26,6 +26,20 @@ pub struct Principal(pub String);
 /// The header that names a streamable HTTP session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// The header a client sends on every request to resume a conversation of its tenant across
+/// MCP sessions (a restarted client): its calls are keyed in that conversation, so one sent
+/// again is answered from the record and a held one is put to the user again.
+pub const RESUME_HEADER: &str = "warrant-session";
+
+/// The conversation of a resumed session: the tenant's own, so that no key reaches another
+/// tenant's; `None` for a name that is not 1 to 128 letters, digits, `-` or `_`.
+pub fn resumed_conversation(actor: &str, name: &str) -> Option<String> {
+    let valid = !name.is_empty()
+        && name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    valid.then(|| format!("mcp-http-{actor}-{name}"))
+}
+
 #[derive(Clone)]
 struct Keys {
     registry: Arc<Mutex<Registry>>,
@@ -94,7 +108,12 @@ async fn authenticate(State(keys): State<Keys>, mut request: Request, next: Next
     }
     let closing = request.method() == axum::http::Method::DELETE;
     request.extensions_mut().insert(Principal(tenant.clone()));
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    // A session ended by DELETE is answered 200 with no body: rmcp says 202, which clients
+    // (the Python `mcp` client among them) read as a termination that failed.
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
     let opened = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Ok(mut sessions) = keys.sessions.lock() {
         match (&session, opened) {

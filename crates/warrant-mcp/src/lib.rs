@@ -14,8 +14,10 @@
 pub mod call;
 pub mod gateway;
 pub mod http;
+pub mod passthrough;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -35,6 +37,9 @@ pub enum McpError {
     /// The downstream server could not be started or listed.
     #[error("downstream: {0}")]
     Downstream(String),
+    /// The actor the gateway was started for is not one the contract knows.
+    #[error("actor: {0}")]
+    Actor(String),
     /// The upstream connection failed.
     #[error("upstream: {0}")]
     Upstream(String),
@@ -93,9 +98,16 @@ pub fn new_session_id() -> Result<String, McpError> {
 async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
     // Off the runtime: a model endpoint's blocking client may not be made (or dropped) on it.
     let (contract, store) = (options.contract.clone(), options.store.clone());
-    let engine = tokio::task::spawn_blocking(move || Engine::builder().contract_file(contract).open(&store))
-        .await
-        .map_err(|e| McpError::Upstream(e.to_string()))??;
+    let actor = session.actor.clone();
+    let engine = tokio::task::spawn_blocking(move || {
+        let mut engine = Engine::builder().contract_file(contract).open(&store)?;
+        if !actor.is_empty() {
+            check_actor(&mut engine, &actor)?;
+        }
+        Ok::<_, McpError>(engine)
+    })
+    .await
+    .map_err(|e| McpError::Upstream(e.to_string()))??;
     let downstream = connect(&options.downstream).await?;
     let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
     let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
@@ -103,12 +115,30 @@ async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Ru
     report(&found);
     let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
     gateway.follow(downstream.service().changes());
+    gateway.pass_events(downstream.service().events());
+    let at = options.downstream.clone();
+    let reconnect: gateway::Connect = Arc::new(move || {
+        let at = at.clone();
+        Box::pin(async move { connect(&at).await.map_err(|e| e.to_string()) })
+    });
+    gateway.reconnect_with(reconnect).await;
     let swept = gateway.sweep().await.map_err(McpError::Downstream)?;
     report_swept(&swept);
     Ok((gateway, downstream))
 }
 
-type Running = rmcp::service::RunningService<rmcp::RoleClient, Downstream>;
+type Running = gateway::Running;
+
+/// Over stdio the actor is fixed for the session: one the contract's actor table does not
+/// hold is refused at start, not at the first call.
+fn check_actor(engine: &mut Engine<warrant_store::AnyStore>, actor: &str) -> Result<(), McpError> {
+    let Some(table) = engine.contract().actor_table().map(str::to_owned) else { return Ok(()) };
+    match engine.record(&table, actor) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(McpError::Actor(format!("`--actor {actor}` is not a row of the actor table `{table}`"))),
+        Err(e) => Err(McpError::Actor(format!("`--actor {actor}`: {e}"))),
+    }
+}
 
 /// The downstream connection, protocol pinned to 2025-11-25.
 async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
@@ -222,7 +252,7 @@ fn report_swept(swept: &Swept) {
     }
     for effect in &swept.unknown {
         eprintln!(
-            "warrant mcp: effect `{}` (`{}`) was being forwarded when the gateway stopped: unknown, not forwarded again",
+            "warrant mcp: effect `{}` (`{}`) was claimed for its forward and no result was recorded (the gateway stopped, or the downstream died or did not answer, during the forward): it may have been performed, so it stays unknown and is not forwarded again",
             effect.id, effect.op
         );
     }

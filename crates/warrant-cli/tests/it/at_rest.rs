@@ -394,7 +394,7 @@ fn downstream(dir: &Path) -> (Vec<String>, (String, String)) {
     let flags = vec![
         "--downstream-stdio".to_owned(),
         crate::mcp::python().display().to_string(),
-        root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
+        root().join("examples/retail/retail_server.py").display().to_string(),
         root().join("examples/retail/data").display().to_string(),
     ];
     (flags, ("RETAIL_DOWNSTREAM_LOG".to_owned(), dir.join("performed.jsonl").display().to_string()))

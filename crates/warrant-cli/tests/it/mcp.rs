@@ -1,6 +1,6 @@
 //! `warrant mcp` with real parts: the Python `mcp` package's `ClientSession` as the client, with
 //! an elicitation callback playing the user (`tests/mcp/client.py`), and a downstream MCP
-//! server over the retail data that counts what it performs (`tests/mcp/retail_downstream.py`).
+//! server over the retail data that counts what it performs (`examples/retail/retail_server.py`).
 //! The Python comes from `WARRANT_MCP_PYTHON` or `target/mcp-venv` (scripts/test.sh makes it from
 //! PyPI); without it these tests fail, naming the command that installs it.
 
@@ -114,7 +114,7 @@ impl Bench {
             None => command.extend([
                 "--downstream-stdio".to_owned(),
                 python().display().to_string(),
-                root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
+                root().join("examples/retail/retail_server.py").display().to_string(),
                 retail.join("data").display().to_string(),
             ]),
         }
@@ -559,7 +559,7 @@ fn http_gateway(bench: &Bench, keys: &str) -> HttpGateway {
     let downstream = [
         "--downstream-stdio".to_owned(),
         python().display().to_string(),
-        root().join("crates/warrant-cli/tests/mcp/retail_downstream.py").display().to_string(),
+        root().join("examples/retail/retail_server.py").display().to_string(),
         retail.join("data").display().to_string(),
     ];
     let log = bench.log().display().to_string();
@@ -638,8 +638,9 @@ fn over_streamable_http_the_actor_is_the_keys_tenant_and_nothing_else() {
         ],
     );
     assert_eq!(outs[0]["protocol"], "2025-11-25");
-    // Tools only: the downstream's resources, prompts, completions and logging are not offered.
-    assert_eq!(outs[0]["capabilities"], json!(["tools"]), "{}", outs[0]);
+    // The retail contract declares no resources or prompts (`[mcp]`): tools, and the logging and
+    // completion every gateway passes through.
+    assert_eq!(outs[0]["capabilities"], json!(["completions", "logging", "tools"]), "{}", outs[0]);
     let (is_error, text) = &texts(&outs[0])[0];
     assert!(!is_error && text.ends_with(": performed"), "{text}");
     // Sofia's key decides for Sofia: Fatima's order does not exist for her.
@@ -660,7 +661,7 @@ fn a_downstream_at_a_url_is_reached_over_streamable_http() {
     let mut bench = Bench::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut server = Command::new(python())
-        .arg(root().join("crates/warrant-cli/tests/mcp/retail_downstream.py"))
+        .arg(root().join("examples/retail/retail_server.py"))
         .arg(root().join("examples/retail/data"))
         .args(["--http", &port.to_string()])
         .env("RETAIL_DOWNSTREAM_LOG", bench.log())
@@ -868,4 +869,125 @@ fn a_downstream_s_changed_tool_list_is_read_again_reported_and_passed_on() {
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("operation `cancel_pending_order` is not offered by the downstream: not listed"), "{said}");
     assert!(said.contains("downstream tool `wipe_all_orders` is not declared by the contract"), "{said}");
+}
+
+/// The request of every turn of `bench`'s store that puts `tool` on the record (`calls`).
+fn noted(bench: &Bench, tool: &str) -> Vec<Value> {
+    let mut engine = Engine::builder().contract_file(&bench.contract).open(&bench.store()).unwrap();
+    let turns = engine.turns(0, 10_000).unwrap();
+    let names = |t: &&warrant_store::StoredTurn| {
+        t.request["calls"].as_array().is_some_and(|calls| calls.iter().any(|c| c["tool"] == tool))
+    };
+    turns.iter().filter(names).map(|t| t.request.clone()).collect()
+}
+
+#[test]
+fn a_new_client_on_a_resumed_session_is_served_and_finishes_its_predecessor_s_held_write_once() {
+    let bench = Bench::new();
+    let session = Some("mcp-resumed");
+    let read = |order: &str| call("get_order_details", &json!({"order_id": order}));
+    // The first client reads (request id 2), then sends the write (id 3) and is gone before the
+    // user answers: the call is cancelled, the interaction stays open.
+    let mut first = bench.session_with(
+        FATIMA,
+        Some("confirm"),
+        json!({}),
+        vec![read(PENDING), cancel(PENDING, "no longer needed")],
+        &[],
+        session,
+    );
+    first["cancel_after"] = json!(2.0);
+    // A new client on the same session counts its ids from the first again: id 2 is another
+    // read now (a new call, never `turn_key_reused`), id 3 the same write, put to the user again.
+    let calls = || vec![read(PENDING_TOO), cancel(PENDING, "no longer needed")];
+    let second = bench.session_with(FATIMA, Some("confirm"), json!({}), calls(), &[], session);
+    // A third sends both again: answered from the record, nobody asked, nothing forwarded again.
+    let third = bench.session_with(FATIMA, Some("confirm"), json!({}), calls(), &[], session);
+    let outs = run_client(bench.dir.path(), &[first, second, third]);
+    assert_eq!(outs[0]["results"][1]["cancelled"], true, "{}", outs[0]);
+    let second = texts(&outs[1]);
+    assert!(!second[0].0 && second[0].1.contains(PENDING_TOO), "the new read is served: {:?}", second[0]);
+    assert_eq!(second[1], (false, "cancel_pending_order: performed".to_owned()), "{}", outs[1]);
+    assert_eq!(outs[1]["results"][1]["asked"], json!([["decision"]]), "the held write was put to the user again");
+    let third = texts(&outs[2]);
+    assert!(!third[1].0 && third[1].1.contains("was performed before") && third[1].1.contains("done"), "{third:?}");
+    assert_eq!(outs[2]["results"][1]["asked"], json!([]), "a confirmed call sent again asks nobody");
+    assert!(third.iter().all(|(_, text)| !text.contains("turn_key_reused")), "{third:?}");
+    assert_eq!(bench.performed().len(), 1, "the held write, once: {:?}", bench.performed());
+    let done = |op: &str| (op.to_owned(), Some("done".to_owned()));
+    let mut got = outcomes(&bench);
+    got.sort();
+    assert_eq!(got, vec![done("cancel_pending_order"), done("get_order_details"), done("get_order_details")]);
+    println!("mcp resumed session: 3 clients, {} performed, outcomes {got:?}", bench.performed().len());
+}
+
+#[test]
+fn the_form_s_decline_and_cancel_are_the_user_s_answer_on_the_record_and_not_asked_again() {
+    for (form, worded) in [("decline", "declined by the user"), ("cancel", "cancelled by the user")] {
+        let bench = Bench::new();
+        let session = Some("mcp-answered");
+        let plan = || {
+            let calls = vec![cancel(PENDING, "no longer needed")];
+            bench.session_with(FATIMA, Some("confirm"), json!({}), calls, &[], session)
+        };
+        let mut answering = plan();
+        answering["form"] = json!(form);
+        // Sent again by a client whose user would confirm: the answer on the record stands.
+        let again = plan();
+        let outs = run_client(bench.dir.path(), &[answering, again]);
+        for out in &outs {
+            let (is_error, text) = &texts(out)[0];
+            assert!(*is_error && text.contains(worded) && text.contains("declined_by_user"), "{form}: {text}");
+        }
+        assert_eq!(outs[1]["results"][0]["asked"], json!([]), "{form}: asked again: {}", outs[1]);
+        assert!(bench.performed().is_empty(), "{form}: performed {:?}", bench.performed());
+        let answers = noted(&bench, "warrant/elicitation");
+        assert_eq!(answers.len(), 1, "{form}: one answer on the record: {answers:?}");
+        assert_eq!(answers[0]["calls"][0]["args"]["action"], form, "{answers:?}");
+        assert_eq!(answers[0]["answers"][0]["option"], "decline", "{answers:?}");
+    }
+}
+
+#[test]
+fn a_killed_downstream_is_started_again_on_the_record_and_nothing_is_left_unknown_or_done_twice() {
+    let bench = Bench::new();
+    let pid = bench.dir.path().join("downstream.pid");
+    let log = bench.dir.path().join("gateway.log");
+    // Kills the downstream and waits (up to 10 s) until it is gone (or a zombie its parent
+    // has not reaped yet).
+    let script = format!(
+        "p=$(cat {pid}); kill $p; n=0; while kill -0 $p 2>/dev/null && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null; do n=$((n+1)); [ $n -gt 200 ] && exit 1; sleep 0.05; done",
+        pid = pid.display()
+    );
+    let kill = json!([{"argv": ["sh", "-c", script]}]);
+    let mut second = cancel(PENDING_TOO, "ordered by mistake");
+    second["before"] = kill.clone();
+    let mut read = call("get_order_details", &json!({"order_id": PENDING}));
+    read["before"] = kill;
+    let calls = vec![cancel(PENDING, "no longer needed"), second, read];
+    let pid_var = pid.display().to_string();
+    let env = [("RETAIL_DOWNSTREAM_PID", pid_var.as_str())];
+    let mut plan = bench.session_with(FATIMA, Some("confirm"), json!({}), calls, &env, Some("mcp-downstream-killed"));
+    plan["server_log"] = json!(log.display().to_string());
+    let out = &run_client(bench.dir.path(), &[plan])[0];
+    let got = texts(out);
+    assert_eq!(got[0], (false, "cancel_pending_order: performed".to_owned()), "{out}");
+    assert_eq!(got[1], (false, "cancel_pending_order: performed".to_owned()), "after the kill: {out}");
+    assert!(!got[2].0 && got[2].1.contains(PENDING), "a read after another kill: {out}");
+    let performed = bench.performed();
+    let keys: std::collections::BTreeSet<_> = performed.iter().map(|p| p["key"].to_string()).collect();
+    assert_eq!((performed.len(), keys.len()), (2, 2), "each write once: {performed:?}");
+    let mut recorded = outcomes(&bench);
+    recorded.sort();
+    let done = |op: &str| (op.to_owned(), Some("done".to_owned()));
+    assert_eq!(recorded, vec![done("cancel_pending_order"), done("cancel_pending_order"), done("get_order_details")]);
+    let reconnections = noted(&bench, "warrant/downstream_reconnected");
+    assert_eq!(reconnections.len(), 2, "each reconnection on the record: {reconnections:?}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("connected again"), "{said}");
+    println!(
+        "mcp downstream killed twice: {} performed, {} reconnections, outcomes {recorded:?}",
+        performed.len(),
+        reconnections.len()
+    );
 }

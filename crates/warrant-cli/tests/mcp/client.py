@@ -6,6 +6,8 @@ other, each:
   {"stdio": [CMD, ARG...], "env": {...}} or {"url": URL, "headers": {...}},
   "decision": the option the user picks in a confirmation form, or null for no elicitation
               capability at all,
+  "form": "decline" or "cancel" (optional): the user presses the confirmation form's Decline or
+              Cancel instead of picking,
   "words": {ARG: TEXT} the user types into a text form (others keep the offered default),
   "calls": [{"name", "arguments"}],
   "cancel_after": seconds (optional): the user never answers a confirmation, and the client
@@ -47,6 +49,8 @@ async def on_elicit(context, params):
     seen.append({"message": params.message, "fields": sorted(props), "schema": props})
     if "decision" in props and plan.get("cancel_after") is not None:
         await anyio.sleep(3600)  # the user walks away; the call is cancelled meanwhile
+    if "decision" in props and plan.get("form") is not None:
+        return types.ElicitResult(action=plan["form"])
     if "decision" in props:
         return types.ElicitResult(action="accept", content={"decision": plan["decision"]})
     words = plan.get("words", {})

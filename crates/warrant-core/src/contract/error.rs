@@ -96,6 +96,9 @@ pub enum ContractErrorKind {
     /// `sources.acts` names a kind not in `sources.kinds`.
     #[error("`sources.acts` names the undeclared source kind `{0}`")]
     UndeclaredActKind(String),
+    /// `mcp.source` names a kind not in `sources.kinds`.
+    #[error("`mcp.source` names the undeclared source kind `{0}`")]
+    UndeclaredMcpKind(String),
     /// Two operations share a name.
     #[error("operation `{0}` is declared twice")]
     DuplicateOperation(String),

@@ -23,6 +23,7 @@ use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
 
 pub mod error;
+pub mod mcp;
 mod tables;
 
 pub(crate) use error::Locator;
@@ -64,6 +65,7 @@ pub struct Contract {
     cedar_schema: serde_json::Value,
     limits: Limits,
     expressions: NamedExpressions,
+    mcp: mcp::McpDeclared,
     /// The rows found to fit their tables, shared by every clone of the contract.
     fits: std::sync::Arc<crate::records::FitCache>,
 }
@@ -120,6 +122,7 @@ impl Contract {
         let model = compile_model(&at, raw.model.as_ref())?;
         let outbound = claim::compile(&at, &raw.outbound, &tables, &operations)?;
         let limits = limits::compile(&at, raw.limits.as_ref())?;
+        let mcp = mcp::compile(&at, raw.mcp.as_ref(), &kinds)?;
         // The schema files decide what a row is, as the policies decide what an act may do.
         let companions: Vec<(String, String, usize)> =
             policy_texts.into_iter().chain(schema_texts.into_iter().map(|(name, text)| (name, text, 0))).collect();
@@ -141,6 +144,7 @@ impl Contract {
             cedar_schema,
             limits,
             expressions,
+            mcp,
             fits: Default::default(),
         })
     }
@@ -148,6 +152,11 @@ impl Contract {
     /// The source kind of acts that name none (`sources.acts`).
     pub fn act_kind(&self) -> Option<&str> {
         self.act_kind.as_deref()
+    }
+
+    /// What the MCP gateway passes through besides tools (`[mcp]`): nothing when undeclared.
+    pub fn mcp(&self) -> &mcp::McpDeclared {
+        &self.mcp
     }
 
     /// The records table whose rows are actors, if the contract declares one.
@@ -387,6 +396,7 @@ struct RawContract {
     #[serde(default)]
     outbound: RawOutbound,
     limits: Option<RawLimits>,
+    mcp: Option<mcp::RawMcp>,
 }
 
 #[derive(Debug, Deserialize)]
