@@ -1,6 +1,7 @@
 //! What the gateway adds to a tool call: a read, and a write whose confirmation the user answers
 //! at once, each through the gateway and beside the same call made to the downstream directly,
-//! in one run; p50 and p99 in milliseconds. The client is rmcp's, in process, over an in-memory
+//! in one run, the two in turn; p50 and p99 in milliseconds, and of what each call through the
+//! gateway took more than the direct call beside it. The client is rmcp's, in process, over an in-memory
 //! stream; the downstream is the retail test server (Python `mcp`, from `WARRANT_MCP_PYTHON` or
 //! `target/mcp-venv`); the store is a SQLite file, so each write commits twice (the hold, the
 //! answer) and records its outcome.
@@ -79,16 +80,31 @@ async fn downstream(log: &std::path::Path) -> rmcp::service::RunningService<Role
     Downstream::default().serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
 }
 
-/// Milliseconds of each of `n` calls of `name` with `arguments` through `peer`.
-async fn timed(peer: &Peer<RoleClient>, n: usize, name: &'static str, arguments: &serde_json::Value) -> Vec<f64> {
-    let mut took = Vec::with_capacity(n);
+/// Milliseconds of each of `n` calls of `name` with `arguments`, made in turn directly and through
+/// the gateway (one direct call, then one through the gateway, and again), so that what else the
+/// machine does weighs on both alike: (direct, through the gateway).
+async fn paired(
+    direct: &Peer<RoleClient>,
+    gateway: &Peer<RoleClient>,
+    n: usize,
+    name: &'static str,
+    arguments: &serde_json::Value,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut alone, mut through) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let call = CallToolRequestParams::new(name).with_arguments(args(arguments.clone()));
-        let start = Instant::now();
-        let result = peer.call_tool(call).await.unwrap();
-        took.push(start.elapsed().as_secs_f64() * 1000.0);
-        assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
+        alone.push(timed(direct, name, arguments).await);
+        through.push(timed(gateway, name, arguments).await);
     }
+    (alone, through)
+}
+
+/// Milliseconds of one call of `name` with `arguments` through `peer`.
+async fn timed(peer: &Peer<RoleClient>, name: &'static str, arguments: &serde_json::Value) -> f64 {
+    let call = CallToolRequestParams::new(name).with_arguments(args(arguments.clone()));
+    let start = Instant::now();
+    let result = peer.call_tool(call).await.unwrap();
+    let took = start.elapsed().as_secs_f64() * 1000.0;
+    assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
     took
 }
 
@@ -126,13 +142,20 @@ async fn main() {
     let client = User.serve(client_io).await.unwrap();
     let read = json!({"user_id": ACTOR});
     let write = json!({"reason": "no longer needed"});
+    let (read_direct, read_through) = paired(direct.peer(), client.peer(), n, "get_user_details", &read).await;
+    let (write_direct, write_through) = paired(direct.peer(), client.peer(), n, "cancel_pending_order", &write).await;
+    // What the gateway adds to each call: the call through it less the direct call beside it.
+    let added = |through: &[f64], alone: &[f64]| through.iter().zip(alone).map(|(t, a)| t - a).collect::<Vec<_>>();
+    let (read_added, write_added) = (added(&read_through, &read_direct), added(&write_through, &write_direct));
     let figures = [
-        ("read, downstream directly", timed(direct.peer(), n, "get_user_details", &read).await),
-        ("read, through the gateway", timed(client.peer(), n, "get_user_details", &read).await),
-        ("write, downstream directly", timed(direct.peer(), n, "cancel_pending_order", &write).await),
-        ("write confirmed, through the gateway", timed(client.peer(), n, "cancel_pending_order", &write).await),
+        ("read, downstream directly", read_direct),
+        ("read, through the gateway", read_through),
+        ("read, added by the gateway", read_added),
+        ("write, downstream directly", write_direct),
+        ("write confirmed, through the gateway", write_through),
+        ("write confirmed, added by the gateway", write_added),
     ];
-    println!("{n} calls each (ms)");
+    println!("{n} calls each, direct and through the gateway in turn (ms)");
     for (name, took) in figures {
         let (p50, p99) = percentiles(took);
         println!("  {name:<38} p50 {p50:>8.2}  p99 {p99:>8.2}");

@@ -25,7 +25,7 @@ use warrant_core::ReasonCode;
 use warrant_core::id::derive_id;
 use warrant_core::operation::Operation;
 use warrant_core::turn::{DECLINE, EffectOut, TurnResponse, Verdict};
-use warrant_engine::{Engine, OutcomeReply, TurnResult};
+use warrant_engine::{Deciding, DeferredTurn, Engine, OutcomeReply, TurnResult};
 use warrant_store::AnyStore;
 
 use crate::call::{self, TurnFrame};
@@ -178,6 +178,9 @@ struct Inner {
     subscriptions: crate::passthrough::Subscriptions,
     /// Told apart the keys of records made at the same instant.
     notes: std::sync::atomic::AtomicU64,
+    /// Records to write after their answers, and told when none is left.
+    unwritten: std::sync::atomic::AtomicUsize,
+    written: Notify,
 }
 
 /// A new connection to the downstream, made when the one in use is found closed.
@@ -211,6 +214,15 @@ async fn answers(peer: &Peer<RoleClient>) -> bool {
 pub(crate) struct Who {
     conversation: String,
     actor: String,
+}
+
+/// A read's turn.
+#[expect(clippy::large_enum_variant, reason = "one per read, returned once")]
+enum ReadTurn {
+    /// Allowed, not committed yet.
+    Allowed(DeferredTurn),
+    /// Decided (or recorded before) otherwise, or a commit recorded before.
+    Decided(TurnResponse),
 }
 
 /// What the user did with a form.
@@ -254,6 +266,8 @@ impl Gateway {
             mcp,
             subscriptions: crate::passthrough::Subscriptions::default(),
             notes: std::sync::atomic::AtomicU64::new(0),
+            unwritten: std::sync::atomic::AtomicUsize::new(0),
+            written: Notify::new(),
         };
         Gateway { inner: Arc::new(inner) }
     }
@@ -348,6 +362,32 @@ impl Gateway {
         let request = call::note_request(frame, &key, &at, tool, args, entry);
         if let Err(e) = self.turn(request).await {
             eprintln!("warrant mcp: `{tool}` was not recorded: {e}");
+        }
+    }
+
+    /// Runs `record` after the answer is sent, counted until it ends ([`Gateway::flushed`]).
+    pub(crate) fn after_answer(&self, record: impl std::future::Future<Output = ()> + Send + 'static) {
+        let gateway = self.clone();
+        self.inner.unwritten.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::spawn(async move {
+            record.await;
+            if gateway.inner.unwritten.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                gateway.inner.written.notify_waiters();
+            }
+        });
+    }
+
+    /// Waits until every record written after its answer ([`Gateway::after_answer`]) is
+    /// written: a gateway that stops (its client gone, a signal) loses none of them.
+    pub async fn flushed(&self) {
+        loop {
+            let written = self.inner.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if self.inner.unwritten.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            written.await;
         }
     }
 
@@ -479,6 +519,117 @@ impl Gateway {
         }
     }
 
+    /// A read's turn, on one blocking thread: the recorded response of a request sent before,
+    /// else the read decided; an allowed one (a commit) is returned uncommitted, any other
+    /// verdict committed first.
+    async fn read_turn(
+        &self,
+        who: &Who,
+        key: &str,
+        op: &Operation,
+        args: &Map<String, Value>,
+    ) -> Result<ReadTurn, String> {
+        let engine = self.inner.engine.clone();
+        let conversation = who.conversation.clone();
+        let request = call::act_request(&self.frame(who), key, &now(), &op.name, args, &[]);
+        let key = key.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            if let Some(stored) = engine.stored_turn(&conversation, &key).map_err(|e| e.to_string())? {
+                let response = serde_json::from_value(stored.response)
+                    .map_err(|e| format!("warrant: the recorded response of turn `{key}`: {e}"))?;
+                return Ok(ReadTurn::Decided(response));
+            }
+            let decided = match engine.decide_turn(&request.to_string()).map_err(|e| e.to_string())? {
+                Deciding::Deferred(deferred)
+                    if deferred.response().acts.iter().all(|a| a.verdict == Verdict::Commit) =>
+                {
+                    return Ok(ReadTurn::Allowed(deferred));
+                }
+                Deciding::Deferred(deferred) => engine.commit_decided(deferred).map_err(|e| e.to_string())?,
+                Deciding::Done(result) => result,
+            };
+            match decided {
+                TurnResult::Decided { response, .. } => Ok(ReadTurn::Decided(response)),
+                TurnResult::Rejected(error) => Err(format!(
+                    "warrant: rejected; {} (field `{}`): {}",
+                    error.code.as_str(),
+                    error.field,
+                    error.message
+                )),
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// An allowed read: forwarded, and answered, and then its turn committed and its outcome
+    /// recorded, off the client's wait. A read performs nothing, so it is not claimed first (the
+    /// claim is what keeps a write from being performed twice).
+    async fn read_now(&self, deferred: DeferredTurn, who: &Who) -> Ending {
+        let Some(effect) = deferred.response().effects.first().cloned() else {
+            return refusal("warrant: committed without an effect".into());
+        };
+        let frame = self.frame(who);
+        let (result, outcome) = match self.up(Some(&frame), false).await {
+            Ok(peer) => {
+                let forward = CallToolRequestParams::new(effect.op.clone()).with_arguments(match &effect.args {
+                    Value::Object(map) => map.clone(),
+                    _ => Map::new(),
+                });
+                let mut sent = peer.call_tool(forward.clone()).await;
+                if matches!(&sent, Err(e) if !matches!(e, rmcp::ServiceError::McpError(_)))
+                    && let Ok(peer) = self.up(Some(&frame), true).await
+                {
+                    sent = peer.call_tool(forward).await;
+                }
+                match sent {
+                    Ok(result) => {
+                        let outcome = if result.is_error == Some(true) { "failed" } else { "done" };
+                        (result, outcome)
+                    }
+                    Err(e) => {
+                        let text = format!("warrant: the downstream did not answer `{}`: {e}", effect.op);
+                        (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
+                    }
+                }
+            }
+            Err(e) => {
+                let text = format!("warrant: `{}` not forwarded: the downstream is down ({e})", effect.op);
+                (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
+            }
+        };
+        let gateway = self.clone();
+        self.after_answer(async move { gateway.record_read(deferred, effect, outcome).await });
+        Ending::Result(result)
+    }
+
+    /// The record of a read already answered: its turn committed, then its outcome. A row the
+    /// read depended on that changed in between has the turn decided again; a verdict that is
+    /// then not a commit is said on standard error, since the client was answered already.
+    async fn record_read(&self, deferred: DeferredTurn, effect: EffectOut, outcome: &'static str) {
+        let engine = self.inner.engine.clone();
+        let committed = tokio::task::spawn_blocking(move || {
+            let mut engine = engine.lock().map_err(|_| "the engine lock is poisoned".to_owned())?;
+            engine.commit_decided(deferred).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        match committed {
+            Ok(TurnResult::Decided { response, .. }) if response.effects.iter().any(|e| e.id == effect.id) => {
+                if let Err(e) = self.report(effect.id.clone(), outcome).await {
+                    eprintln!("warrant mcp: the outcome of read `{}` was not recorded: {e}", effect.id);
+                }
+            }
+            Ok(_) => eprintln!(
+                "warrant mcp: read `{}` was answered, and decided otherwise when its record was written",
+                effect.op
+            ),
+            Err(e) => eprintln!("warrant mcp: the record of read `{}` was not written: {e}", effect.op),
+        }
+    }
+
     /// The response recorded for turn `turn` of the conversation, if it was decided before: a
     /// request sent again is answered from it, nothing asked or decided again.
     async fn recorded(&self, who: &Who, turn: String) -> Result<Option<(TurnResponse, Value)>, String> {
@@ -536,7 +687,19 @@ impl Gateway {
             return refusal(call::gateway_refusal(ReasonCode::UnknownOperation, "name", &detail));
         };
         let elicit = cx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-        let response = match self.recorded(who, key.clone()).await {
+        // A read that asks the user nothing is decided in one step, and an allowed one forwarded
+        // and answered before its record is written.
+        let read = op.effects.is_empty() && call::asked_args(op).is_empty();
+        let recorded = if read {
+            match self.read_turn(who, &key, op, &args).await {
+                Ok(ReadTurn::Allowed(deferred)) => return self.read_now(deferred, who).await,
+                Ok(ReadTurn::Decided(response)) => Ok(Some((response, Value::Null))),
+                Err(e) => Err(e),
+            }
+        } else {
+            self.recorded(who, key.clone()).await
+        };
+        let response = match recorded {
             Ok(Some((response, _))) => response,
             Ok(None) => match self.decide(who, &key, op, &args, elicit, cx).await {
                 Ok(response) => response,

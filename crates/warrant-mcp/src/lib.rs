@@ -187,7 +187,7 @@ pub async fn serve_stdio(options: Options, session: StdioSession) -> Result<(), 
     };
     eprintln!("warrant mcp: session `{conversation}` for actor `{}`", session.actor);
     let (gateway, downstream) = start(&options, config(&options, session.actor, conversation)).await?;
-    let running = gateway.serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
+    let running = gateway.clone().serve(stdio()).await.map_err(|e| McpError::Upstream(e.to_string()))?;
     // SIGINT or SIGTERM ends the session as the client closing it does, so that the gateway
     // returns and its engine's store is closed (a SQLite file left whole).
     let token = running.cancellation_token();
@@ -197,6 +197,7 @@ pub async fn serve_stdio(options: Options, session: StdioSession) -> Result<(), 
     });
     running.waiting().await.map_err(|e| McpError::Upstream(e.to_string()))?;
     signalled.abort();
+    gateway.flushed().await;
     drop(downstream);
     Ok(())
 }
@@ -220,7 +221,7 @@ pub async fn serve_http(options: Options, listen: &str, keys: &str) -> Result<()
         warrant_server::tenants::StoreLocation::parse(keys).map_err(|e| McpError::Upstream(e.to_string()))?;
     let (gateway, downstream) = start(&options, config(&options, String::new(), String::new())).await?;
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let app = http::router(gateway, &location, shutdown.child_token()).map_err(McpError::Upstream)?;
+    let app = http::router(gateway.clone(), &location, shutdown.child_token()).map_err(McpError::Upstream)?;
     let listener =
         tokio::net::TcpListener::bind(listen).await.map_err(|e| McpError::Upstream(format!("`{listen}`: {e}")))?;
     let address = listener.local_addr().map_err(|e| McpError::Upstream(e.to_string()))?;
@@ -238,6 +239,7 @@ pub async fn serve_http(options: Options, listen: &str, keys: &str) -> Result<()
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
         .map_err(|e| McpError::Upstream(e.to_string()))?;
+    gateway.flushed().await;
     drop(downstream);
     Ok(())
 }

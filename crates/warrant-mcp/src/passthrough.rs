@@ -111,7 +111,7 @@ impl Gateway {
         let entry = if source { self.declared().source.clone().map(|kind| (kind, texts(&answer))) } else { None };
         let gateway = self.clone();
         let method = method.to_owned();
-        tokio::spawn(async move {
+        self.after_answer(async move {
             let entry = entry.as_ref().filter(|(_, text)| !text.is_empty());
             let entry = entry.map(|(kind, text)| (kind.as_str(), text.as_str()));
             let args = json!({"request": request, "answer": answer});
