@@ -175,6 +175,7 @@ struct Inner {
     clients: Mutex<Vec<Peer<RoleServer>>>,
     config: GatewayConfig,
     mcp: warrant_core::contract::mcp::McpDeclared,
+    entry_limit: usize,
     subscriptions: crate::passthrough::Subscriptions,
     /// Told apart the keys of records made at the same instant.
     notes: std::sync::atomic::AtomicU64,
@@ -254,6 +255,7 @@ impl Gateway {
         let operations = engine.contract().operations().iter().map(|op| (op.name.clone(), op.clone())).collect();
         let declared = contract_tools(&engine);
         let mcp = engine.contract().mcp().clone();
+        let entry_limit = usize::try_from(engine.contract().limits().characters_per_entry).unwrap_or(usize::MAX);
         let inner = Inner {
             engine: Arc::new(Mutex::new(engine)),
             downstream: RwLock::new(downstream),
@@ -264,6 +266,7 @@ impl Gateway {
             clients: Mutex::default(),
             config,
             mcp,
+            entry_limit,
             subscriptions: crate::passthrough::Subscriptions::default(),
             notes: std::sync::atomic::AtomicU64::new(0),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
@@ -389,6 +392,11 @@ impl Gateway {
             }
             written.await;
         }
+    }
+
+    /// The most characters an entry may hold (`[limits] characters_per_entry`).
+    pub(crate) fn entry_limit(&self) -> usize {
+        self.inner.entry_limit
     }
 
     /// The resources and prompts the contract lets through (`[mcp]`).

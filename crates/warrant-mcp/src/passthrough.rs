@@ -108,7 +108,10 @@ impl Gateway {
     fn record(&self, cx: &RequestContext<RoleServer>, method: &str, request: Value, answer: Value, source: bool) {
         let Ok(who) = self.who(cx) else { return };
         let frame = self.frame(&who);
-        let entry = if source { self.declared().source.clone().map(|kind| (kind, texts(&answer))) } else { None };
+        // An entry over the contract's limit would refuse the record whole: its first part.
+        let limit = self.entry_limit();
+        let text = |answer: &Value| texts(answer).chars().take(limit).collect::<String>();
+        let entry = if source { self.declared().source.clone().map(|kind| (kind, text(&answer))) } else { None };
         let gateway = self.clone();
         let method = method.to_owned();
         self.after_answer(async move {

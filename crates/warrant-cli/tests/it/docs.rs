@@ -4,7 +4,8 @@
 //! page shows; every JSON block parses (the operations page's lists the fields an export writes,
 //! and they are checked against one) and every TOML block loads as a contract (also
 //! `docs/contract.md`'s, with the errors it shows, and `docs/model.md`'s); `docs/telemetry.md`'s
-//! commands export to a real OTLP receiver.
+//! commands export to a real OTLP receiver; `docs/mcp.md`'s stdio gateway starts as written, in
+//! front of the example downstream.
 use std::process::Command;
 
 use crate::root;
@@ -183,9 +184,60 @@ fn the_contract_page_s_examples_load_as_shown() {
     assert!(unread.is_empty(), "no example reads the files {unread:?}");
     assert_eq!(
         (whole, fragments, failing, files.files.len(), schemas, json),
-        (6, 38, 18, 3, 1, 0),
+        (6, 40, 19, 3, 1, 0),
         "every example ran: (whole contracts, fragments, of them failing, files, schemas, json)"
     );
+}
+
+#[test]
+fn the_mcp_page_s_stdio_gateway_starts_as_written_and_refuses_an_actor_the_contract_lacks() {
+    // The page's stdio command, run from the repository's root with the page's store replaced by
+    // a temporary one and `python` by the tests' Python with `mcp`; its client (standard input)
+    // initializes, lists the tools and closes, so the gateway starts, answers and stops.
+    let text = std::fs::read_to_string(root().join("docs/mcp.md")).unwrap();
+    let stdio: Vec<String> = blocks(&text)
+        .into_iter()
+        .filter(|(language, body)| language == "sh" && body.contains("--actor"))
+        .map(|(_, body)| body.replace("\\\n", " "))
+        .collect();
+    let [command] = stdio.as_slice() else { panic!("one stdio command on the page: {stdio:?}") };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("retail.sqlite").display());
+    let python = crate::mcp::python().display().to_string();
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_warrant"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let client = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"docs","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    ]
+    .join("\n");
+    let run = |command: &str| {
+        let command = command.replace("sqlite:retail.sqlite", &store).replace(" python ", &format!(" {python} "));
+        let mut child = Command::new("sh")
+            .args(["-c", &command])
+            .env("PATH", &path)
+            .current_dir(root())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The gateway may stop before reading it all (a wrong actor): a closed pipe is no failure.
+        let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), format!("{client}\n").as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    let out = run(command);
+    let (stdout, said) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "`{command}` failed: {said}");
+    assert!(said.contains("offering 10 tools: get_order_details"), "{said}");
+    let answers: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 2, "{stdout}");
+    assert_eq!(answers[1]["result"]["tools"][0]["name"], "get_order_details", "{stdout}");
+    let out = run(&command.replace("fatima_johnson_7581", "no_such_user_1"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let refused = "`--actor no_such_user_1` is not a row of the actor table `user`";
+    assert!(!out.status.success() && said.contains(refused), "{said}");
 }
 
 /// The folder `docs/operations.md` names, and its PostgreSQL database and schema: each replaced
