@@ -991,3 +991,37 @@ fn a_killed_downstream_is_started_again_on_the_record_and_nothing_is_left_unknow
         reconnections.len()
     );
 }
+
+#[test]
+fn an_http_client_that_names_its_session_resumes_it_in_a_new_mcp_session() {
+    let bench = Bench::new();
+    let (fatima, sofia, gateway) = two_tenants(&bench);
+    let plan = |key: &str, name: &str, calls: Vec<Value>| {
+        json!({"url": gateway.url, "decision": "confirm", "calls": calls,
+               "headers": {"Authorization": format!("Bearer {key}"), "warrant-session": name}})
+    };
+    // The first client is gone before its user answers; the next, in a new MCP session under
+    // the same name, has the held write put to its user and performed once; a third is answered
+    // from the record. Sofia's key with the same name is in a conversation of her own.
+    let mut first = plan(&fatima, "desk", vec![cancel(PENDING, "no longer needed")]);
+    first["cancel_after"] = json!(2.0);
+    let second = plan(&fatima, "desk", vec![cancel(PENDING, "no longer needed")]);
+    let third = plan(&fatima, "desk", vec![cancel(PENDING, "no longer needed")]);
+    let sofias = plan(&sofia, "desk", vec![cancel(PENDING, "no longer needed")]);
+    let bad = plan(&fatima, "a desk", vec![cancel(PENDING, "no longer needed")]);
+    let outs = run_client(bench.dir.path(), &[first, second, third, sofias, bad]);
+    assert_eq!(outs[0]["results"][0]["cancelled"], true, "{}", outs[0]);
+    assert_eq!(texts(&outs[1])[0], (false, "cancel_pending_order: performed".to_owned()), "{}", outs[1]);
+    let (is_error, text) = &texts(&outs[2])[0];
+    assert!(!is_error && text.contains("was performed before"), "{text}");
+    assert_eq!(outs[2]["results"][0]["asked"], json!([]), "{}", outs[2]);
+    let (is_error, text) = &texts(&outs[3])[0];
+    assert!(*is_error && text.contains("unknown_record"), "Sofia's own conversation: {text}");
+    let (is_error, text) = &texts(&outs[4])[0];
+    assert!(*is_error && text.contains("invalid_input (field `warrant-session`)"), "{text}");
+    assert_eq!(bench.performed().len(), 1, "{:?}", bench.performed());
+    let mut engine = Engine::builder().contract_file(&bench.contract).open(&bench.store()).unwrap();
+    let conversations: BTreeSet<String> = engine.turns(0, 100).unwrap().into_iter().map(|t| t.conversation).collect();
+    let expected = [format!("mcp-http-{FATIMA}-desk"), "mcp-http-sofia_rossi_8776-desk".to_owned()];
+    assert_eq!(conversations, BTreeSet::from(expected), "named sessions are the tenants' conversations");
+}
