@@ -55,6 +55,9 @@ reason_codes! {
     UnknownOperation => "unknown_operation",
     /// The operation exists but may not be proposed by this source kind.
     OperationNotOffered => "operation_not_offered",
+    /// An MCP resource or prompt the contract's `[mcp]` section does not declare: the gateway
+    /// neither lists it nor forwards a request for it.
+    UnknownResource => "unknown_resource",
     /// The act passes an argument the operation does not declare.
     UnknownArgument => "unknown_argument",
     /// A required argument is missing; a question to the user can supply it.

@@ -61,7 +61,8 @@ fn client_of(cx: &RequestContext<RoleServer>) -> String {
 fn undeclared(what: &str, name: &str) -> McpError {
     McpError::invalid_params(
         format!(
-            "warrant: refused; unknown_resource: {what} `{name}` is not declared by the contract's `[mcp]` section"
+            "warrant: refused; {}: {what} `{name}` is not declared by the contract's `[mcp]` section",
+            warrant_core::ReasonCode::UnknownResource.as_str()
         ),
         None,
     )
