@@ -30,8 +30,8 @@ pub struct TurnFrame {
 /// reused for another call (a new client on a resumed session counts its ids from the first
 /// again) is a new call with a key of its own.
 pub fn turn_key(conversation: &str, request_id: &str, tool: &str, args: &Map<String, Value>) -> String {
-    // serde_json's map is ordered by key, so the same arguments are the same text.
-    let args = Value::Object(args.clone()).to_string();
+    // Canonical text (keys sorted): the same arguments sent in another order are the same call.
+    let args = warrant_core::id::canonical(&Value::Object(args.clone()));
     derive_id("mcp", &[conversation, request_id, tool, &args])
 }
 
