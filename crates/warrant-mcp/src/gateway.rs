@@ -275,7 +275,7 @@ impl Gateway {
         Gateway { inner: Arc::new(inner) }
     }
 
-    /// Makes a closed downstream connection again with `connect` ([`Gateway::up`]).
+    /// Makes a closed downstream connection again with `connect` (`Gateway::up`).
     pub async fn reconnect_with(&self, connect: Connect) {
         self.inner.reconnect.lock().await.connect = Some(connect);
     }
@@ -380,7 +380,7 @@ impl Gateway {
         });
     }
 
-    /// Waits until every record written after its answer ([`Gateway::after_answer`]) is
+    /// Waits until every record written after its answer (`Gateway::after_answer`) is
     /// written: a gateway that stops (its client gone, a signal) loses none of them.
     pub async fn flushed(&self) {
         loop {
