@@ -34,7 +34,7 @@ impl McpDeclared {
 }
 
 /// Whether `text` is what `pattern` describes, `*` standing for any run of characters.
-pub fn matches(pattern: &str, text: &str) -> bool {
+fn matches(pattern: &str, text: &str) -> bool {
     let mut parts = pattern.split('*');
     let Some(first) = parts.next() else { return text.is_empty() };
     let Some(mut rest) = text.strip_prefix(first) else { return false };
