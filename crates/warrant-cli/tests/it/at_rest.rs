@@ -179,19 +179,9 @@ fn after_a_panic_unwinds_past_a_committed_turn_the_file_alone_holds_it() {
     assert_eq!(whole(&path), ("ok".to_owned(), 2));
 }
 
-/// `warrant turn` with `failpoint` set, the request on its standard input.
+/// `warrant turn` with `failpoint` set, the request on its standard input (the turns tests' own).
 fn spawn_turn(store: &str, body: &Value, failpoint: &str) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["turn", "--contract", CONTRACT, "--store", store])
-        .env("WARRANT_FAILPOINT", failpoint)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(body.to_string().as_bytes()).unwrap();
-    child
+    crate::turns::spawn_turn(store, &body.to_string(), failpoint)
 }
 
 #[test]

@@ -42,7 +42,8 @@ fn turn(store: &str, body: &str) -> (Option<i32>, Value) {
     )
 }
 
-fn spawn_turn(store: &str, body: &str, failpoint: &str) -> Child {
+/// `warrant turn` on the retail contract with `failpoint` set, `body` on its standard input.
+pub(crate) fn spawn_turn(store: &str, body: &str, failpoint: &str) -> Child {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .args(["turn", "--contract", CONTRACT, "--store", store])
