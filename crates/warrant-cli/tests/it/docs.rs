@@ -5,7 +5,9 @@
 //! and they are checked against one) and every TOML block loads as a contract (also
 //! `docs/contract.md`'s, with the errors it shows, and `docs/model.md`'s); `docs/telemetry.md`'s
 //! commands export to a real OTLP receiver; `docs/mcp.md`'s stdio gateway starts as written, in
-//! front of the example downstream.
+//! front of the example downstream; `docs/design.md`'s contract parts load after its preamble and
+//! its `warrant score` reading prints as shown; `docs/policy.md`'s rule loads and its error is the
+//! one `warrant check` gives.
 use std::process::Command;
 
 use crate::root;
@@ -106,9 +108,18 @@ impl warrant_core::contract::ContractFiles for PageFiles {
 /// The name `docs/contract.md` gives the Cedar schema of the contract loaded just before it.
 const SCHEMA_BLOCK: &str = "cedar-schema";
 
-#[test]
-fn the_contract_page_s_examples_load_as_shown() {
-    let text = std::fs::read_to_string(root().join("docs/contract.md")).unwrap();
+/// What a page's examples came to: (whole contracts, fragments, of them failing, companion
+/// files, schemas, JSON blocks), and the blocks of other languages, for the page's own test.
+type PageCounts = (usize, usize, usize, usize, usize, usize);
+
+/// Loads every TOML block of the page `page` as a contract, as the page says it loads: a block
+/// without `[sources]` is a fragment that follows the page's ```` ```toml preamble ```` block, and
+/// a block whose first line is `# expect-error: LINE:COLUMN: message` must fail with exactly that
+/// (its line counted in the block). Blocks that name a file (```` ```cedar policies.cedar ````)
+/// are the contracts' companion files, each read by some contract; a ```` ```json cedar-schema ````
+/// block is the schema generated from the contract before it; other JSON blocks parse.
+fn page_examples(page: &str) -> (PageCounts, Vec<(String, String)>) {
+    let text = std::fs::read_to_string(root().join(page)).unwrap();
     let blocks: Vec<(String, Option<String>, String)> = blocks(&text)
         .into_iter()
         .map(|(info, body)| match info.split_once(' ') {
@@ -118,7 +129,7 @@ fn the_contract_page_s_examples_load_as_shown() {
         .collect();
     let preamble: Vec<&String> =
         blocks.iter().filter(|(l, n, _)| l == "toml" && n.as_deref() == Some("preamble")).map(|(_, _, b)| b).collect();
-    let [preamble] = preamble.as_slice() else { panic!("the page has one ```toml preamble block") };
+    let [preamble] = preamble.as_slice() else { panic!("{page} has one ```toml preamble block") };
     let files = PageFiles {
         files: blocks
             .iter()
@@ -131,14 +142,12 @@ fn the_contract_page_s_examples_load_as_shown() {
     };
     let (mut whole, mut fragments, mut failing, mut schemas, mut json) = (0, 0, 0, 0, 0);
     let mut last: Option<warrant_core::Contract> = None;
+    let mut others = Vec::new();
     // Every example that is not as the page says, so that one run names them all.
     let mut wrong: Vec<String> = Vec::new();
     for (language, name, body) in &blocks {
         match (language.as_str(), name.as_deref()) {
             ("toml", None | Some("preamble")) => {
-                // A block without `[sources]` is a fragment: it follows the preamble. A block
-                // whose first line is `# expect-error: LINE:COLUMN: message` must fail with
-                // exactly that, its line counted in the block.
                 let fragment = !body.lines().any(|l| l.trim() == "[sources]");
                 let (source, offset) = if fragment {
                     (format!("{preamble}{body}"), u32::try_from(preamble.lines().count()).unwrap())
@@ -146,7 +155,7 @@ fn the_contract_page_s_examples_load_as_shown() {
                     (body.clone(), 0)
                 };
                 let expected = body.lines().next().and_then(|l| l.strip_prefix("# expect-error: "));
-                match (warrant_core::Contract::load("docs/contract.md", &source, &files), expected) {
+                match (warrant_core::Contract::load(page, &source, &files), expected) {
                     (Ok(contract), None) => last = Some(contract),
                     (Ok(_), Some(error)) => wrong.push(format!("loads, but the page says `{error}`:\n{body}")),
                     (Err(e), expected) => {
@@ -176,17 +185,119 @@ fn the_contract_page_s_examples_load_as_shown() {
                 json += 1;
             }
             ("cedar" | "json", Some(_)) => {}
-            (other, _) => panic!("a block in {other:?}: the page holds only toml, cedar and json blocks"),
+            (other, _) => others.push((other.to_owned(), body.clone())),
         }
     }
-    assert!(wrong.is_empty(), "examples of docs/contract.md are not as shown:\n\n{}", wrong.join("\n\n"));
+    assert!(wrong.is_empty(), "examples of {page} are not as shown:\n\n{}", wrong.join("\n\n"));
     let unread: Vec<&String> = files.files.keys().filter(|f| !files.read.borrow().contains(*f)).collect();
-    assert!(unread.is_empty(), "no example reads the files {unread:?}");
+    assert!(unread.is_empty(), "no example of {page} reads the files {unread:?}");
+    ((whole, fragments, failing, files.files.len(), schemas, json), others)
+}
+
+#[test]
+fn the_contract_page_s_examples_load_as_shown() {
+    let (counts, others) = page_examples("docs/contract.md");
+    assert!(others.is_empty(), "docs/contract.md holds only toml, cedar and json blocks: {others:?}");
     assert_eq!(
-        (whole, fragments, failing, files.files.len(), schemas, json),
+        counts,
         (6, 40, 19, 3, 1, 0),
         "every example ran: (whole contracts, fragments, of them failing, files, schemas, json)"
     );
+}
+
+#[test]
+fn the_design_page_s_examples_load_and_its_score_command_prints_what_it_shows() {
+    let (counts, others) = page_examples("docs/design.md");
+    assert_eq!(counts, (2, 5, 0, 1, 0, 1), "every example ran: (whole, fragments, failing, files, schemas, json)");
+    // The one other block is the `warrant score` synopsis: each flag it names is one the command
+    // takes.
+    let [(language, synopsis)] = others.as_slice() else { panic!("one block besides: {others:?}") };
+    assert_eq!(language, "sh");
+    let help = Command::new(env!("CARGO_BIN_EXE_warrant")).args(["score", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let flags: Vec<&str> = synopsis.split_whitespace().filter(|w| w.starts_with("--")).collect();
+    assert_eq!(flags, ["--contract", "--kind", "--contract", "--jsonl"]);
+    for flag in flags {
+        assert!(help.contains(flag), "`warrant score --help` names no {flag}:\n{help}");
+    }
+    // The reading the page shows is the one the command prints.
+    let text = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let shown = blocks(&text).into_iter().find(|(l, _)| l == "json").unwrap().1;
+    let out = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["score", "--contract", "examples/score-ko/contract.toml", "--kind", "model_reply"])
+        .arg("같이 결정해보자. 근데 아직은 아니야.")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, serde_json::from_str::<serde_json::Value>(&shown).unwrap());
+}
+
+/// A contract whose table has the `instant` field `docs/policy.md`'s rule reads, and the operation
+/// it names: the page's policy is loaded as its policy file.
+const POLICY_PAGE_CONTRACT: &str = r#"
+[sources]
+kinds = ["user", "agent", "tool_call"]
+acts = "tool_call"
+
+[actor]
+table = "customer"
+
+[[records.table]]
+name = "customer"
+file = "data/customers.json"
+entity = "Customer"
+fields.name = { kind = "text" }
+
+[[records.table]]
+name = "order"
+file = "data/orders.json"
+entity = "Order"
+owner = "customer"
+fields.customer = { kind = "ref", table = "customer" }
+fields.created_at = { kind = "instant" }
+
+[policies]
+files = ["policies.cedar"]
+
+[[operation]]
+name = "cancel"
+resource = "order_id"
+args.order_id = { kind = "record", table = "order" }
+"#;
+
+#[test]
+fn the_policy_page_s_rule_loads_and_its_error_is_the_one_a_misnamed_action_gives() {
+    let text = std::fs::read_to_string(root().join("docs/policy.md")).unwrap();
+    let blocks = blocks(&text);
+    let [(cedar, rule), (plain, error)] = blocks.as_slice() else { panic!("two blocks: {blocks:?}") };
+    assert_eq!((cedar.as_str(), plain.as_str()), ("cedar", ""));
+    // The 24-hour rule, against a typed table's `instant` field, as the policy file of a contract.
+    let files = PageFiles {
+        files: [("policies.cedar".to_owned(), format!("permit (principal, action, resource);\n{rule}"))].into(),
+        read: Default::default(),
+    };
+    let contract = warrant_core::Contract::load("docs/policy.md", POLICY_PAGE_CONTRACT, &files);
+    assert!(contract.is_ok(), "docs/policy.md's rule does not load: {}", contract.err().unwrap());
+    // The error shown is what `warrant check` says of the retail example with its first action
+    // of `order_of_another_user` misspelled as the page says.
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["contract.toml", "policies.cedar"] {
+        std::fs::copy(root().join("examples/retail").join(file), dir.path().join(file)).unwrap();
+    }
+    let policies = std::fs::read_to_string(dir.path().join("policies.cedar")).unwrap();
+    let mut lines: Vec<&str> = policies.lines().collect();
+    assert_eq!(lines[10], "    Action::\"get_order_details\",", "line 11 of the retail policies");
+    lines[10] = "    Action::\"get_order_detail\",";
+    std::fs::write(dir.path().join("policies.cedar"), lines.join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["check", "--contract"])
+        .arg(dir.path().join("contract.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8(out.stderr).unwrap().replace(&dir.path().display().to_string(), "examples/retail");
+    assert_eq!(said.trim_end(), format!("warrant: {}", error.trim_end()));
 }
 
 #[test]
