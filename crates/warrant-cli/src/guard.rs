@@ -9,11 +9,11 @@ use serde_json::json;
 
 use warrant_core::guard::AnnouncementGuard;
 use warrant_core::guard_corpus::{self, GuardTally};
-use warrant_core::ladder::{Bars, CorpusRun, Label};
-use warrant_engine::{Engine, GuardError, GuardStatus};
-use warrant_store::{AuditResult, AuditedFinding, Store};
+use warrant_core::ladder::{Bars, Label};
+use warrant_engine::GuardError;
+use warrant_store::AuditResult;
 
-use crate::turn::{StoreArgs, with_engine};
+use crate::engine::{StoreArgs, with_engine};
 use crate::{Exit, load_contract};
 
 #[derive(Debug, Subcommand)]
@@ -85,57 +85,6 @@ pub(crate) enum GuardCommand {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-}
-
-/// The ladder's operations, without the store's type.
-pub(crate) trait GuardOps {
-    fn findings(&mut self) -> Result<Vec<AuditedFinding>, GuardError>;
-    fn audit(&mut self, finding: &str, label: Label, who: &str, at: &str) -> Result<AuditResult, GuardError>;
-    fn status(&mut self) -> Result<GuardStatus, GuardError>;
-    fn sample(&mut self, count: usize, at: &str) -> Result<usize, GuardError>;
-    fn promote(
-        &mut self,
-        corpus: CorpusRun,
-        bars: Bars,
-        who: &str,
-        at: &str,
-    ) -> Result<Result<serde_json::Value, (String, String)>, GuardError>;
-    fn demote(&mut self, who: &str, at: &str, reason: &str) -> Result<usize, GuardError>;
-}
-
-impl<S: Store> GuardOps for Engine<S> {
-    fn findings(&mut self) -> Result<Vec<AuditedFinding>, GuardError> {
-        self.guard_findings()
-    }
-
-    fn audit(&mut self, finding: &str, label: Label, who: &str, at: &str) -> Result<AuditResult, GuardError> {
-        self.guard_audit(finding, label, who, at)
-    }
-
-    fn status(&mut self) -> Result<GuardStatus, GuardError> {
-        self.guard_status()
-    }
-
-    fn sample(&mut self, count: usize, at: &str) -> Result<usize, GuardError> {
-        self.guard_sample(count, at)
-    }
-
-    fn promote(
-        &mut self,
-        corpus: CorpusRun,
-        bars: Bars,
-        who: &str,
-        at: &str,
-    ) -> Result<Result<serde_json::Value, (String, String)>, GuardError> {
-        Ok(match self.guard_promote(corpus, bars, who, at)? {
-            Ok(record) => Ok(serde_json::to_value(record).unwrap_or_default()),
-            Err(refusal) => Err((refusal.code().as_str().to_owned(), refusal.to_string())),
-        })
-    }
-
-    fn demote(&mut self, who: &str, at: &str, reason: &str) -> Result<usize, GuardError> {
-        self.guard_demote(who, at, reason)
-    }
 }
 
 fn now() -> String {

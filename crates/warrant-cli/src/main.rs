@@ -23,6 +23,7 @@ macro_rules! println {
 mod check;
 mod corpus;
 mod demo;
+mod engine;
 mod guard;
 mod mcp;
 mod outbound;
@@ -74,7 +75,7 @@ enum Command {
     #[command(name = "effect-outcome")]
     EffectOutcome(turn::OutcomeArgs),
     /// Re-decides every stored turn from its recorded inputs; reports each changed verdict.
-    Replay(turn::StoreArgs),
+    Replay(engine::StoreArgs),
     /// The guards and the ladder: findings, audits, status, samples, promotion, demotion, corpus.
     Guard {
         #[command(subcommand)]

@@ -11,7 +11,7 @@ use warrant_engine::{Engine, OutboundResult, OutboundRun, Submitted};
 use warrant_store::AnyStore;
 
 use crate::Exit;
-use crate::turn::{StoreArgs, open_engine, read_input};
+use crate::engine::{StoreArgs, open_engine, read_input};
 
 #[derive(Debug, Args)]
 pub(crate) struct OutboundArgs {

@@ -12,7 +12,7 @@ use warrant_engine::EngineError;
 use warrant_store::{Precondition, RecordConflict};
 
 use crate::Exit;
-use crate::turn::{StoreArgs, open_engine, read_input};
+use crate::engine::{StoreArgs, open_engine, read_input};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RecordsCommand {

@@ -13,8 +13,8 @@ use warrant_engine::{Engine, EngineSetup, StoreUrl};
 use warrant_store::{Lease, OutboxState, RetryPolicy};
 
 use crate::Exit;
+use crate::engine::EngineOps;
 use crate::prompt::{At, open};
-use crate::turn::EngineOps;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SchedulerCommand {

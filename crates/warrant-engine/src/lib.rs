@@ -15,6 +15,7 @@
 
 mod builder;
 mod check;
+mod cleared;
 mod commit;
 pub mod data;
 pub mod dispatch;
@@ -41,10 +42,11 @@ pub use builder::{
     ModelSource, StoreUrl,
 };
 pub use check::StoreCheck;
+pub use cleared::{OutboundRecord, OutboundRun};
 pub use files::{FolderFiles, load_contract};
 pub use guards::{GuardError, GuardStatus, PromptStatus};
 pub use model::{ModelSetup, active_prompt, prompt_subject};
-pub use outbound::{OutboundRecord, OutboundResult, OutboundRun, OutboxSender, Submitted, replay_outbound, run_due};
+pub use outbound::{OutboundResult, OutboxSender, Submitted, replay_outbound, run_due};
 pub use outcome::{
     EffectOutcome, EffectView, MAX_RESULT, OutcomeFinding, OutcomeReply, OutcomeRow, RowRevision, outcome_rows,
 };

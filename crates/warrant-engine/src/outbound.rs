@@ -7,60 +7,28 @@
 
 use std::cell::RefCell;
 
-use serde::{Deserialize, Serialize};
-
 use serde_json::Value;
 use warrant_core::Contract;
 use warrant_core::check::{CheckFailure, ModelTask};
 use warrant_core::outbound::{
-    self, ClaimVerdict, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, LedgerRead, OutboundRequest, Outgoing,
-    Question, RecordedLedger, Sender, ValidOutbound,
+    self, ClearedMessage, GateAnswer, GateAnswers, LedgerFacts, OutboundRequest, Outgoing, Question, RecordedLedger,
+    Sender, ValidOutbound,
 };
 use warrant_core::records::Record;
 use warrant_core::request::RequestError;
 use warrant_core::turn::{EventRecord, FactError, derive_id};
 use warrant_model::tasks::{ClaimsCoverage, ClaimsCoverageInput, Rewrite, RewriteInput};
 use warrant_model::{ModelCall, Outcome, Runner, TurnBudget};
-use warrant_store::{Enqueued, Lease, NewJob, OutboxMessage, Store};
+use warrant_store::{Enqueued, Lease, NewJob, Store};
 
-use crate::outbox::{JobsRun, run_due_jobs};
-
+use crate::cleared::{OutboundRecord, OutboundRun};
 use crate::model::ModelSetup;
+use crate::outbox::{JobsRun, outbox_message, run_due_jobs};
 use crate::{Engine, EngineError};
 
 /// How many rounds of questions one message may take: the draft's coverage, the rewrite, the
 /// rewrite's coverage.
 pub(crate) const ROUNDS: usize = 3;
-
-/// Everything about one outbound message, enough to decide it again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OutboundRecord {
-    /// The hash of the contract that decided.
-    pub contract: String,
-    /// The request, draft included.
-    pub request: OutboundRequest,
-    /// Every claim's backing verdict.
-    pub verdicts: Vec<ClaimVerdict>,
-    /// The model questions the gate asked.
-    pub questions: Vec<Question>,
-    /// Their answers.
-    pub answers: GateAnswers,
-    /// Every model call made for them, with its prompt version, request and answer.
-    pub model_calls: Vec<ModelCall>,
-    /// The facts the gate read.
-    pub facts: LedgerRead,
-    /// The message, as sent.
-    pub message: serde_json::Value,
-}
-
-/// A cleared message and its replay record.
-#[derive(Debug, Clone)]
-pub struct OutboundRun {
-    /// What may be sent.
-    pub message: ClearedMessage,
-    /// Why.
-    pub record: OutboundRecord,
-}
 
 /// The result of an outbound request.
 #[derive(Debug, Clone)]
@@ -250,26 +218,6 @@ impl<S: Store + ?Sized> Sender for OutboxSender<'_, S> {
         self.stored = Some(self.store.enqueue(&row, self.now)?);
         Ok(())
     }
-}
-
-/// The outbox row of a cleared message: its body is the message as the gate cleared it, its
-/// id follows from its idempotency key.
-pub(crate) fn outbox_message(
-    message: &ClearedMessage,
-    record: Value,
-    key: String,
-) -> Result<OutboxMessage, EngineError> {
-    let body = serde_json::to_value(message)
-        .map_err(|e| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() })?;
-    Ok(OutboxMessage {
-        id: derive_id("out", &[&key]),
-        conversation: message.conversation().to_owned(),
-        path: message.path().as_str().to_owned(),
-        channel: message.channel().to_owned(),
-        body,
-        record,
-        idempotency_key: key,
-    })
 }
 
 /// Clears a validated request against `store` with `model`'s tasks (none: every question

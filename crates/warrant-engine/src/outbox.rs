@@ -21,10 +21,13 @@
 //! for warrant-store and its tests: code above the store reaches the outbox through the engine
 //! (a test scans the service and the CLI for any other call).
 
-use warrant_store::{DueJob, Enqueued, Lease, Store};
+use serde_json::Value;
+use warrant_core::outbound::ClearedMessage;
+use warrant_core::turn::derive_id;
+use warrant_store::{DueJob, Enqueued, Lease, OutboxMessage, Store};
 
-use crate::outbound::outbox_message;
-use crate::{EngineError, OutboundRun};
+use crate::EngineError;
+use crate::cleared::OutboundRun;
 
 /// The idempotency key of the message a due job becomes.
 pub fn job_key(job: &str) -> String {
@@ -82,4 +85,24 @@ pub fn run_due_jobs<E>(
         store.complete_job(&job.job.id, &lease.holder, &stored)?;
     }
     Ok(run)
+}
+
+/// The outbox row of a cleared message: its body is the message as the gate cleared it, its
+/// id follows from its idempotency key.
+pub(crate) fn outbox_message(
+    message: &ClearedMessage,
+    record: Value,
+    key: String,
+) -> Result<OutboxMessage, EngineError> {
+    let body = serde_json::to_value(message)
+        .map_err(|e| EngineError::Corrupt { what: "cleared message".into(), message: e.to_string() })?;
+    Ok(OutboxMessage {
+        id: derive_id("out", &[&key]),
+        conversation: message.conversation().to_owned(),
+        path: message.path().as_str().to_owned(),
+        channel: message.channel().to_owned(),
+        body,
+        record,
+        idempotency_key: key,
+    })
 }

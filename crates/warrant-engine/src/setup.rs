@@ -33,7 +33,7 @@ impl<S: Store> Engine<S> {
     /// every act that needs one is asked instead.
     pub(crate) fn with_model(mut self, mut model: ModelSetup) -> Result<Engine<S>, EngineError> {
         model::load_active_prompts(&mut self.store, &mut model)?;
-        for (task, limits) in warrant_model::budget::task_limits_from_contract(self.contract.model()) {
+        for (task, limits) in warrant_model::tasks::task_limits_from_contract(self.contract.model()) {
             model.task_limits.entry(task).or_insert(limits);
         }
         self.model = Some(model);

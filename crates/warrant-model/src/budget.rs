@@ -119,24 +119,6 @@ impl BudgetLimits {
     }
 }
 
-/// The task limits a contract's `[model.tasks.NAME]` sections give, each over the task's own
-/// limits where it leaves a field out.
-pub fn task_limits_from_contract(config: &ModelConfig) -> BTreeMap<String, TaskLimits> {
-    config
-        .tasks
-        .iter()
-        .filter_map(|(name, task)| {
-            let own = crate::tasks::own_limits(name)?;
-            let limits = TaskLimits {
-                calls: task.calls.unwrap_or(own.calls),
-                max_tokens: task.max_tokens.unwrap_or(own.max_tokens),
-                timeout: task.timeout_ms.map_or(own.timeout, Duration::from_millis),
-            };
-            Some((name.clone(), limits))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

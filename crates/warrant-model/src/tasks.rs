@@ -2,11 +2,13 @@
 //! only take away (pass, block, repair, ask). Where the answer points into the user's words,
 //! code resolves the pointer and slices the words; the model's copy never becomes a value.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use warrant_vocab::check::CheckVerdict;
+use warrant_vocab::model::ModelConfig;
 use warrant_vocab::pointer::{self, NumberedText, TextPointer, WordRule};
 use warrant_vocab::task::ModelTask;
 
@@ -476,6 +478,24 @@ impl Task for Rewrite {
         }
         Ok((CheckVerdict::Pass, Some(RewrittenDraft { text: draft.text })))
     }
+}
+
+/// The task limits a contract's `[model.tasks.NAME]` sections give, each over the task's own
+/// limits where it leaves a field out.
+pub fn task_limits_from_contract(config: &ModelConfig) -> BTreeMap<String, TaskLimits> {
+    config
+        .tasks
+        .iter()
+        .filter_map(|(name, task)| {
+            let own = own_limits(name)?;
+            let limits = TaskLimits {
+                calls: task.calls.unwrap_or(own.calls),
+                max_tokens: task.max_tokens.unwrap_or(own.max_tokens),
+                timeout: task.timeout_ms.map_or(own.timeout, Duration::from_millis),
+            };
+            Some((name.clone(), limits))
+        })
+        .collect()
 }
 
 /// The name of every task.

@@ -17,7 +17,7 @@ use warrant_engine::{EngineError, GuardError};
 use warrant_store::AuditResult;
 
 use crate::AppState;
-use crate::api::{ApiError, Tenant, json_body, page_limit, query_pairs, query_value};
+use crate::request::{ApiError, Tenant, json_body, page_limit, query_pairs, query_value};
 
 /// The guards a contract can declare, by the name their routes use and their ladder subject.
 const GUARDS: &[(&str, &str)] = &[("announcement", ANNOUNCEMENT)];
@@ -79,7 +79,7 @@ pub(crate) async fn list_findings(
 /// An audit's body, checked field by field so that an error names the field at fault.
 fn audit_body(text: &str) -> Result<(Label, String), ApiError> {
     // Read strictly (one object, no repeated key, no U+0000), as every body is.
-    let value: Value = crate::api::strict_body(text)?;
+    let value: Value = crate::request::strict_body(text)?;
     let Value::Object(fields) = value else {
         return Err(ApiError::bad(
             ReasonCode::InvalidInput,

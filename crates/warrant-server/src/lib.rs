@@ -13,6 +13,7 @@ mod ladder;
 mod metrics;
 mod pool;
 mod records;
+mod request;
 pub mod tenants;
 
 use std::net::SocketAddr;

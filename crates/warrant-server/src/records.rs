@@ -15,7 +15,7 @@ use warrant_core::reason::ReasonCode;
 use warrant_store::Precondition;
 
 use crate::AppState;
-use crate::api::{ApiError, Tenant, json_body, strict_body};
+use crate::request::{ApiError, Tenant, json_body, strict_body};
 
 /// The media types an import's body may be sent as: JSON lines.
 const JSON_LINES: &[&str] = &["application/x-ndjson", "application/jsonl"];

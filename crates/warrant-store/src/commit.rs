@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ladder::FindingRow;
+use crate::error::StoreError;
+use crate::ladder::{FindingRow, check_finding};
 use crate::rows::{EffectRow, EventRow, InteractionRow, StoredTurn, TurnRow};
+use crate::storable;
 
 /// The outcomes an executor may report for an effect.
 pub const EFFECT_OUTCOMES: [&str; 3] = ["done", "failed", "unknown"];
@@ -185,4 +187,121 @@ pub enum OutcomeResult {
         /// The revision stored, `None` when the record does not exist.
         actual: Option<i64>,
     },
+}
+
+pub(crate) fn check_commit(commit: &Commit) -> Result<(), StoreError> {
+    let turn = &commit.turn;
+    storable::text(|| "`turn.conversation`".to_owned(), &turn.conversation)?;
+    storable::text(|| "`turn.turn`".to_owned(), &turn.turn)?;
+    storable::json_text(|| "`turn.request`".to_owned(), &turn.request)?;
+    storable::json_text(|| "`turn.response`".to_owned(), &turn.response)?;
+    storable::json_text(|| "`turn.replay`".to_owned(), &turn.replay)?;
+    for (i, write) in commit.writes.iter().enumerate() {
+        check_write(|| format!("writes[{i}]"), write)?;
+    }
+    for (i, read) in commit.reads.iter().enumerate() {
+        storable::text(|| format!("`reads[{i}].table`"), &read.table)?;
+        storable::text(|| format!("`reads[{i}].key`"), &read.key)?;
+    }
+    for (i, effect) in commit.effects.iter().enumerate() {
+        let at = |f: &str| format!("`effects[{i}].{f}`");
+        storable::text(|| at("id"), &effect.id)?;
+        storable::text(|| at("idempotency_key"), &effect.idempotency_key)?;
+        storable::text(|| at("conversation"), &effect.conversation)?;
+        storable::text(|| at("turn"), &effect.turn)?;
+        storable::text(|| at("op"), &effect.op)?;
+        storable::json(|| at("payload"), &effect.payload)?;
+    }
+    for (i, event) in commit.events.iter().enumerate() {
+        check_event(|| format!("events[{i}]"), event)?;
+    }
+    for (i, hold) in commit.holds.iter().enumerate() {
+        let at = |f: &str| format!("`holds[{i}].{f}`");
+        storable::text(|| at("effect"), &hold.effect)?;
+        storable::text(|| at("table"), &hold.table)?;
+        storable::text(|| at("key"), &hold.key)?;
+    }
+    for (i, opened) in commit.opened.iter().enumerate() {
+        let at = |f: &str| format!("`opened[{i}].{f}`");
+        storable::text(|| at("id"), &opened.id)?;
+        storable::text(|| at("conversation"), &opened.conversation)?;
+        storable::text(|| at("turn"), &opened.turn)?;
+        storable::json(|| at("payload"), &opened.payload)?;
+        for (j, option) in opened.options.iter().enumerate() {
+            storable::text(|| at(&format!("options[{j}]")), option)?;
+        }
+    }
+    for (i, answer) in commit.answered.iter().enumerate() {
+        storable::text(|| format!("`answered[{i}].interaction`"), &answer.interaction)?;
+        storable::text(|| format!("`answered[{i}].option`"), &answer.option)?;
+    }
+    for (i, finding) in commit.findings.iter().enumerate() {
+        check_finding(|| format!("findings[{i}]"), finding)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_report(report: &OutcomeReport) -> Result<(), StoreError> {
+    if !EFFECT_OUTCOMES.contains(&report.outcome.as_str()) {
+        return Err(StoreError::UnknownOutcome { outcome: report.outcome.clone() });
+    }
+    storable::text(|| "`effect`".to_owned(), &report.effect)?;
+    check_event(|| "event".to_owned(), &report.event)?;
+    for (i, write) in report.writes.iter().enumerate() {
+        check_write(|| format!("writes[{i}]"), write)?;
+    }
+    let mut rows = std::collections::BTreeMap::new();
+    for row in &report.rows {
+        rows.entry(row.table.as_str()).or_insert_with(Vec::new).push((row.key.as_str(), &row.value));
+    }
+    for (table, rows) in rows {
+        crate::records::check_rows(table, &rows, false)?;
+    }
+    if let Some(kept) = &report.report {
+        storable::json(|| "`report`".to_owned(), kept)?;
+    }
+    Ok(())
+}
+
+fn check_write(at: impl Fn() -> String, write: &RecordWrite) -> Result<(), StoreError> {
+    storable::text(|| format!("`{}.table`", at()), &write.table)?;
+    storable::text(|| format!("`{}.key`", at()), &write.key)?;
+    storable::json(|| format!("`{}.value`", at()), &write.value)
+}
+
+fn check_event(at: impl Fn() -> String, event: &EventRow) -> Result<(), StoreError> {
+    storable::text(|| format!("`{}.id`", at()), &event.id)?;
+    storable::text(|| format!("`{}.conversation`", at()), &event.conversation)?;
+    storable::text(|| format!("`{}.kind`", at()), &event.kind)?;
+    storable::json(|| format!("`{}.payload`", at()), &event.payload)?;
+    if let Some(effect) = &event.effect {
+        storable::text(|| format!("`{}.effect`", at()), effect)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn an_unknown_outcome_is_refused_before_anything_else() {
+        let report = OutcomeReport {
+            effect: "e".into(),
+            outcome: "maybe".into(),
+            event: EventRow {
+                seq: 0,
+                id: "v".into(),
+                conversation: "c".into(),
+                kind: "k".into(),
+                payload: Value::Null,
+                effect: None,
+            },
+            writes: vec![],
+            rows: vec![],
+            report: None,
+        };
+        assert!(matches!(check_report(&report), Err(StoreError::UnknownOutcome { .. })));
+    }
 }

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::txn::Settled;
+use crate::settled::Settled;
+use crate::storable;
 
 /// Whether a finding is a guard's flag or a sample of replies it did not flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,4 +221,47 @@ pub(crate) fn promote(tx: &mut impl LadderTxn, promotion: &PromotionRow) -> Resu
 /// Ends the active promotion of `subject`, if it has one; how many it ended (0 or 1).
 pub(crate) fn demote(tx: &mut impl LadderTxn, subject: &str, demotion: &Demotion) -> Result<usize, StoreError> {
     tx.demote_active(subject, demotion)
+}
+
+pub(crate) fn check_finding(at: impl Fn() -> String, finding: &FindingRow) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("id", &finding.id),
+        ("guard", &finding.guard),
+        ("version", &finding.version),
+        ("conversation", &finding.conversation),
+        ("turn", &finding.turn),
+        ("at", &finding.at),
+    ] {
+        storable::text(|| format!("`{}.{name}`", at()), value)?;
+    }
+    storable::json(|| format!("`{}.payload`", at()), &finding.payload)
+}
+
+pub(crate) fn check_audit(audit: &AuditRow) -> Result<(), StoreError> {
+    for (name, value) in [("finding", &audit.finding), ("label", &audit.label), ("who", &audit.who), ("at", &audit.at)]
+    {
+        storable::text(|| format!("`{name}`"), value)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_promotion(promotion: &PromotionRow) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("subject", &promotion.subject),
+        ("version", &promotion.version),
+        ("promoted_by", &promotion.promoted_by),
+        ("promoted_at", &promotion.promoted_at),
+    ] {
+        storable::text(|| format!("`{name}`"), value)?;
+    }
+    storable::json(|| "`record`".to_owned(), &promotion.record)
+}
+
+pub(crate) fn check_demotion(subject: &str, demotion: &Demotion) -> Result<(), StoreError> {
+    for (name, value) in
+        [("subject", subject), ("who", &demotion.who), ("at", &demotion.at), ("reason", &demotion.reason)]
+    {
+        storable::text(|| format!("`{name}`"), value)?;
+    }
+    Ok(())
 }

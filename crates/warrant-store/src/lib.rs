@@ -31,6 +31,7 @@ mod records;
 mod registry;
 mod row_cache;
 mod rows;
+mod settled;
 mod sqlite;
 mod storable;
 mod txn;

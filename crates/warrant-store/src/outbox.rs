@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::StoreError;
+use crate::settled::Settled;
 use crate::storable::{check_text, storable};
-use crate::txn::Settled;
 
 /// The outbox of a store: every cleared message, stored before it is sent, with its delivery
 /// state. Times are milliseconds since the Unix epoch, given by the caller.
@@ -507,6 +507,26 @@ pub(crate) fn complete_job(
     }
     check_text("the job's result", result)?;
     steps.set_done(id, holder, result)
+}
+
+pub(crate) fn check_outbox_message(message: &OutboxMessage) -> Result<(), StoreError> {
+    for (name, value) in [
+        ("id", &message.id),
+        ("conversation", &message.conversation),
+        ("path", &message.path),
+        ("channel", &message.channel),
+        ("idempotency_key", &message.idempotency_key),
+    ] {
+        crate::storable::text(|| format!("`{name}`"), value)?;
+    }
+    crate::storable::json(|| "`body`".to_owned(), &message.body)?;
+    crate::storable::json(|| "`record`".to_owned(), &message.record)
+}
+
+pub(crate) fn check_job(job: &NewJob) -> Result<(), StoreError> {
+    crate::storable::text(|| "`id`".to_owned(), &job.id)?;
+    crate::storable::text(|| "`conversation`".to_owned(), &job.conversation)?;
+    crate::storable::json(|| "`draft`".to_owned(), &job.draft)
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use client::{Client, Session, Transaction};
 
 use crate::error::StoreError;
 use crate::row_cache::RowCache;
-use crate::txn::Settled;
+use crate::settled::Settled;
 
 /// The first key of warrant's advisory locks, one per purpose; the second key is a hash of
 /// the schema (and of the turn, for turn claims). Two different keys that hash alike only

@@ -4,6 +4,7 @@
 
 use crate::error::StoreError;
 use crate::rows::{PromptPromotionRow, PromptRow};
+use crate::storable;
 
 /// The prompt registry of a store.
 pub trait PromptRegistry: Send {
@@ -21,4 +22,16 @@ pub trait PromptRegistry: Send {
     /// Every promotion decided for `task`, in decision order: the log of decisions. Which
     /// version is active is the ladder's promotion of subject `prompt:TASK` (`promotion`).
     fn promotions(&mut self, task: &str) -> Result<Vec<PromptPromotionRow>, StoreError>;
+}
+
+pub(crate) fn check_prompt(prompt: &PromptRow) -> Result<(), StoreError> {
+    storable::text(|| "`task`".to_owned(), &prompt.task)?;
+    storable::text(|| "`version`".to_owned(), &prompt.version)?;
+    storable::text(|| "`text`".to_owned(), &prompt.text)
+}
+
+pub(crate) fn check_prompt_promotion(promotion: &PromptPromotionRow) -> Result<(), StoreError> {
+    storable::text(|| "`task`".to_owned(), &promotion.task)?;
+    storable::text(|| "`version`".to_owned(), &promotion.version)?;
+    storable::json(|| "`report`".to_owned(), &promotion.report)
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::rows::Record;
-use crate::txn::{Action, Found, Settled, Txn};
+use crate::settled::Settled;
 
 /// The revision a row has when it is first stored.
 pub(crate) const FIRST_REVISION: i64 = 1;
@@ -164,7 +164,17 @@ pub(crate) enum Current {
 
 /// The statements of a write from the system of record, as one backend performs them inside
 /// one open transaction (besides the commit's, which it shares).
-pub(crate) trait RecordsTxn: Txn {
+pub(crate) trait RecordsTxn {
+    /// Inserts a record at `revision` unless one with its key exists (deleted or not); whether
+    /// it did.
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError>;
+
     /// The row as stored, locked until the transaction ends.
     fn lock_record(&mut self, table: &str, key: &str) -> Result<Current, StoreError>;
 
@@ -182,16 +192,6 @@ pub(crate) trait RecordsTxn: Txn {
     /// Marks a row at `expected` deleted, at `revision`, keeping nothing of its value; whether
     /// it did.
     fn delete_record(&mut self, table: &str, key: &str, expected: i64, revision: i64) -> Result<bool, StoreError>;
-
-    /// Performs `actions` in order from the first, and answers what each found: the first
-    /// alone, or more where the backend sends several statements before it reads an answer.
-    /// The answers end at the first error; none is empty.
-    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>>
-    where
-        Self: Sized,
-    {
-        actions.first().map(|action| crate::txn::perform_one(self, action)).into_iter().collect()
-    }
 }
 
 /// How often a write looks again at a row that a concurrent writer created under it. Each look

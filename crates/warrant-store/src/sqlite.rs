@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::row_cache::RowCache;
-use crate::txn::Settled;
+use crate::settled::Settled;
 
 pub use maintenance::BackupReport;
 

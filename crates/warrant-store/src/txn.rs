@@ -11,6 +11,7 @@ use crate::error::StoreError;
 use crate::ladder::{FindingRow, LadderTxn};
 use crate::records::{Current, FIRST_REVISION, Precondition, RecordsTxn, next_revision};
 use crate::rows::{EffectRow, EventRow, InteractionRow, InteractionState, StoredTurn, TurnRow};
+use crate::settled::Settled;
 
 /// Whether a new effect went in, or its idempotency key was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,31 +20,12 @@ pub(crate) enum EffectInsert {
     KeyTaken,
 }
 
-/// What the backend does with the transaction once the steps are done.
-#[derive(Debug)]
-pub(crate) enum Settled<T> {
-    /// Commit it, and answer `T`.
-    Keep(T),
-    /// Roll it back, and answer `T`.
-    Discard(T),
-}
-
 /// The steps of a commit, as one backend performs them inside one open transaction.
-pub(crate) trait Txn: LadderTxn {
+pub(crate) trait Txn: RecordsTxn + LadderTxn {
     /// The stored turn (conversation, turn), if any. A backend that lets commits run
     /// concurrently first waits here for any commit of the same turn in flight, so that the
     /// duplicate is found before its record writes could be mistaken for stale ones.
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError>;
-
-    /// Inserts a record at `revision` unless one with its key exists (deleted or not); whether
-    /// it did.
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        revision: i64,
-        value: &Value,
-    ) -> Result<bool, StoreError>;
 
     /// Applies the write, leaving the record at `revision`, if the record is stored (not
     /// deleted) at the expected revision; whether it did.
@@ -82,6 +64,16 @@ pub(crate) trait Txn: LadderTxn {
 
     /// Stores the effect's outcome, with what its report keeps.
     fn set_outcome(&mut self, effect: &str, outcome: &str, report: Option<&Value>) -> Result<(), StoreError>;
+
+    /// Performs `actions` in order from the first, and answers what each found: the first
+    /// alone, or more where the backend sends several statements before it reads an answer.
+    /// The answers end at the first error; none is empty.
+    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>>
+    where
+        Self: Sized,
+    {
+        actions.first().map(|action| perform_one(self, action)).into_iter().collect()
+    }
 }
 
 /// The steps of seeding: each row goes in unless its key is there, also as a deleted row, so
@@ -210,7 +202,7 @@ pub(crate) fn plan(commit: &Commit) -> Vec<Action<'_>> {
 }
 
 /// Performs one action with the backend's steps, waiting for each statement's answer.
-pub(crate) fn perform_one(tx: &mut impl RecordsTxn, action: &Action<'_>) -> Result<Found, StoreError> {
+pub(crate) fn perform_one(tx: &mut impl Txn, action: &Action<'_>) -> Result<Found, StoreError> {
     Ok(match action {
         Action::Claim(turn) => Found::Turn(tx.claim_turn(&turn.conversation, &turn.turn)?.map(Box::new)),
         Action::Read(read) => Found::Revision(tx.lock_read(&read.table, &read.key)?),
@@ -236,7 +228,7 @@ pub(crate) fn perform_one(tx: &mut impl RecordsTxn, action: &Action<'_>) -> Resu
 }
 
 /// A write's [`Found`]: whether it applied, and if not, the row's revision then.
-fn written<T: RecordsTxn>(
+fn written<T: Txn>(
     tx: &mut T,
     write: &RecordWrite,
     apply: impl FnOnce(&mut T) -> Result<bool, StoreError>,
@@ -264,11 +256,7 @@ fn stale(action: &Action<'_>, found: &Found) -> Option<Stale> {
 }
 
 /// Checks the reads and applies the writes, in [`rows`] order, stopping at the first stale one.
-fn apply_writes(
-    tx: &mut impl RecordsTxn,
-    reads: &[RecordRead],
-    writes: &[RecordWrite],
-) -> Result<Option<Stale>, StoreError> {
+fn apply_writes(tx: &mut impl Txn, reads: &[RecordRead], writes: &[RecordWrite]) -> Result<Option<Stale>, StoreError> {
     for action in rows(reads, writes) {
         let found = perform_one(tx, &action)?;
         if let Some(stale) = stale(&action, &found) {
@@ -279,7 +267,7 @@ fn apply_writes(
 }
 
 /// Applies one write if its row is as the decision read it; whether it did.
-fn apply_write(tx: &mut impl RecordsTxn, write: &RecordWrite) -> Result<bool, StoreError> {
+fn apply_write(tx: &mut impl Txn, write: &RecordWrite) -> Result<bool, StoreError> {
     let (table, key) = (write.table.as_str(), write.key.as_str());
     Ok(if write.expected_revision == ABSENT {
         crate::records::write(tx, table, key, &write.value, Precondition::IfNoneMatch)?.is_ok()
@@ -348,7 +336,7 @@ fn judge(action: &Action<'_>, found: Found) -> Result<Judged, StoreError> {
 /// result ends the commit decides it, whatever the backend ran after it (inside the same
 /// transaction, which is then rolled back). `None` means the turn's unique constraint fired:
 /// the caller reads the stored turn after the rollback and answers it as a duplicate.
-pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
+pub(crate) fn commit(tx: &mut impl Txn, commit: &Commit) -> Result<Settled<Option<CommitOutcome>>, StoreError> {
     let actions = plan(commit);
     let mut rest = actions.as_slice();
     let mut seq = None;
@@ -374,10 +362,7 @@ pub(crate) fn commit(tx: &mut impl RecordsTxn, commit: &Commit) -> Result<Settle
 /// The steps of an outcome report. The effect is locked first, so of two concurrent reports
 /// the second finds the first one's outcome and writes nothing. A stored `unknown` is not
 /// final: a `done` or `failed` after it is recorded over it.
-pub(crate) fn report_outcome(
-    tx: &mut impl RecordsTxn,
-    report: &OutcomeReport,
-) -> Result<Settled<OutcomeResult>, StoreError> {
+pub(crate) fn report_outcome(tx: &mut impl Txn, report: &OutcomeReport) -> Result<Settled<OutcomeResult>, StoreError> {
     match tx.lock_effect_outcome(&report.effect)? {
         None => return Ok(Settled::Discard(OutcomeResult::UnknownEffect)),
         Some(Some(outcome)) if outcome != "unknown" || report.outcome == "unknown" => {

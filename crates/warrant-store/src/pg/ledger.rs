@@ -7,12 +7,13 @@ use tokio_postgres::Row;
 use super::commit::{self, decode_turn};
 use super::{LOCK_MIGRATE, PgStore, PgTxn, Session, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{check_commit, check_report};
 use crate::error::StoreError;
 use crate::ledger::{Ledger, ReadAhead, TurnAhead};
 use crate::migrations;
 use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn, TurnRow};
-use crate::storable::{check_commit, check_report, check_seed, storable};
-use crate::txn::{self, EffectInsert, Txn};
+use crate::storable::{check_seed, storable};
+use crate::txn::{self, Action, EffectInsert, Found, Txn};
 
 /// The last sequence number a turn has taken, committed or not; 0 before the first.
 const LAST_TAKEN: &str = "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM turns_seq_seq";
@@ -299,25 +300,14 @@ impl PgStore {
 }
 
 impl<C: Session> Txn for PgTxn<'_, C> {
+    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>> {
+        self.pipelined(actions)
+    }
+
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         let schema = self.schema;
         self.run(&commit::claim(schema, conversation, turn))?;
         commit::found_turn(&self.run(&commit::select_turn(conversation, turn))?)
-    }
-
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        revision: i64,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
-        let inserted = self.execute(
-            "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (tbl, key) DO NOTHING",
-            &[&table, &key, &revision, value],
-        )?;
-        Ok(inserted == 1)
     }
 
     fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError> {

@@ -3,8 +3,9 @@
 use super::PgStore;
 use crate::error::StoreError;
 use crate::prompts::PromptRegistry;
+use crate::prompts::{check_prompt, check_prompt_promotion};
 use crate::rows::{PromptPromotionRow, PromptRow};
-use crate::storable::{check_prompt, check_prompt_promotion, storable};
+use crate::storable::storable;
 
 impl PromptRegistry for PgStore {
     fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {

@@ -11,7 +11,6 @@ use crate::error::StoreError;
 use crate::records::{self, Current, Imported, Precondition, RecordDifference, RecordError, Records, RecordsTxn};
 use crate::rows::Record;
 use crate::storable::{check_seed, storable};
-use crate::txn::{Action, Found};
 
 impl Records for PgStore {
     fn put_record(
@@ -77,8 +76,19 @@ impl Records for PgStore {
 }
 
 impl<C: Session> RecordsTxn for PgTxn<'_, C> {
-    fn perform(&mut self, actions: &[Action<'_>]) -> Vec<Result<Found, StoreError>> {
-        self.pipelined(actions)
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
+        let inserted = self.execute(
+            "INSERT INTO records (tbl, key, revision, value) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tbl, key) DO NOTHING",
+            &[&table, &key, &revision, value],
+        )?;
+        Ok(inserted == 1)
     }
 
     fn lock_record(&mut self, table: &str, key: &str) -> Result<Current, StoreError> {

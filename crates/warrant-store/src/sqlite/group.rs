@@ -45,7 +45,8 @@ use super::{SqliteTxn, control, ledger};
 use crate::commit::{Commit, CommitOutcome};
 use crate::error::StoreError;
 use crate::row_cache::RowCache;
-use crate::txn::{self, Settled};
+use crate::settled::Settled;
+use crate::txn;
 
 /// The most commits one transaction holds: a steady stream of commits still gets durable.
 const MAX_BATCH: usize = 256;

@@ -9,7 +9,8 @@ use crate::ladder::{
     self, AuditResult, AuditRow, AuditedFinding, Demotion, FindingKind, FindingRow, LadderStore, LadderTxn,
     PromotionRow,
 };
-use crate::storable::{check_audit, check_demotion, check_finding, check_promotion, storable};
+use crate::ladder::{check_audit, check_demotion, check_finding, check_promotion};
+use crate::storable::storable;
 
 impl LadderStore for SqliteStore {
     fn findings(&mut self, guard: &str) -> Result<Vec<AuditedFinding>, StoreError> {

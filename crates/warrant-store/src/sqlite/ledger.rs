@@ -8,11 +8,12 @@ use serde_json::Value;
 
 use super::{SqliteStore, SqliteTxn, json, settle};
 use crate::commit::{Answer, Commit, CommitOutcome, EffectHold, OutcomeReport, OutcomeResult, RecordWrite};
+use crate::commit::{check_commit, check_report};
 use crate::error::StoreError;
 use crate::ledger::Ledger;
 use crate::migrations;
 use crate::rows::{EffectRow, EventRow, InteractionRow, Record, RowEventRow, SharedRecord, StoredTurn, TurnRow};
-use crate::storable::{check_commit, check_report, check_seed, storable};
+use crate::storable::{check_seed, storable};
 use crate::txn::{self, EffectInsert, Txn};
 
 impl Ledger for SqliteStore {
@@ -268,23 +269,6 @@ impl Txn for SqliteTxn<'_> {
     fn claim_turn(&mut self, conversation: &str, turn: &str) -> Result<Option<StoredTurn>, StoreError> {
         // Nothing to wait for: this transaction holds the write lock since it began.
         read_turn(self.0, conversation, turn)
-    }
-
-    fn insert_record_if_absent(
-        &mut self,
-        table: &str,
-        key: &str,
-        revision: i64,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
-        let inserted = self
-            .0
-            .prepare_cached(
-                "INSERT INTO records (tbl, key, revision, value) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (tbl, key) DO NOTHING",
-            )?
-            .execute(params![table, key, revision, value.to_string()])?;
-        Ok(inserted == 1)
     }
 
     fn update_record(&mut self, write: &RecordWrite, revision: i64) -> Result<bool, StoreError> {

@@ -11,7 +11,8 @@ use crate::outbox::{
     self, DeliverySteps, DueJob, Enqueued, Failure, FailureRecorded, Jobs, Lease, MessageInsert, NewJob, Outbox,
     OutboxMessage, OutboxRow, OutboxState, RawJob, RawOutbox, RetryPolicy, job_columns, limit, outbox_columns,
 };
-use crate::storable::{check_job, check_outbox_message, check_text, storable};
+use crate::outbox::{check_job, check_outbox_message};
+use crate::storable::{check_text, storable};
 
 fn raw_outbox(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RawOutbox, String, String)> {
     let raw = RawOutbox {

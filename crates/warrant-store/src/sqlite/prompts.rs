@@ -5,8 +5,9 @@ use rusqlite::{OptionalExtension, params};
 use super::{SqliteStore, json};
 use crate::error::StoreError;
 use crate::prompts::PromptRegistry;
+use crate::prompts::{check_prompt, check_prompt_promotion};
 use crate::rows::{PromptPromotionRow, PromptRow};
-use crate::storable::{check_prompt, check_prompt_promotion, storable};
+use crate::storable::storable;
 
 impl PromptRegistry for SqliteStore {
     fn put_prompt(&mut self, prompt: &PromptRow) -> Result<bool, StoreError> {

@@ -70,6 +70,23 @@ impl Records for SqliteStore {
 }
 
 impl RecordsTxn for SqliteTxn<'_> {
+    fn insert_record_if_absent(
+        &mut self,
+        table: &str,
+        key: &str,
+        revision: i64,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
+        let inserted = self
+            .0
+            .prepare_cached(
+                "INSERT INTO records (tbl, key, revision, value) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (tbl, key) DO NOTHING",
+            )?
+            .execute(params![table, key, revision, value.to_string()])?;
+        Ok(inserted == 1)
+    }
+
     fn lock_record(&mut self, table: &str, key: &str) -> Result<Current, StoreError> {
         // Locked already: this transaction holds the write lock since it began.
         let row: Option<(i64, bool)> = self
