@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 from typing import Optional
 
 import pytest
@@ -123,3 +125,30 @@ def test_the_environment_reaches_the_command(tmp_path: pathlib.Path) -> None:
         answers.append((done.returncode, done.stdout, done.stderr))
     assert answers[0] == answers[1]
     assert answers[0][0] == 2
+
+
+def cli_thread_started(pid: int) -> bool:
+    """Whether the script's process runs the command: its thread named `main` exists."""
+    tasks = pathlib.Path(f"/proc/{pid}/task")
+    return any((task / "comm").read_text().strip() == "main" for task in tasks.iterdir() if (task / "comm").exists())
+
+
+def test_sigint_ends_a_command_without_handlers_as_it_ends_the_binary() -> None:
+    # `warrant render` waiting for its text on standard input (kept open) puts no handler in
+    # place: SIGINT ends it by the default action (-2). The script is sent it once the command
+    # runs; Python's own handler, left in place, would swallow it and the script wait for ever.
+    statuses = []
+    for program in (SCRIPT, warrant_binary()):
+        process = subprocess.Popen([str(program), "render"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if program == SCRIPT:
+            deadline = time.monotonic() + 60
+            while not cli_thread_started(process.pid):
+                assert time.monotonic() < deadline, "the script never started the command's thread"
+                time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        try:
+            statuses.append(process.wait(timeout=60))
+        finally:
+            process.kill()
+            process.communicate()
+    assert statuses == [-signal.SIGINT, -signal.SIGINT]

@@ -3,6 +3,7 @@ binary's own code), with this process's arguments; it exits with the command's s
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import NoReturn, Optional, Sequence
 
@@ -15,6 +16,10 @@ def main(argv: Optional[Sequence[str]] = None) -> NoReturn:
     # The command writes to the process's file descriptors: what Python buffered goes first.
     sys.stdout.flush()
     sys.stderr.flush()
+    # As for the binary, SIGINT ends the process until the command puts its own handler in place
+    # (the commands that open a store do, to close it first): Python's handler would only set a
+    # flag that nothing reads while the command runs, and the command would not stop.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.exit(_native.cli(["warrant", *args[1:]]))
 
 
