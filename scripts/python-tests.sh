@@ -64,5 +64,6 @@ rm -rf "$old_venv"
 say "$("$old_venv/bin/python" --version) environment in $old_venv"
 "$old_venv/bin/python" -m pytest -q -p no:cacheprovider python/tests/test_gate.py python/tests/test_tools.py \
   python/tests/test_inputs.py python/tests/test_async.py python/tests/test_docs.py \
-  python/tests/test_threads.py python/tests/test_client.py python/tests/test_retail.py
+  python/tests/test_threads.py python/tests/test_client.py python/tests/test_retail.py \
+  python/tests/test_cli.py
 say "pytest passed on the oldest claimed Python"

@@ -514,6 +514,25 @@ fn render<'py>(py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
     to_py(py, &value)
 }
 
+/// The `warrant` command line on `args` (the program's name first), as the binary runs it
+/// (`warrant_cli::run`, the same code); returns its exit status. The console script
+/// `warrant_gate._cli:main` calls it. It runs on a thread of its own named `main` with a main
+/// thread's stack (what `warrant_cli::run` asks), the GIL released until it ends.
+#[pyfunction]
+fn cli(py: Python<'_>, args: Vec<std::ffi::OsString>) -> PyResult<u8> {
+    /// The stack of a Linux process's main thread, where the binary runs the same code.
+    const MAIN_STACK: usize = 8 << 20;
+    py.detach(|| {
+        let thread = std::thread::Builder::new()
+            .name("main".to_owned())
+            .stack_size(MAIN_STACK)
+            .spawn(move || warrant_cli::run(args))?;
+        // `run` catches what unwinds; a thread that still panicked ends as `main` would.
+        Ok(thread.join().unwrap_or(101))
+    })
+    .map_err(|e: std::io::Error| Refusal::new(ReasonCode::Internal, None, e.to_string()).into_py(py))
+}
+
 /// The module `warrant_gate._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -522,6 +541,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(render, module)?)?;
     module.add_function(wrap_pyfunction!(wire::wire_json, module)?)?;
     module.add_function(wrap_pyfunction!(check_json, module)?)?;
+    module.add_function(wrap_pyfunction!(cli, module)?)?;
     module.add("MAX_DEPTH", warrant_core::wire::MAX_DEPTH)?;
     module.add("MAX_BODY", wire::MAX_BODY)?;
     module.add("MAX_RESULT", warrant_engine::MAX_RESULT)?;

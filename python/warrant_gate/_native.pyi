@@ -17,6 +17,10 @@ def wire_json(value: Any, field: str = "request", object: bool = True) -> str:
 def check_json(text: str, field: str = "acts[0].args") -> str:
     """``text`` if it is one JSON object read as strictly as the CLI reads a request."""
 
+def cli(args: list[str]) -> int:
+    """Runs the ``warrant`` command line on ``args`` (the program's name first) as the binary
+    does, in this process; returns its exit status."""
+
 @overload
 def tools(contract: Union[str, PathLike[str]], format: Literal["mcp"] = "mcp") -> dict[str, Any]:
     """The contract file's tool definitions, as ``warrant tools --format mcp`` prints them:

@@ -4,7 +4,7 @@
 //! Exit status: 0 done, 1 a check failed (a corpus case, a changed replay verdict), 2 bad input
 //! or a bad contract, with a one-line message on stderr. A reader that stops reading early
 //! (`warrant reasons | head`) ends the process quietly, with status 0. However a command ends
-//! (those statuses, a signal, a panic), it ends by returning or unwinding through `main`, never
+//! (those statuses, a signal, a panic), it ends by returning or unwinding through [`run`], never
 //! by `std::process::exit` from inside it, so that every store it opened is dropped and closed,
 //! and a SQLite file is left whole (`signals.rs`).
 
@@ -39,7 +39,6 @@ mod telemetry;
 mod turn;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -200,39 +199,51 @@ pub(crate) fn load_contract(path: &Path) -> Result<Contract, Exit> {
     warrant_engine::load_contract(path).map(|(contract, _)| contract).map_err(|e| Exit::Input(e.to_string()))
 }
 
-/// The allocator: a turn allocates many small values, which mimalloc serves at a fraction of
-/// glibc malloc's cost (the deterministic turn of `crates/warrant-core/benches/turn.rs` runs on
-/// the system allocator, the same turn in `crates/warrant-engine/benches/turn.rs` on this one).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+/// Runs the command line on `args` (the program's name first, as `std::env::args_os` gives
+/// them) and returns the status the process exits with: what `warrant` does, for the binary
+/// (`src/bin/warrant.rs`) and for the Python package's `warrant` console script, which calls
+/// this inside its native module. Run it on a thread named `main` with the stack a main thread
+/// has: `stdout_line` unwinds only that thread to here (any other it ends with
+/// `std::process::exit`), and a contract's expressions are parsed recursively.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        // `--help` and `--version` (status 0, on stdout) or a usage error (status 2, on stderr).
+        Err(error) => {
+            let _ = error.print();
+            return u8::try_from(error.exit_code()).unwrap_or(2);
+        }
+    };
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(cli))) {
         Ok(result) => result,
         Err(payload) => match payload.downcast::<QuietEnd>() {
-            Ok(end) => return ExitCode::from(end.0),
-            // A panic: on its way out, as it would have gone (status 101), every store dropped.
-            Err(payload) => std::panic::resume_unwind(payload),
+            Ok(end) => return end.0,
+            // A panic, already told on stderr by the hook, every store dropped on the way here:
+            // the status an unwinding `main` exits with.
+            Err(_) => return 101,
         },
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Exit::Failed) => ExitCode::from(1),
-        Err(Exit::Quiet(code)) => ExitCode::from(code),
+        Ok(()) => 0,
+        Err(Exit::Failed) => 1,
+        Err(Exit::Quiet(code)) => code,
         Err(Exit::Signalled(signal)) => {
             eprintln!("warrant: stopped by signal {signal}");
-            ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
+            u8::try_from(128 + signal).unwrap_or(u8::MAX)
         }
         Err(Exit::Input(message)) => {
             eprintln!("warrant: {}", message.replace('\n', " "));
-            ExitCode::from(2)
+            2
         }
     }
 }
 
 /// Runs the command; every store it opens is closed by the time this returns or unwinds.
-fn run(cli: Cli) -> Result<(), Exit> {
+fn execute(cli: Cli) -> Result<(), Exit> {
     // Only the commands that trace start an exporter; it is flushed when `_flush` drops.
     let _flush = match cli.command {
         Command::Turn(_) | Command::Serve(_) | Command::Scheduler { .. } => Some(telemetry::start(&cli.trace)?),
