@@ -1092,6 +1092,11 @@ impl Gateway {
                 let text = format!("warrant: the downstream refused `{}`: {}", effect.op, e.message);
                 (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
             }
+            // A read performs nothing: one not answered is `failed`, not `unknown`.
+            Err(e) if read => {
+                let text = format!("warrant: the downstream did not answer `{}`: {e}", effect.op);
+                (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
+            }
             Err(e) => {
                 let text = format!(
                     "warrant: the downstream did not answer `{}` (effect `{}`): {e}; it may have performed it, so it is `unknown` and never forwarded again",
