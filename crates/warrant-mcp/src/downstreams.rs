@@ -158,17 +158,18 @@ pub fn route(defs: Vec<ToolDef>, servers: &[Listing<'_>]) -> crate::ToolMatch {
         }
     }
     for def in defs {
-        let at: Vec<usize> = (0..servers.len()).filter(|i| provides[*i].contains_key(&def.name)).collect();
+        let at: Vec<(usize, &String)> =
+            provides.iter().enumerate().filter_map(|(i, p)| p.get(&def.name).map(|tool| (i, tool))).collect();
         match at.as_slice() {
             [] => found.missing_downstream.push(def.name),
-            [server] => {
-                let tool = provides[*server][&def.name].clone();
-                found.routes.insert(def.name.clone(), Route { server: *server, tool });
+            [(server, tool)] => {
+                found.routes.insert(def.name.clone(), Route { server: *server, tool: (*tool).clone() });
                 found.offered.push(def);
             }
-            several => found
-                .ambiguous
-                .push((def.name, several.iter().filter_map(|i| servers.get(*i)).map(|s| s.name.to_owned()).collect())),
+            several => {
+                let names = several.iter().filter_map(|(i, _)| servers.get(*i)).map(|s| s.name.to_owned()).collect();
+                found.ambiguous.push((def.name, names));
+            }
         }
     }
     found

@@ -158,7 +158,9 @@ struct Inner {
     engine: Arc<Mutex<Engine<AnyStore>>>,
     /// The downstreams, in the order they were given (the first also serves resources,
     /// prompts, completion and logging).
-    servers: Vec<Server>,
+    first: Server,
+    /// The others, in order.
+    rest: Vec<Server>,
     /// The contract's tool definitions, matched again when a downstream's list changes.
     declared: Vec<ToolDef>,
     /// Those the downstreams offer too, as last listed, and where each is forwarded.
@@ -298,13 +300,14 @@ impl Gateway {
         let listed: Vec<String> = offered.iter().map(|d| d.name.clone()).collect();
         let found = match_tools(offered, &listed);
         let server = Server::new("downstream".into(), None, downstream, listed);
-        Gateway::with_servers(engine, vec![server], found, config)
+        Gateway::with_servers(engine, server, Vec::new(), found, config)
     }
 
     /// A gateway over `engine`, forwarding each operation to its server as `found` routes it.
     pub fn with_servers(
         engine: Engine<AnyStore>,
-        servers: Vec<Server>,
+        first: Server,
+        rest: Vec<Server>,
         found: ToolMatch,
         config: GatewayConfig,
     ) -> Gateway {
@@ -314,7 +317,8 @@ impl Gateway {
         let entry_limit = usize::try_from(engine.contract().limits().characters_per_entry).unwrap_or(usize::MAX);
         let inner = Inner {
             engine: Arc::new(Mutex::new(engine)),
-            servers,
+            first,
+            rest,
             declared,
             offered: RwLock::new((found.offered, found.routes)),
             operations,
@@ -337,7 +341,7 @@ impl Gateway {
 
     /// Makes a closed connection to downstream `server` (its place) again with `connect`.
     pub async fn reconnect_at(&self, server: usize, connect: Connect) {
-        if let Some(server) = self.inner.servers.get(server) {
+        if let Some(server) = self.servers().nth(server) {
             server.reconnect.lock().await.connect = Some(connect);
         }
     }
@@ -349,7 +353,12 @@ impl Gateway {
     }
 
     fn server(&self, server: usize) -> &Server {
-        self.inner.servers.get(server).unwrap_or(&self.inner.servers[0])
+        self.servers().nth(server).unwrap_or(&self.inner.first)
+    }
+
+    /// Every downstream, in order.
+    fn servers(&self) -> impl Iterator<Item = &Server> {
+        std::iter::once(&self.inner.first).chain(&self.inner.rest)
     }
 
     /// Where operation `op` is forwarded, if it is offered.
@@ -426,7 +435,7 @@ impl Gateway {
 
     /// ` `name`` when there are several downstreams, to tell them apart in what is said.
     fn called(&self, server: usize) -> String {
-        if self.inner.servers.len() == 1 { String::new() } else { format!(" `{}`", self.server(server).name) }
+        if self.inner.rest.is_empty() { String::new() } else { format!(" `{}`", self.server(server).name) }
     }
 
     /// Puts what the gateway did on the record of `frame`'s conversation: a turn with no act
@@ -538,7 +547,7 @@ impl Gateway {
     /// list, so that its operations stay its own (and their calls fail as it is down).
     pub async fn relist(&self) -> Result<ToolMatch, String> {
         let mut failed = Vec::new();
-        for server in &self.inner.servers {
+        for server in self.servers() {
             match server.peer().list_all_tools().await {
                 Ok(listed) => {
                     if let Ok(mut names) = server.listed.write() {
@@ -548,15 +557,13 @@ impl Gateway {
                 Err(e) => failed.push(format!("{}: {e}", server.name)),
             }
         }
-        if failed.len() == self.inner.servers.len() {
+        if failed.len() == self.inner.rest.len() + 1 {
             return Err(failed.join("; "));
         }
         let lists: Vec<Vec<String>> =
-            self.inner.servers.iter().map(|s| s.listed.read().map(|l| l.clone()).unwrap_or_default()).collect();
+            self.servers().map(|s| s.listed.read().map(|l| l.clone()).unwrap_or_default()).collect();
         let listings: Vec<crate::downstreams::Listing<'_>> = self
-            .inner
-            .servers
-            .iter()
+            .servers()
             .zip(&lists)
             .map(|(s, listed)| crate::downstreams::Listing { name: &s.name, tools: s.tools.as_ref(), listed })
             .collect();

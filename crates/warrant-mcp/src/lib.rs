@@ -133,7 +133,9 @@ async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Ve
         .collect();
     let found = downstreams::route(gateway::contract_tools(&engine), &listings);
     report(&found);
-    let gateway = Gateway::with_servers(engine, servers, found, session);
+    let mut servers = servers.into_iter();
+    let first = servers.next().ok_or_else(|| McpError::Downstream("no downstream given".into()))?;
+    let gateway = Gateway::with_servers(engine, first, servers.collect(), found, session);
     for (at, (downstream, spec)) in running.iter().zip(&options.downstreams).enumerate() {
         gateway.follow(downstream.service().changes());
         gateway.pass_events(downstream.service().events());
