@@ -58,12 +58,21 @@ pub(crate) struct McpArgs {
     session: Option<String>,
     /// The downstream MCP server, started as a child process: the command and its arguments
     /// (everything after this flag).
-    #[arg(long, num_args = 1.., allow_hyphen_values = true, required_unless_present = "downstream_url")]
+    #[arg(
+        long,
+        num_args = 1..,
+        allow_hyphen_values = true,
+        required_unless_present_any = ["downstream_url", "downstreams"]
+    )]
     downstream_stdio: Vec<String>,
     /// The downstream MCP server at a streamable HTTP URL instead; `WARRANT_MCP_DOWNSTREAM_TOKEN`,
     /// if set, is sent as its bearer token.
     #[arg(long, conflicts_with = "downstream_stdio")]
     downstream_url: Option<String>,
+    /// Several downstream MCP servers instead: a TOML file of `[[downstream]]` tables, each a
+    /// `name` and a `command` or a `url` (docs/mcp.md); each operation is one server's tool.
+    #[arg(long, conflicts_with_all = ["downstream_stdio", "downstream_url"])]
+    downstreams: Option<PathBuf>,
 }
 
 pub(crate) fn run_tools(args: &ToolsArgs) -> Result<(), Exit> {
@@ -81,10 +90,7 @@ pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
     let options = warrant_mcp::Options {
         contract: args.contract.clone(),
         store: args.store.clone(),
-        downstream: match &args.downstream_url {
-            Some(url) => warrant_mcp::DownstreamAt::Url(url.clone()),
-            None => warrant_mcp::DownstreamAt::Command(args.downstream_stdio.clone()),
-        },
+        downstreams: downstreams(args)?,
         locale: args.locale.clone(),
         time_zone: args.time_zone.clone(),
         user_kind: args.user_kind.clone(),
@@ -98,6 +104,20 @@ pub(crate) fn run_mcp(args: &McpArgs) -> Result<(), Exit> {
     // hold a plain drop for ever: it is given this long, and the process then ends without it.
     runtime.shutdown_timeout(STDIN_GRACE);
     served
+}
+
+/// The downstreams: the file `--downstreams` names, or the one of the other flags.
+fn downstreams(args: &McpArgs) -> Result<Vec<warrant_mcp::DownstreamSpec>, Exit> {
+    let Some(path) = &args.downstreams else {
+        let at = match &args.downstream_url {
+            Some(url) => warrant_mcp::DownstreamAt::Url(url.clone()),
+            None => warrant_mcp::DownstreamAt::Command(args.downstream_stdio.clone()),
+        };
+        return Ok(vec![warrant_mcp::DownstreamSpec::single(at)]);
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Exit::Input(format!("`--downstreams {}`: {e}", path.display())))?;
+    warrant_mcp::downstreams::parse(&text).map_err(|e| Exit::Input(format!("`--downstreams {}`: {e}", path.display())))
 }
 
 /// How long the end of `warrant mcp` waits for its blocking threads.

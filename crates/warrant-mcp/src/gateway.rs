@@ -53,33 +53,28 @@ pub struct GatewayConfig {
     pub elicitation_timeout: Duration,
 }
 
-/// The tools offered: the contract's operations the downstream also offers, and what differs.
+/// The tools offered: the contract's operations the downstreams also offer, and what differs.
 #[derive(Debug, Clone, Default)]
 pub struct ToolMatch {
     /// Offered: declared and performed downstream.
     pub offered: Vec<ToolDef>,
     /// Declared by the contract, not offered by the downstream.
     pub missing_downstream: Vec<String>,
-    /// Offered by the downstream, not declared by the contract: never listed, never called.
+    /// Offered by the downstream, not declared by the contract: never listed, never called
+    /// (`server/tool` when there are several downstreams).
     pub undeclared: Vec<String>,
+    /// Where each offered operation is forwarded.
+    pub routes: BTreeMap<String, crate::downstreams::Route>,
+    /// Declared, and provided by several downstreams (named): not offered.
+    pub ambiguous: Vec<(String, Vec<String>)>,
 }
 
 /// The contract's tool definitions matched with the downstream's tool names.
 pub fn match_tools(defs: Vec<ToolDef>, downstream: &[String]) -> ToolMatch {
-    let mut found = ToolMatch::default();
-    for name in downstream {
-        if !defs.iter().any(|d| &d.name == name) {
-            found.undeclared.push(name.clone());
-        }
-    }
-    for def in defs {
-        if downstream.contains(&def.name) {
-            found.offered.push(def);
-        } else {
-            found.missing_downstream.push(def.name);
-        }
-    }
-    found
+    crate::downstreams::route(
+        defs,
+        &[crate::downstreams::Listing { name: "downstream", tools: None, listed: downstream }],
+    )
 }
 
 /// The downstream connection's client side: no capabilities, protocol pinned. A
@@ -161,15 +156,15 @@ impl std::fmt::Debug for Gateway {
 
 struct Inner {
     engine: Arc<Mutex<Engine<AnyStore>>>,
-    /// The downstream connection now: replaced when a closed one is made again.
-    downstream: RwLock<Peer<RoleClient>>,
-    /// How a closed downstream connection is made again, and the connection it made last
-    /// (the first is held by whoever started the gateway).
-    reconnect: tokio::sync::Mutex<Reconnect>,
-    /// The contract's tool definitions, matched again when the downstream's list changes.
+    /// The downstreams, in the order they were given (the first also serves resources,
+    /// prompts, completion and logging).
+    first: Server,
+    /// The others, in order.
+    rest: Vec<Server>,
+    /// The contract's tool definitions, matched again when a downstream's list changes.
     declared: Vec<ToolDef>,
-    /// Those the downstream offers too, as last listed.
-    offered: RwLock<Vec<ToolDef>>,
+    /// Those the downstreams offer too, as last listed, and where each is forwarded.
+    offered: RwLock<(Vec<ToolDef>, BTreeMap<String, crate::downstreams::Route>)>,
     operations: BTreeMap<String, Operation>,
     /// The clients that initialized a session, told when the offered tools change.
     clients: Mutex<Vec<Peer<RoleServer>>>,
@@ -190,6 +185,56 @@ pub type Connect =
 
 /// A running downstream connection.
 pub type Running = rmcp::service::RunningService<RoleClient, Downstream>;
+
+/// One downstream server's connection.
+pub struct Server {
+    name: String,
+    /// Its `tools` table (operation to tool), if it has one.
+    tools: Option<BTreeMap<String, String>>,
+    /// The connection now: replaced when a closed one is made again.
+    downstream: RwLock<Peer<RoleClient>>,
+    /// How a closed connection is made again, and the connection it made last (the first is
+    /// held by whoever started the gateway).
+    reconnect: tokio::sync::Mutex<Reconnect>,
+    /// The tool names it listed last.
+    listed: RwLock<Vec<String>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("name", &self.name).field("tools", &self.tools).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A downstream named `name` connected at `peer`, its tools as `listed`.
+    pub fn new(
+        name: String,
+        tools: Option<BTreeMap<String, String>>,
+        peer: Peer<RoleClient>,
+        listed: Vec<String>,
+    ) -> Server {
+        Server {
+            name,
+            tools,
+            downstream: RwLock::new(peer),
+            reconnect: tokio::sync::Mutex::default(),
+            listed: RwLock::new(listed),
+        }
+    }
+
+    /// The tool names it listed last.
+    pub fn listed(&self) -> Vec<String> {
+        self.listed.read().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn peer(&self) -> Peer<RoleClient> {
+        match self.downstream.read() {
+            Ok(peer) => peer.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Reconnect {
@@ -252,16 +297,30 @@ impl Gateway {
         offered: Vec<ToolDef>,
         config: GatewayConfig,
     ) -> Gateway {
+        let listed: Vec<String> = offered.iter().map(|d| d.name.clone()).collect();
+        let found = match_tools(offered, &listed);
+        let server = Server::new("downstream".into(), None, downstream, listed);
+        Gateway::with_servers(engine, server, Vec::new(), found, config)
+    }
+
+    /// A gateway over `engine`, forwarding each operation to its server as `found` routes it.
+    pub fn with_servers(
+        engine: Engine<AnyStore>,
+        first: Server,
+        rest: Vec<Server>,
+        found: ToolMatch,
+        config: GatewayConfig,
+    ) -> Gateway {
         let operations = engine.contract().operations().iter().map(|op| (op.name.clone(), op.clone())).collect();
         let declared = contract_tools(&engine);
         let mcp = engine.contract().mcp().clone();
         let entry_limit = usize::try_from(engine.contract().limits().characters_per_entry).unwrap_or(usize::MAX);
         let inner = Inner {
             engine: Arc::new(Mutex::new(engine)),
-            downstream: RwLock::new(downstream),
-            reconnect: tokio::sync::Mutex::default(),
+            first,
+            rest,
             declared,
-            offered: RwLock::new(offered),
+            offered: RwLock::new((found.offered, found.routes)),
             operations,
             clients: Mutex::default(),
             config,
@@ -275,16 +334,36 @@ impl Gateway {
         Gateway { inner: Arc::new(inner) }
     }
 
-    /// Makes a closed downstream connection again with `connect` (`Gateway::up`).
+    /// Makes a closed connection to the first downstream again with `connect` (`Gateway::up`).
     pub async fn reconnect_with(&self, connect: Connect) {
-        self.inner.reconnect.lock().await.connect = Some(connect);
+        self.reconnect_at(0, connect).await;
     }
 
-    pub(crate) fn peer(&self) -> Peer<RoleClient> {
-        match self.inner.downstream.read() {
-            Ok(peer) => peer.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+    /// Makes a closed connection to downstream `server` (its place) again with `connect`.
+    pub async fn reconnect_at(&self, server: usize, connect: Connect) {
+        if let Some(server) = self.servers().nth(server) {
+            server.reconnect.lock().await.connect = Some(connect);
         }
+    }
+
+    /// The first downstream's connection: the one resources, prompts, completion and logging
+    /// go to.
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
+        self.server(0).peer()
+    }
+
+    fn server(&self, server: usize) -> &Server {
+        self.servers().nth(server).unwrap_or(&self.inner.first)
+    }
+
+    /// Every downstream, in order.
+    fn servers(&self) -> impl Iterator<Item = &Server> {
+        std::iter::once(&self.inner.first).chain(&self.inner.rest)
+    }
+
+    /// Where operation `op` is forwarded, if it is offered.
+    fn route(&self, op: &str) -> Option<crate::downstreams::Route> {
+        self.inner.offered.read().ok().and_then(|o| o.1.get(op).cloned())
     }
 
     /// The downstream connection, made again if it is closed (a stdio downstream that died, an
@@ -296,14 +375,20 @@ impl Gateway {
     /// With `ping`, a connection that looks open is asked too (a stdio downstream that has
     /// just died may not have been seen to close yet): one that does not answer within
     /// [`PING_WAIT`] is made again.
-    pub(crate) async fn up(&self, frame: Option<&TurnFrame>, ping: bool) -> Result<Peer<RoleClient>, String> {
-        let peer = self.peer();
+    pub(crate) async fn up(
+        &self,
+        at: usize,
+        frame: Option<&TurnFrame>,
+        ping: bool,
+    ) -> Result<Peer<RoleClient>, String> {
+        let server = self.server(at);
+        let peer = server.peer();
         if !peer.is_transport_closed() && (!ping || answers(&peer).await) {
             return Ok(peer);
         }
-        let mut reconnect = self.inner.reconnect.lock().await;
+        let mut reconnect = server.reconnect.lock().await;
         // Another call may have made it again while this one waited.
-        let peer = self.peer();
+        let peer = server.peer();
         if !peer.is_transport_closed() && (!ping || answers(&peer).await) {
             return Ok(peer);
         }
@@ -316,7 +401,7 @@ impl Gateway {
             match connect().await {
                 Ok(running) => {
                     let peer = running.peer().clone();
-                    if let Ok(mut current) = self.inner.downstream.write() {
+                    if let Ok(mut current) = server.downstream.write() {
                         *current = peer.clone();
                     }
                     self.follow(running.service().changes());
@@ -324,11 +409,12 @@ impl Gateway {
                     reconnect.held = Some(running);
                     drop(reconnect);
                     eprintln!(
-                        "warrant mcp: the downstream's connection was closed: connected again ({} tries)",
+                        "warrant mcp: the downstream{}'s connection was closed: connected again ({} tries)",
+                        self.called(at),
                         tries + 1
                     );
-                    self.note(frame, "warrant/downstream_reconnected", json!({"tries": tries + 1, "error": last}))
-                        .await;
+                    let args = json!({"tries": tries + 1, "error": last, "downstream": server.name});
+                    self.note(frame, "warrant/downstream_reconnected", args).await;
                     if let Err(e) = self.relist().await {
                         eprintln!("warrant mcp: the downstream's tools could not be listed again: {e}");
                     }
@@ -338,9 +424,18 @@ impl Gateway {
             }
         }
         drop(reconnect);
-        eprintln!("warrant mcp: the downstream's connection was closed and could not be made again: {last}");
-        self.note(frame, "warrant/downstream_unreachable", json!({"tries": BACKOFF.len(), "error": last})).await;
+        eprintln!(
+            "warrant mcp: the downstream{}'s connection was closed and could not be made again: {last}",
+            self.called(at)
+        );
+        let args = json!({"tries": BACKOFF.len(), "error": last, "downstream": server.name});
+        self.note(frame, "warrant/downstream_unreachable", args).await;
         Err(format!("its connection is closed and could not be made again: {last}"))
+    }
+
+    /// ` `name`` when there are several downstreams, to tell them apart in what is said.
+    fn called(&self, server: usize) -> String {
+        if self.inner.rest.is_empty() { String::new() } else { format!(" `{}`", self.server(server).name) }
     }
 
     /// Puts what the gateway did on the record of `frame`'s conversation: a turn with no act
@@ -421,11 +516,11 @@ impl Gateway {
 
     /// The tools offered now.
     pub fn offered(&self) -> Vec<ToolDef> {
-        self.inner.offered.read().map(|o| o.clone()).unwrap_or_default()
+        self.inner.offered.read().map(|o| o.0.clone()).unwrap_or_default()
     }
 
     fn offers(&self, name: &str) -> bool {
-        self.inner.offered.read().is_ok_and(|o| o.iter().any(|d| d.name == name))
+        self.route(name).is_some()
     }
 
     /// Follows the downstream's tool list: each time `changes` is notified (the downstream sent
@@ -447,12 +542,34 @@ impl Gateway {
     /// operation the downstream no longer offers is no longer listed and a call to it is
     /// refused; one it offers again is listed again. Every client that initialized a session is
     /// then sent `notifications/tools/list_changed`.
+    ///
+    /// With several downstreams each is listed again; one that does not answer keeps its last
+    /// list, so that its operations stay its own (and their calls fail as it is down).
     pub async fn relist(&self) -> Result<ToolMatch, String> {
-        let listed = self.peer().list_all_tools().await.map_err(|e| e.to_string())?;
-        let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
-        let found = match_tools(self.inner.declared.clone(), &names);
+        let mut failed = Vec::new();
+        for server in self.servers() {
+            match server.peer().list_all_tools().await {
+                Ok(listed) => {
+                    if let Ok(mut names) = server.listed.write() {
+                        *names = listed.iter().map(|t| t.name.to_string()).collect();
+                    }
+                }
+                Err(e) => failed.push(format!("{}: {e}", server.name)),
+            }
+        }
+        if failed.len() == self.inner.rest.len() + 1 {
+            return Err(failed.join("; "));
+        }
+        let lists: Vec<Vec<String>> =
+            self.servers().map(|s| s.listed.read().map(|l| l.clone()).unwrap_or_default()).collect();
+        let listings: Vec<crate::downstreams::Listing<'_>> = self
+            .servers()
+            .zip(&lists)
+            .map(|(s, listed)| crate::downstreams::Listing { name: &s.name, tools: s.tools.as_ref(), listed })
+            .collect();
+        let found = crate::downstreams::route(self.inner.declared.clone(), &listings);
         if let Ok(mut offered) = self.inner.offered.write() {
-            offered.clone_from(&found.offered);
+            *offered = (found.offered.clone(), found.routes.clone());
         }
         for client in self.clients() {
             if let Err(e) = client.notify_tool_list_changed().await {
@@ -579,15 +696,18 @@ impl Gateway {
             return refusal("warrant: committed without an effect".into());
         };
         let frame = self.frame(who);
-        let (result, outcome) = match self.up(Some(&frame), false).await {
+        let Some(route) = self.route(&effect.op) else {
+            return refusal(format!("warrant: `{}` is no longer offered: not forwarded", effect.op));
+        };
+        let (result, outcome) = match self.up(route.server, Some(&frame), false).await {
             Ok(peer) => {
-                let forward = CallToolRequestParams::new(effect.op.clone()).with_arguments(match &effect.args {
+                let forward = CallToolRequestParams::new(route.tool.clone()).with_arguments(match &effect.args {
                     Value::Object(map) => map.clone(),
                     _ => Map::new(),
                 });
                 let mut sent = peer.call_tool(forward.clone()).await;
                 if matches!(&sent, Err(e) if !matches!(e, rmcp::ServiceError::McpError(_)))
-                    && let Ok(peer) = self.up(Some(&frame), true).await
+                    && let Ok(peer) = self.up(route.server, Some(&frame), true).await
                 {
                     sent = peer.call_tool(forward).await;
                 }
@@ -840,7 +960,8 @@ impl Gateway {
         let Some(op) = self.inner.operations.get(&interaction.op) else {
             return refusal(format!("warrant: held `{}`, which the contract does not declare", interaction.op));
         };
-        if let Err(e) = self.up(Some(&self.frame(who)), true).await {
+        let server = self.route(&interaction.op).map_or(0, |r| r.server);
+        if let Err(e) = self.up(server, Some(&self.frame(who)), true).await {
             return refusal(format!(
                 "warrant: `{}` is held (interaction `{}` stays open) and the user was not asked: the downstream is down ({e})",
                 interaction.op, interaction.id
@@ -933,15 +1054,15 @@ impl Gateway {
     async fn forward_once(&self, effect: &EffectOut, frame: Option<&TurnFrame>) -> Result<Forward, String> {
         #[cfg(feature = "failpoints")]
         failpoint("before_claim");
-        if !self.offers(&effect.op) {
+        let Some(route) = self.route(&effect.op) else {
             return Ok(Forward::Withdrawn);
-        }
+        };
         if let Some(outcome) = self.settle(effect.id.clone(), "unknown").await? {
             return Ok(Forward::Before(outcome));
         }
         // A write is pinged first; a read, which performs nothing, is not kept waiting for it.
         let read = self.inner.operations.get(&effect.op).is_some_and(|op| op.effects.is_empty());
-        let peer = match self.up(frame, !read).await {
+        let peer = match self.up(route.server, frame, !read).await {
             Ok(peer) => peer,
             // Nothing was sent, so the downstream cannot have acted: `failed`, not `unknown`.
             Err(e) => return self.not_sent(effect, &format!("the downstream is down ({e})")).await,
@@ -952,7 +1073,7 @@ impl Gateway {
         };
         let mut meta = MetaObject::default();
         meta.0.insert(IDEMPOTENCY_META.into(), json!(effect.idempotency_key));
-        let mut forward = CallToolRequestParams::new(effect.op.clone()).with_arguments(args);
+        let mut forward = CallToolRequestParams::new(route.tool.clone()).with_arguments(args);
         forward.meta = Some(RequestMetaObject(meta));
         #[cfg(feature = "failpoints")]
         failpoint("before_forward");
@@ -964,7 +1085,7 @@ impl Gateway {
         // on the connection made again.
         if read
             && matches!(&sent, Err(e) if !matches!(e, rmcp::ServiceError::McpError(_)))
-            && let Ok(peer) = self.up(frame, true).await
+            && let Ok(peer) = self.up(route.server, frame, true).await
         {
             sent = peer.call_tool(forward).await;
         }
@@ -976,6 +1097,11 @@ impl Gateway {
             // A JSON-RPC error is the downstream's answer: it did not perform the call.
             Err(rmcp::ServiceError::McpError(e)) => {
                 let text = format!("warrant: the downstream refused `{}`: {}", effect.op, e.message);
+                (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
+            }
+            // A read performs nothing: one not answered is `failed`, not `unknown`.
+            Err(e) if read => {
+                let text = format!("warrant: the downstream did not answer `{}`: {e}", effect.op);
                 (CallToolResult::error(vec![ContentBlock::text(text)]), "failed")
             }
             Err(e) => {

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod call;
+pub mod downstreams;
 pub mod gateway;
 pub mod http;
 pub mod passthrough;
@@ -25,7 +26,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess, stdio};
 use warrant_engine::Engine;
 
-pub use gateway::{Downstream, Gateway, GatewayConfig, Swept, SweptEffect, ToolMatch, match_tools};
+pub use downstreams::{DownstreamSpec, Route};
+pub use gateway::{Downstream, Gateway, GatewayConfig, Server, Swept, SweptEffect, ToolMatch, match_tools};
 pub use warrant_core::tools::{ToolDef, ToolFormat};
 
 /// What stops the gateway.
@@ -52,8 +54,9 @@ pub struct Options {
     pub contract: PathBuf,
     /// The store URL.
     pub store: String,
-    /// The downstream: a command with its arguments, or a URL.
-    pub downstream: DownstreamAt,
+    /// The downstreams, in order: one (`--downstream-stdio`, `--downstream-url`) or those a
+    /// configuration file names (`--downstreams`).
+    pub downstreams: Vec<DownstreamSpec>,
     /// The turns' locale.
     pub locale: String,
     /// The turns' time zone.
@@ -95,7 +98,7 @@ pub fn new_session_id() -> Result<String, McpError> {
 }
 
 /// The engine, the downstream started and listed, the start-up report on stderr.
-async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Running), McpError> {
+async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Vec<Running>), McpError> {
     // Off the runtime: a model endpoint's blocking client may not be made (or dropped) on it.
     let (contract, store) = (options.contract.clone(), options.store.clone());
     let actor = session.actor.clone();
@@ -108,23 +111,49 @@ async fn start(options: &Options, session: GatewayConfig) -> Result<(Gateway, Ru
     })
     .await
     .map_err(|e| McpError::Upstream(e.to_string()))??;
-    let downstream = connect(&options.downstream).await?;
-    let listed = downstream.peer().list_all_tools().await.map_err(|e| McpError::Downstream(e.to_string()))?;
-    let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
-    let found = match_tools(gateway::contract_tools(&engine), &names);
+    let mut servers = Vec::new();
+    let mut running = Vec::new();
+    for spec in &options.downstreams {
+        let downstream = connect(spec).await?;
+        let listed = downstream
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError::Downstream(format!("{}{e}", named(options, spec))))?;
+        let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+        servers.push(Server::new(spec.name.clone(), spec.tools.clone(), downstream.peer().clone(), names));
+        running.push(downstream);
+    }
+    let lists: Vec<Vec<String>> = servers.iter().map(Server::listed).collect();
+    let listings: Vec<downstreams::Listing<'_>> = options
+        .downstreams
+        .iter()
+        .zip(&lists)
+        .map(|(spec, listed)| downstreams::Listing { name: &spec.name, tools: spec.tools.as_ref(), listed })
+        .collect();
+    let found = downstreams::route(gateway::contract_tools(&engine), &listings);
     report(&found);
-    let gateway = Gateway::new(engine, downstream.peer().clone(), found.offered, session);
-    gateway.follow(downstream.service().changes());
-    gateway.pass_events(downstream.service().events());
-    let at = options.downstream.clone();
-    let reconnect: gateway::Connect = Arc::new(move || {
-        let at = at.clone();
-        Box::pin(async move { connect(&at).await.map_err(|e| e.to_string()) })
-    });
-    gateway.reconnect_with(reconnect).await;
+    let mut servers = servers.into_iter();
+    let first = servers.next().ok_or_else(|| McpError::Downstream("no downstream given".into()))?;
+    let gateway = Gateway::with_servers(engine, first, servers.collect(), found, session);
+    for (at, (downstream, spec)) in running.iter().zip(&options.downstreams).enumerate() {
+        gateway.follow(downstream.service().changes());
+        gateway.pass_events(downstream.service().events());
+        let spec = spec.clone();
+        let reconnect: gateway::Connect = Arc::new(move || {
+            let spec = spec.clone();
+            Box::pin(async move { connect(&spec).await.map_err(|e| e.to_string()) })
+        });
+        gateway.reconnect_at(at, reconnect).await;
+    }
     let swept = gateway.sweep().await.map_err(McpError::Downstream)?;
     report_swept(&swept);
-    Ok((gateway, downstream))
+    Ok((gateway, running))
+}
+
+/// "`name`: " when there are several downstreams, to tell them apart in an error.
+fn named(options: &Options, spec: &DownstreamSpec) -> String {
+    if options.downstreams.len() == 1 { String::new() } else { format!("`{}`: ", spec.name) }
 }
 
 type Running = gateway::Running;
@@ -141,13 +170,13 @@ fn check_actor(engine: &mut Engine<warrant_store::AnyStore>, actor: &str) -> Res
 }
 
 /// The downstream connection, protocol pinned to 2025-11-25.
-async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
-    let failed = |e: &dyn std::fmt::Display| McpError::Downstream(e.to_string());
-    match at {
+async fn connect(spec: &DownstreamSpec) -> Result<Running, McpError> {
+    let failed = |e: &dyn std::fmt::Display| McpError::Downstream(format!("`{}`: {e}", spec.name));
+    match &spec.at {
         DownstreamAt::Command(command) => {
             let (program, rest) = command.split_first().ok_or_else(|| McpError::Downstream("no command".into()))?;
             let command = tokio::process::Command::new(program).configure(|c| {
-                c.args(rest);
+                c.args(rest).envs(&spec.env);
             });
             let (transport, _) = TokioChildProcess::builder(command)
                 .stderr(std::process::Stdio::inherit())
@@ -159,7 +188,7 @@ async fn connect(at: &DownstreamAt) -> Result<Running, McpError> {
             // reqwest is built without a crypto provider of its own: ring, as the model client.
             let _ = rustls::crypto::ring::default_provider().install_default();
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-            if let Some(token) = std::env::var(ENV_DOWNSTREAM_TOKEN).ok().filter(|t| !t.is_empty()) {
+            if let Some(token) = std::env::var(&spec.token_env).ok().filter(|t| !t.is_empty()) {
                 config = config.auth_header(token);
             }
             let transport = StreamableHttpClientTransport::from_config(config);
@@ -276,5 +305,11 @@ pub(crate) fn report(found: &ToolMatch) {
     }
     for name in &found.undeclared {
         eprintln!("warrant mcp: downstream tool `{name}` is not declared by the contract: never listed, never called");
+    }
+    for (name, servers) in &found.ambiguous {
+        eprintln!(
+            "warrant mcp: operation `{name}` is a tool of several downstreams ({}): not listed; map it in one's `tools`",
+            servers.join(", ")
+        );
     }
 }

@@ -457,3 +457,73 @@ fn the_telemetry_page_s_commands_export_their_turns_as_shown() {
     let services: Vec<_> = turns.iter().map(|s| s["resource"]["service.name"].as_str().unwrap()).collect();
     assert_eq!(services, ["warrant", "support-gate"], "each command exported its turn: {spans:#?}");
 }
+
+#[test]
+fn the_mcp_page_s_downstreams_file_starts_the_gateway_in_front_of_its_servers() {
+    // The page's file, its `python` the tests' and the warehouse's URL one of this test's
+    // listening servers; the page's stdio command with `--downstreams` in place of the one
+    // downstream. The retail contract has no `warehouse_get_order_details`: the warehouse offers
+    // nothing of it, and its tools are named as undeclared.
+    let text = std::fs::read_to_string(root().join("docs/mcp.md")).unwrap();
+    let files: Vec<String> = blocks(&text)
+        .into_iter()
+        .filter(|(l, b)| l == "toml" && b.contains("[[downstream]]"))
+        .map(|(_, b)| b)
+        .collect();
+    let [file] = files.as_slice() else { panic!("one downstreams file on the page: {files:?}") };
+    let python = crate::mcp::python().display().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut warehouse = Command::new(&python)
+        .arg(root().join("examples/retail/retail_server.py"))
+        .args(["--http", &port.to_string()])
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("downstreams.toml");
+    let body =
+        file.replace("\"python\"", &format!("{python:?}")).replace("127.0.0.1:8091", &format!("127.0.0.1:{port}"));
+    std::fs::write(&path, body).unwrap();
+    let up = crate::mcp::listens(port, 60);
+    let store = format!("sqlite:{}", dir.path().join("retail.sqlite").display());
+    // Its client initializes, lists the tools and closes.
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp", "--contract", "examples/retail/contract.toml", "--store", &store])
+        .args(["--actor", "fatima_johnson_7581", "--downstreams"])
+        .arg(&path)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"docs","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    ];
+    let _ =
+        std::io::Write::write_all(&mut gateway.stdin.take().unwrap(), format!("{}\n", client.join("\n")).as_bytes());
+    let output = gateway.wait_with_output().unwrap();
+    let _ = warehouse.kill();
+    let _ = warehouse.wait();
+    assert!(up, "the warehouse did not listen on {port}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("offering 10 tools: get_order_details"), "{said}");
+    assert!(said.contains("downstream tool `warehouse/get_order_details` is not declared"), "{said}");
+    let answers: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[1]["result"]["tools"].as_array().map(Vec::len), Some(10), "{answers:?}");
+    let wrong = file.replace("url = ", "command = [\"x\"]\nurl = ");
+    std::fs::write(&path, wrong).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp", "--contract", "examples/retail/contract.toml", "--store", &store])
+        .args(["--actor", "fatima_johnson_7581", "--downstreams"])
+        .arg(&path)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("line 9: downstream `warehouse`, `url`: give `command` or `url`, not both"), "{said}");
+}

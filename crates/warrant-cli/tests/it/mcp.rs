@@ -1025,3 +1025,121 @@ fn an_http_client_that_names_its_session_resumes_it_in_a_new_mcp_session() {
     let expected = [format!("mcp-http-{FATIMA}-desk"), "mcp-http-sofia_rossi_8776-desk".to_owned()];
     assert_eq!(conversations, BTreeSet::from(expected), "named sessions are the tenants' conversations");
 }
+
+/// The retail contract's `cancel_pending_order` and `get_order_details` once more, as the
+/// operations of a second server's tools of the same names.
+fn warehouse_operations(contract: &str) -> String {
+    let start = contract.find("[[operation]]\nname = \"cancel_pending_order\"").unwrap();
+    let end = start + contract[start..].find("\n[[operation]]").unwrap();
+    let cancel =
+        contract[start..end].replace("name = \"cancel_pending_order\"", "name = \"warehouse_cancel_pending_order\"");
+    let read = "[[operation]]\nname = \"warehouse_get_order_details\"\nfrom = [\"tool_call\"]\nresource = \"order_id\"\nargs.order_id = { kind = \"record\", table = \"order\" }\n";
+    format!("{contract}\n{cancel}\n{read}")
+}
+
+#[test]
+fn several_downstreams_each_operation_forwarded_only_to_its_own_server_and_one_down_fails_only_its_calls() {
+    let bench = Bench::variant(&[]);
+    let text = std::fs::read_to_string(&bench.contract).unwrap();
+    std::fs::write(&bench.contract, warehouse_operations(&text)).unwrap();
+    let dir = bench.dir.path();
+    let (shop_log, warehouse_log, pid) =
+        (dir.join("shop.jsonl"), dir.join("warehouse.jsonl"), dir.join("warehouse.pid"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut warehouse = Command::new(python())
+        .arg(root().join("examples/retail/retail_server.py"))
+        .args(["--http", &port.to_string()])
+        .env("RETAIL_DOWNSTREAM_LOG", &warehouse_log)
+        .env("RETAIL_DOWNSTREAM_PID", &pid)
+        .spawn()
+        .unwrap();
+    let file = dir.join("downstreams.toml");
+    let config = format!(
+        "[[downstream]]\nname = \"shop\"\ncommand = [{python:?}, {server:?}]\nenv = {{ RETAIL_DOWNSTREAM_LOG = {log:?} }}\n\n[[downstream]]\nname = \"warehouse\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ntools = {{ warehouse_cancel_pending_order = \"cancel_pending_order\", warehouse_get_order_details = \"get_order_details\" }}\n",
+        python = python().display().to_string(),
+        server = root().join("examples/retail/retail_server.py").display().to_string(),
+        log = shop_log.display().to_string(),
+    );
+    std::fs::write(&file, config).unwrap();
+    let up = listens(port, 60);
+    let kill = json!([{"argv": ["sh", "-c", format!("kill $(cat {})", pid.display())]}]);
+    let mut down = call("warehouse_get_order_details", &json!({"order_id": PENDING}));
+    down["before"] = kill;
+    let calls = vec![
+        cancel(PENDING, "no longer needed"),
+        json!({"name": "warehouse_cancel_pending_order", "arguments": {"order_id": PENDING_TOO, "reason": "ordered by mistake"}}),
+        call("warehouse_get_order_details", &json!({"order_id": PENDING})),
+        down,
+        call("get_order_details", &json!({"order_id": PENDING})),
+    ];
+    let mut plan = bench.session(FATIMA, Some("confirm"), json!({}), calls);
+    let stdio = plan["stdio"].as_array_mut().unwrap();
+    let at = stdio.iter().position(|a| a == "--downstream-stdio").unwrap();
+    stdio.truncate(at);
+    stdio.extend([json!("--downstreams"), json!(file.display().to_string())]);
+    let outs = if up { run_client(dir, &[plan]) } else { Vec::new() };
+    let _ = warehouse.kill();
+    let _ = warehouse.wait();
+    assert!(up, "the warehouse did not listen on {port}");
+    let out = &outs[0];
+    let listed: BTreeSet<&str> = out["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(listed.contains("cancel_pending_order") && listed.contains("warehouse_cancel_pending_order"), "{out}");
+    assert!(listed.contains("warehouse_get_order_details") && listed.contains("get_user_details"), "{out}");
+    let got = texts(out);
+    assert_eq!(got[0], (false, "cancel_pending_order: performed".to_owned()), "{out}");
+    assert_eq!(got[1], (false, "cancel_pending_order: performed".to_owned()), "{out}");
+    assert!(!got[2].0 && got[2].1.contains(PENDING), "the warehouse's read: {out}");
+    assert!(got[3].0, "the warehouse is down: its read fails: {out}");
+    assert!(!got[4].0 && got[4].1.contains(PENDING), "the shop's read, with the warehouse down: {out}");
+    let lines = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let (shop, store) = (lines(&shop_log), lines(&warehouse_log));
+    assert_eq!(shop.len(), 1, "{shop:?}");
+    assert_eq!(shop[0]["arguments"]["order_id"], PENDING);
+    assert_eq!(store.len(), 1, "{store:?}");
+    assert_eq!(
+        (store[0]["tool"].as_str(), store[0]["arguments"]["order_id"].as_str()),
+        (Some("cancel_pending_order"), Some(PENDING_TOO))
+    );
+    let mut recorded = outcomes(&bench);
+    recorded.sort();
+    let is = |op: &str, outcome: &str| (op.to_owned(), Some(outcome.to_owned()));
+    assert_eq!(
+        recorded,
+        vec![
+            is("cancel_pending_order", "done"),
+            is("get_order_details", "done"),
+            is("warehouse_cancel_pending_order", "done"),
+            is("warehouse_get_order_details", "done"),
+            is("warehouse_get_order_details", "failed"),
+        ],
+        "{out}"
+    );
+    println!(
+        "mcp two downstreams: shop performed {}, warehouse performed {}, outcomes {recorded:?}",
+        shop.len(),
+        store.len()
+    );
+}
+
+#[test]
+fn a_bad_downstreams_file_is_refused_naming_its_line_and_field() {
+    let bench = Bench::new();
+    let file = bench.dir.path().join("downstreams.toml");
+    std::fs::write(
+        &file,
+        "[[downstream]]\nname = \"shop\"\ncommand = [\"python\"]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp", "--contract"])
+        .arg(&bench.contract)
+        .args(["--store", &bench.store(), "--actor", FATIMA, "--downstreams"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("line 2: downstream `shop`, `url`: give `command` or `url`, not both"), "{said}");
+}
