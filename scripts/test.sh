@@ -113,9 +113,10 @@ export WARRANT_MCP_CONFORMANCE="$target/mcp-conformance"
 export WARRANT_OTLP_PYTHON="$target/otlp-venv/bin/python"
 
 # --- The house rules, held by tools rather than by discipline: one format (rustfmt.toml) for the
-# workspace and the fuzz targets, and clippy with every warning an error. warrant-core's own
-# clippy.toml forbids every IO entry point (files, network, processes, environment, clocks,
-# sleeping, the standard streams), so this step is where "warrant-core does no IO" is checked.
+# workspace and the fuzz targets, and clippy with every warning an error. The clippy.toml of
+# warrant-core and of warrant-contract forbid every IO entry point (files, network, processes,
+# environment, clocks, sleeping, the standard streams), so this step is where "warrant-core and
+# warrant-contract do no IO" is checked.
 step "house rules"
 cargo fmt --all --check
 cargo fmt --check --manifest-path fuzz/Cargo.toml

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::contract::Contract;
-use crate::date::{self, DateExpr, TurnClock};
 use crate::facts::RowRef;
-use crate::money::{Currency, Money};
-use crate::operation::{Arg, ArgKind, Operation, StringPattern};
-use crate::pointer::{self, TextPointer};
-use crate::reason::ReasonCode;
-use crate::verdict::Finding;
 use crate::visibility::{self, RowValue};
 use crate::workspace::Workspace;
+use warrant_contract::contract::Contract;
+use warrant_contract::date::{self, DateExpr, TurnClock};
+use warrant_contract::money::{Currency, Money};
+use warrant_contract::operation::{Arg, ArgKind, Operation, StringPattern};
+use warrant_contract::pointer::{self, TextPointer};
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::verdict::Finding;
 
 /// An argument's value after its checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +89,7 @@ impl Checked {
     pub fn to_row_json(&self, currency: Option<Currency>) -> Value {
         match (self, currency) {
             (Checked::Money { units, .. }, Some(currency)) => {
-                crate::money::record_number(*units, currency).unwrap_or(Value::Null)
+                warrant_contract::money::record_number(*units, currency).unwrap_or(Value::Null)
             }
             (Checked::Objects(elements), _) => objects_json(elements, &|v: &Checked| v.to_row_json(currency)),
             (other, _) => other.to_json(),
@@ -163,7 +163,7 @@ impl UserWords {
             None => Err(refused(format!("there is no entry {index} to point into"))),
             Some((kind, _)) if kind != USER_KIND => Err(refused(format!(
                 "entry {index} is a `{}` entry; a value may be pointed out of a `{USER_KIND}` entry only",
-                crate::text::visible(kind)
+                warrant_contract::text::visible(kind)
             ))),
             Some((_, text)) => Ok(text),
         }
@@ -194,8 +194,12 @@ pub(crate) fn check_args(
 ) -> Result<BTreeMap<String, Checked>, Finding> {
     if let Some(unknown) = args.keys().find(|k| op.arg(k).is_none()) {
         return Err(Finding::refuse(ReasonCode::UnknownArgument)
-            .field(format!("args.{}", crate::text::visible(unknown)))
-            .detail(format!("operation `{}` has no argument `{}`", op.name, crate::text::visible(unknown))));
+            .field(format!("args.{}", warrant_contract::text::visible(unknown)))
+            .detail(format!(
+                "operation `{}` has no argument `{}`",
+                op.name,
+                warrant_contract::text::visible(unknown)
+            )));
     }
     let mut checked: BTreeMap<String, Checked> = BTreeMap::new();
     // Record handles first: members and pairs are checked against the rows they name.
@@ -282,7 +286,7 @@ fn check_records(
                 return Err(Finding::refuse(ReasonCode::RequirementUnmet).detail(format!(
                     "`{}` of `{}` is not {expected}",
                     field,
-                    crate::text::visible(&row.key)
+                    warrant_contract::text::visible(&row.key)
                 )));
             }
         }
@@ -332,7 +336,7 @@ fn check_enum(
     };
     if !values.iter().any(|v| v == id) {
         return Err(Finding::refuse(ReasonCode::NotInClosedSet)
-            .detail(format!("`{}` is not one of the declared ids", crate::text::visible(id))));
+            .detail(format!("`{}` is not one of the declared ids", warrant_contract::text::visible(id))));
     }
     if evidence {
         let pointer = pointer.ok_or_else(|| {
@@ -393,13 +397,13 @@ fn check_string(
         && !pattern.matches(text)
     {
         return Err(Finding::refuse(ReasonCode::PatternMismatch)
-            .detail(format!("the value does not match `{}`", crate::text::visible(&pattern.source))));
+            .detail(format!("the value does not match `{}`", warrant_contract::text::visible(&pattern.source))));
     }
     if let Some(values) = values
         && !values.iter().any(|v| v == text)
     {
         return Err(Finding::refuse(ReasonCode::NotInClosedSet)
-            .detail(format!("`{}` is not one of the declared values", crate::text::visible(text))));
+            .detail(format!("`{}` is not one of the declared values", warrant_contract::text::visible(text))));
     }
     Ok(Checked::String(text.to_owned()))
 }
@@ -451,10 +455,10 @@ fn check_objects(
         if let Some(unknown) = given.keys().find(|k| !fields.iter().any(|f| f.name == **k)) {
             let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
             return Err(Finding::refuse(ReasonCode::UnknownArgument)
-                .field(format!("{at}.{}", crate::text::visible(unknown)))
+                .field(format!("{at}.{}", warrant_contract::text::visible(unknown)))
                 .detail(format!(
                     "an element has no field `{}` (its fields: {})",
-                    crate::text::visible(unknown),
+                    warrant_contract::text::visible(unknown),
                     known.join(", ")
                 )));
         }
@@ -487,7 +491,7 @@ fn check_objects(
 /// out has nothing to disagree with.
 fn require_equal(
     work: &mut Workspace<'_>,
-    (field, equals): (&str, &crate::operation::Equals),
+    (field, equals): (&str, &warrant_contract::operation::Equals),
     value: &Checked,
     record: Option<&Checked>,
 ) -> Result<(), Finding> {
@@ -511,14 +515,14 @@ fn require_equal(
         return Ok(());
     }
     // A string is shown as it is, any other value as JSON.
-    let shown = |v: &Value| crate::text::visible(&v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+    let shown = |v: &Value| warrant_contract::text::visible(&v.as_str().map_or_else(|| v.to_string(), str::to_owned));
     let held = held.map_or_else(|| "nothing".to_owned(), |v| format!("`{}`", shown(v)));
     Err(Finding::refuse(ReasonCode::RecordFieldMismatch).field(field.to_owned()).detail(format!(
         "`{}` is not what `{}` of `{}` `{}` holds ({held})",
         shown(&value.to_json()),
         equals.field,
         row.table,
-        crate::text::visible(&row.key)
+        warrant_contract::text::visible(&row.key)
     )))
 }
 
@@ -530,7 +534,7 @@ fn check_date(ctx: &ArgContext<'_>, plain: bool, value: &Value) -> Result<Checke
         return match text.parse::<jiff::civil::Date>() {
             Ok(day) if shaped => Ok(Checked::Date(day.to_string())),
             _ => Err(Finding::ask(ReasonCode::DateInvalid)
-                .detail(format!("`{}` is not a day written YYYY-MM-DD", crate::text::visible(text)))),
+                .detail(format!("`{}` is not a day written YYYY-MM-DD", warrant_contract::text::visible(text)))),
         };
     }
     let expr: DateExpr = serde_json::from_value(value.clone())
@@ -547,7 +551,7 @@ fn check_plain_money(ctx: &ArgContext<'_>, value: &Value) -> Result<Checked, Fin
     let currency = ctx.currency.ok_or_else(|| {
         Finding::refuse(ReasonCode::CurrencyNotAccepted).detail("the contract declares no currency".into())
     })?;
-    let units = crate::money::record_units(value, currency)
+    let units = warrant_contract::money::record_units(value, currency)
         .map_err(|e| Finding::ask(ReasonCode::MoneyInvalid).detail(format!("{}: {e}", e.code())))?;
     Ok(Checked::Money { units, currency: currency.code().to_owned() })
 }
@@ -614,12 +618,13 @@ fn unknown_record(row: &RowRef) -> Finding {
     Finding::refuse(ReasonCode::UnknownRecord).detail(format!(
         "table `{}` has no row `{}`",
         row.table,
-        crate::text::visible(&row.key)
+        warrant_contract::text::visible(&row.key)
     ))
 }
 
 fn not_a_member(id: &str) -> Finding {
-    Finding::refuse(ReasonCode::NotAMember).detail(format!("`{}` is not in the collection", crate::text::visible(id)))
+    Finding::refuse(ReasonCode::NotAMember)
+        .detail(format!("`{}` is not in the collection", warrant_contract::text::visible(id)))
 }
 
 fn container_row(ctx: &ArgContext<'_>, earlier: &BTreeMap<String, Checked>, of: &str) -> Result<RowRef, Finding> {
@@ -668,7 +673,7 @@ fn locate_members(
             _ => {
                 return Err(Finding::refuse(ReasonCode::NotAMember).detail(format!(
                     "`{path}` of `{}` is not a collection of the declared shape",
-                    crate::text::visible(&row.key)
+                    warrant_contract::text::visible(&row.key)
                 )));
             }
         };
@@ -716,7 +721,10 @@ fn check_pairs(work: &mut Workspace<'_>, op: &Operation, checked: &BTreeMap<Stri
                 let mine = record.value.get(same);
                 if mine.is_none() || mine != pair_value.get(same) {
                     return Err(Finding::refuse(ReasonCode::PairMismatch).field(format!("args.{}", arg.name)).detail(
-                        format!("`{}` differs in `{same}` from the id it replaces", crate::text::visible(&row.key)),
+                        format!(
+                            "`{}` differs in `{same}` from the id it replaces",
+                            warrant_contract::text::visible(&row.key)
+                        ),
                     ));
                 }
             }

@@ -7,8 +7,8 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::contract::Contract;
-use crate::reason::ReasonCode;
+use warrant_contract::contract::Contract;
+use warrant_contract::reason::ReasonCode;
 
 /// One case as written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

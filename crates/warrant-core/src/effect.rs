@@ -11,20 +11,20 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::args::{Checked, MemberRef, member_value};
-use crate::contract::Contract;
-use crate::date::TurnClock;
-use crate::expr::{self, MAX_INPUT_VALUES, RowLookup};
-use crate::expressions::{CelValue, ValueType};
 use crate::facts::RowRef;
-use crate::money::{self, Currency};
-use crate::operation::{
-    Appended, Change, Each, EntryValue, Expr, ITEM, KeyRef, MintedKey, NewRow, Operation, Path, Step,
-};
-use crate::reason::ReasonCode;
-use crate::records::cedar_attrs;
-use crate::verdict::Finding;
 use crate::visibility::RowValue;
 use crate::workspace::Workspace;
+use warrant_contract::contract::Contract;
+use warrant_contract::date::TurnClock;
+use warrant_contract::expr::{self, MAX_INPUT_VALUES, RowLookup};
+use warrant_contract::expressions::{CelValue, ValueType};
+use warrant_contract::money::{self, Currency};
+use warrant_contract::operation::{
+    Appended, Change, Each, EntryValue, Expr, ITEM, KeyRef, MintedKey, NewRow, Operation, Path, Step,
+};
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::records::cedar_attrs;
+use warrant_contract::verdict::Finding;
 
 /// The most rounds of fetching rows one expression's evaluation may take: how deep `row(…)`
 /// may be nested (a key read from a row another `row` reached).
@@ -142,7 +142,7 @@ fn mint(seed: &str, op: &str, key: &MintedKey) -> String {
     let size = key.alphabet.len().max(1);
     let mut round = 0u32;
     while minted.chars().count() < key.prefix.chars().count() + key.length {
-        let hex = crate::id::derive_id("mint", &[seed, op, &key.name, &round.to_string()]);
+        let hex = warrant_contract::id::derive_id("mint", &[seed, op, &key.name, &round.to_string()]);
         let digits = hex.rsplit('_').next().unwrap_or_default();
         for pair in digits.as_bytes().chunks(2) {
             let byte = std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok()).unwrap_or(0);
@@ -174,9 +174,9 @@ fn typed(value: &cel::Value, ty: ValueType, source: &str) -> Result<Derived, Fin
         (ValueType::Bool, cel::Value::Bool(b)) => Some(Derived::Json(Value::Bool(*b))),
         (ValueType::Text, cel::Value::String(text)) => Some(Derived::Json(Value::String(text.as_ref().clone()))),
         (ValueType::Instant, cel::Value::Timestamp(_)) => expr::to_json(value).ok().map(Derived::Json),
-        (ValueType::Instant, cel::Value::String(text)) => {
-            crate::date::parse_instant(text).ok().map(|_| Derived::Json(Value::String(text.as_ref().clone())))
-        }
+        (ValueType::Instant, cel::Value::String(text)) => warrant_contract::date::parse_instant(text)
+            .ok()
+            .map(|_| Derived::Json(Value::String(text.as_ref().clone()))),
         _ => None,
     };
     derived.ok_or_else(|| {
@@ -375,7 +375,7 @@ impl<'a> Eval<'a> {
                 let mut items = Vec::new();
                 self.walk(work, path, &mut |table, concrete, value| {
                     let element = match table.and_then(|t| self.contract.table(t)) {
-                        Some(table) => crate::records::cedar_value_at(table, concrete, value, currency),
+                        Some(table) => warrant_contract::records::cedar_value_at(table, concrete, value, currency),
                         None => value.clone(),
                     };
                     items.push(Item::Json(element));
@@ -578,7 +578,7 @@ impl<'a> Eval<'a> {
             let misses = rows.take_misses().map_err(lookup)?;
             if misses.is_empty() {
                 if let Some((table, key)) = rows.absent().map_err(lookup)? {
-                    let message = format!("table `{table}` has no row `{}`", crate::text::visible(&key));
+                    let message = format!("table `{table}` has no row `{}`", warrant_contract::text::visible(&key));
                     return Err(expression_failed(source, ReasonCode::RelatedRowMissing, &message));
                 }
                 return result;
@@ -976,7 +976,7 @@ impl<'a> Eval<'a> {
                 map.remove(key);
                 Ok(Value::Object(map))
             }
-            _ => Err(inapplicable(format!("there is no entry `{}` to remove", crate::text::visible(key)))),
+            _ => Err(inapplicable(format!("there is no entry `{}` to remove", warrant_contract::text::visible(key)))),
         })
     }
 

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ladder::{PromotionRecord, Subject};
-use crate::records::{Record, SharedRecord};
+use warrant_contract::ladder::{PromotionRecord, Subject};
+use warrant_contract::records::{Record, SharedRecord};
 
 /// A row of a table, by key.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -8,47 +8,31 @@
 
 pub mod args;
 pub mod change;
-pub mod check;
-pub mod confirm;
-pub mod contract;
 #[cfg(feature = "corpus")]
 pub mod corpus;
-pub mod date;
 pub mod effect;
-pub mod expr;
-pub mod expressions;
 pub mod facts;
 pub mod guard;
-pub mod id;
-pub mod ladder;
-pub mod limits;
-pub mod money;
-pub mod operation;
 pub mod outbound;
-pub mod pointer;
-pub mod policy;
-mod policy_reads;
-pub mod policy_schema;
-pub mod reason;
-pub mod records;
 pub mod report;
 pub mod request;
-pub mod schema;
-pub mod score;
-pub mod source;
-mod sure_fit;
-pub mod text;
 pub mod tools;
 pub mod turn;
-pub mod verdict;
 pub mod visibility;
-pub mod wire;
 pub mod workspace;
 
-pub use contract::{Contract, ContractError, ContractErrorKind};
-pub use reason::ReasonCode;
-pub use score::{Clause, Performed, Reading, Rejection, Score};
-pub use source::{KindSet, SourceKind, SourceKinds};
+// The contract and its foundations live in warrant-contract, below this crate; they keep the
+// paths they had here, so that the crates above need not know the split.
+pub use warrant_contract::request::wire;
+pub use warrant_contract::{
+    check, confirm, contract, date, expr, expressions, id, ladder, limits, money, operation, pointer, policy,
+    policy_schema, reason, records, schema, score, source, text, verdict,
+};
+
+pub use warrant_contract::contract::{Contract, ContractError, ContractErrorKind};
+pub use warrant_contract::reason::ReasonCode;
+pub use warrant_contract::score::{Clause, Performed, Reading, Rejection, Score};
+pub use warrant_contract::source::{KindSet, SourceKind, SourceKinds};
 
 // The modules grouped by concern keep their old paths.
 #[cfg(feature = "corpus")]

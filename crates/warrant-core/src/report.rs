@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::Contract;
-use crate::reason::ReasonCode;
-use crate::score::Reading;
+use warrant_contract::contract::Contract;
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::score::Reading;
 
 /// One input line of `warrant score --jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -102,7 +102,7 @@ impl InputError {
             code: ReasonCode::UnknownSourceKind,
             message: format!(
                 "source kind `{}` is not declared by the contract (declared: {})",
-                crate::text::visible(kind),
+                warrant_contract::text::visible(kind),
                 declared.join(", ")
             ),
             line: None,
@@ -125,7 +125,7 @@ pub fn score_line(contract: &Contract, request: &ScoreRequest) -> Result<String,
     })
 }
 
-/// Reads one `{"kind","text"}` request, strictly as every request is read ([`crate::wire`]:
+/// Reads one `{"kind","text"}` request, strictly as every request is read ([`warrant_contract::request::wire`]:
 /// one object, no repeated key, no U+0000); the error names the field at fault.
 pub fn parse_score_request(input: &str) -> Result<ScoreRequest, InputError> {
     parse_strict(input, &["kind", "text"])
@@ -133,12 +133,14 @@ pub fn parse_score_request(input: &str) -> Result<ScoreRequest, InputError> {
 
 /// Reads one request object strictly; `fields` are the fields an error may name.
 fn parse_strict<T: serde::de::DeserializeOwned>(input: &str, fields: &[&'static str]) -> Result<T, InputError> {
-    crate::wire::check(input).and_then(|()| crate::wire::from_str::<T>(input)).map_err(|e| InputError {
-        code: e.code,
-        field: fields.iter().copied().find(|name| *name == e.field),
-        message: if e.field.is_empty() { e.message } else { format!("`{}`: {}", e.field, e.message) },
-        line: None,
-    })
+    warrant_contract::request::wire::check(input)
+        .and_then(|()| warrant_contract::request::wire::from_str::<T>(input))
+        .map_err(|e| InputError {
+            code: e.code,
+            field: fields.iter().copied().find(|name| *name == e.field),
+            message: if e.field.is_empty() { e.message } else { format!("`{}`: {}", e.field, e.message) },
+            line: None,
+        })
 }
 
 /// Handles one line of `--jsonl` input (1-based `line`), always producing one output line.
@@ -165,15 +167,15 @@ pub struct RenderRequest {
     pub text: String,
 }
 
-/// Reads one `{"text"}` request, strictly as every request is read ([`crate::wire`]); the error
+/// Reads one `{"text"}` request, strictly as every request is read ([`warrant_contract::request::wire`]); the error
 /// names the field at fault.
 pub fn parse_render_request(input: &str) -> Result<RenderRequest, InputError> {
     parse_strict(input, &["text"])
 }
 
-/// The JSON of the numbered rendering of `text` (`crate::pointer::Rendering`), as
+/// The JSON of the numbered rendering of `text` (`warrant_contract::pointer::Rendering`), as
 /// `warrant render` prints it and `POST /v1/render` answers.
 pub fn render_json(text: &str) -> String {
-    serde_json::to_string(&crate::pointer::rendering(text))
+    serde_json::to_string(&warrant_contract::pointer::rendering(text))
         .unwrap_or_else(|_| String::from(r#"{"error":{"code":"invalid_input","message":"unrenderable text"}}"#))
 }

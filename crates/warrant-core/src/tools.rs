@@ -4,9 +4,9 @@
 //! openai|anthropic|mcp`) and listed by the MCP gateway's `tools/list` and handed out by the Python
 //! `Gate.tools`, so what a model is offered is what the contract checks. Pure: no IO.
 
-use crate::Contract;
-use crate::operation::{Arg, ArgKind, Operation};
 use serde_json::{Map, Value, json};
+use warrant_contract::contract::Contract;
+use warrant_contract::operation::{Arg, ArgKind, Operation};
 
 /// The three shapes of a tool list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,7 +213,7 @@ pub fn render(defs: &[ToolDef], format: ToolFormat) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::ContractFiles;
+    use warrant_contract::contract::ContractFiles;
 
     const CONTRACT: &str = r#"
 [sources]

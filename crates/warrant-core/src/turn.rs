@@ -15,29 +15,29 @@ use std::sync::Arc;
 
 use crate::args::{self, ArgContext, Checked, UserWords};
 use crate::change::RowChange;
-use crate::check::{self, CheckAnswers, CheckRequest, ModelTask};
-use crate::contract::Contract;
 use crate::effect::Eval;
-use crate::guard::{self, FindingOut};
-use crate::ladder::{PromotionRecord, Subject};
-use crate::operation::ArgKind;
-use crate::outbound::claim::PathName;
 use crate::outbound::{self, GateAnswers, LedgerFacts};
-use crate::pointer::{self, TextPointer};
-use crate::policy::{Policies, PolicyDecision, RequestEntities, RowEntity};
-use crate::reason::ReasonCode;
-use crate::records::{Record, SharedRecord, cedar_attrs};
 use crate::request::Draft;
 use crate::request::{TurnRequest, ValidRequest};
-use crate::sure_fit::{Source, SureFit};
+use warrant_contract::check::{self, CheckAnswers, CheckRequest, ModelTask};
+use warrant_contract::claim::PathName;
+use warrant_contract::contract::Contract;
+use warrant_contract::guard::{self, FindingOut};
+use warrant_contract::ladder::{PromotionRecord, Subject};
+use warrant_contract::operation::ArgKind;
+use warrant_contract::pointer::{self, TextPointer};
+use warrant_contract::policy::{Policies, PolicyDecision, RequestEntities, RowEntity};
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::records::{Record, SharedRecord, cedar_attrs};
+use warrant_contract::sure_fit::{Source, SureFit};
 
-/// Ids are derived in [`crate::id`]; the turn's are hashes of (conversation, turn, position).
-pub use crate::id::derive_id;
+/// Ids are derived in [`warrant_contract::id`]; the turn's are hashes of (conversation, turn, position).
+pub use warrant_contract::id::derive_id;
 
 pub use crate::facts::{EventRecord, FactError, Facts, Interaction, PendingRead, RowEvent, RowHistory, RowRef};
-pub use crate::verdict::{Finding, Reason, Verdict};
 use crate::workspace::{ABSENT_REVISION, Slot};
 pub use crate::workspace::{RowView, Workspace};
+pub use warrant_contract::verdict::{Finding, Reason, Verdict};
 
 /// The option ids of a confirmation.
 pub const CONFIRM: &str = "confirm";
@@ -609,7 +609,9 @@ fn uncovered_request(input: &TurnInput<'_>, proposals: &[Proposal<'_>]) -> Optio
             // request whose store kept its keys in another order.
             let acts = proposals
                 .iter()
-                .map(|p| format!("{} {}", p.op, crate::id::canonical(&Value::Object(p.args.as_ref().clone()))))
+                .map(|p| {
+                    format!("{} {}", p.op, warrant_contract::id::canonical(&Value::Object(p.args.as_ref().clone())))
+                })
                 .collect();
             Some(CheckRequest::uncovered(message, acts))
         }
@@ -825,7 +827,7 @@ fn decide_act(
     let op = contract.operation(&proposal.op).ok_or_else(|| {
         Finding::refuse(ReasonCode::UnknownOperation)
             .field("op".into())
-            .detail(format!("`{}` is not an operation of the contract", crate::text::visible(&proposal.op)))
+            .detail(format!("`{}` is not an operation of the contract", warrant_contract::text::visible(&proposal.op)))
     })?;
     let kind = contract.kinds().get(&proposal.from).ok_or_else(|| Finding::refuse(ReasonCode::OperationNotOffered))?;
     if !op.from.contains(kind) {
@@ -898,7 +900,7 @@ fn mint_seed(input: &TurnInput<'_>, proposal: &Proposal<'_>) -> String {
 /// The rows a consequential act names: those of its record and records arguments, and its
 /// resource (the actor's row when the operation declares none), in order, each once.
 fn named_rows(
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     checked: &BTreeMap<String, Checked>,
     actor_row: Option<&RowRef>,
 ) -> Vec<RowRef> {
@@ -983,12 +985,12 @@ pub fn foreseen(contract: &Contract, valid: &ValidRequest) -> Foreseen {
 /// Before a consequential act is held, its effect is tried on the working copies and undone:
 /// an effect whose rows would break their schemas is refused now rather than after the user
 /// confirms. A step that cannot apply here is left to the confirmation, which decides again.
-/// An effect the contract shows will fit (`crate::sure_fit`) is not tried where what is left
+/// An effect the contract shows will fit (`warrant_contract::sure_fit`) is not tried where what is left
 /// to check holds: the trial's answer would be that it fits.
 fn effects_fit_schemas(
     contract: &Contract,
     work: &mut Workspace<'_>,
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     eval: &Eval<'_>,
 ) -> Result<(), Finding> {
     if let Some(sure) = &op.sure_fit
@@ -1049,7 +1051,7 @@ fn sure_fit_holds(contract: &Contract, work: &Workspace<'_>, sure: &SureFit, eva
             };
             match &*value {
                 Value::Null => field.optional,
-                value => crate::schema::check_value(field, "", value, currency).is_ok(),
+                value => warrant_contract::schema::check_value(field, "", value, currency).is_ok(),
             }
         })
 }
@@ -1075,10 +1077,12 @@ fn rows_fit_schemas(
             _ => None,
         };
         let checked = match written {
-            Some(fields) => crate::records::check_row_fields(table, &row.key, value, beside, currency, &|field| {
-                fields.contains(field)
-            }),
-            None => crate::records::check_row_fields(table, &row.key, value, beside, currency, &|_| true),
+            Some(fields) => {
+                warrant_contract::records::check_row_fields(table, &row.key, value, beside, currency, &|field| {
+                    fields.contains(field)
+                })
+            }
+            None => warrant_contract::records::check_row_fields(table, &row.key, value, beside, currency, &|_| true),
         };
         if let Err(e) = checked {
             return Err(Finding::refuse(ReasonCode::EffectBreaksSchema).detail(e.to_string()));
@@ -1113,20 +1117,20 @@ struct ActorRecord<'a> {
 fn policy_entities(
     contract: &Contract,
     work: &mut Workspace<'_>,
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     actor: ActorRecord<'_>,
     checked: &BTreeMap<String, Checked>,
 ) -> Result<Result<RequestEntities, String>, Finding> {
     let currency = contract.currency();
     // A row as Cedar reads it: its typed instants and dates as datetimes.
-    let policy_attrs = |table: &crate::records::Table, key: &str, value: &Value| {
+    let policy_attrs = |table: &warrant_contract::records::Table, key: &str, value: &Value| {
         let mut attrs = cedar_attrs(table, key, value, currency);
-        crate::records::cedar_datetimes(table, &mut attrs);
+        warrant_contract::records::cedar_datetimes(table, &mut attrs);
         attrs
     };
     let policies = contract.policies();
     // Built once per row revision and reused (`Policies::row_entity`).
-    let entity_of = |table: &crate::records::Table, key: &str, view: &RowView| {
+    let entity_of = |table: &warrant_contract::records::Table, key: &str, view: &RowView| {
         let row = RowEntity {
             table: &table.name,
             entity_type: &table.entity,
@@ -1168,7 +1172,7 @@ fn policy_entities(
 fn decide_policy(
     contract: &Contract,
     work: &mut Workspace<'_>,
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     actor: ActorRecord<'_>,
     eval: &Eval<'_>,
 ) -> Result<(), Finding> {
@@ -1194,7 +1198,7 @@ fn decide_policy(
             if m.position.is_none() {
                 prefix.push(&m.id);
             }
-            Ok(crate::records::cedar_value_at(table, &prefix, &element, currency))
+            Ok(warrant_contract::records::cedar_value_at(table, &prefix, &element, currency))
         };
         match value {
             Checked::Member(m) => {
@@ -1217,11 +1221,12 @@ fn decide_policy(
     }
     context.insert("members".into(), Value::Object(members));
     if reads(&["now"]) {
-        let now = crate::date::cedar_datetime(clock.at).map_or(Value::Null, crate::policy::datetime);
+        let now =
+            warrant_contract::date::cedar_datetime(clock.at).map_or(Value::Null, warrant_contract::policy::datetime);
         context.insert("now".into(), now);
     }
     if reads(&["today"]) {
-        context.insert("today".into(), crate::policy::datetime(clock.today().to_string()));
+        context.insert("today".into(), warrant_contract::policy::datetime(clock.today().to_string()));
     }
     if reads(&["time_zone"]) {
         let time_zone = clock.time_zone.iana_name().unwrap_or("UTC");
@@ -1247,19 +1252,21 @@ fn decide_policy(
 
 /// The derived quantities as Cedar reads them: a CEL quantity of type `instant` a `datetime`,
 /// every other one as its JSON.
-fn policy_derived(op: &crate::operation::Operation, eval: &Eval<'_>) -> Map<String, Value> {
-    use crate::expressions::ValueType;
+fn policy_derived(op: &warrant_contract::operation::Operation, eval: &Eval<'_>) -> Map<String, Value> {
+    use warrant_contract::expressions::ValueType;
     let instant = |name: &str| {
-        op.derive
-            .iter()
-            .any(|(n, e)| n == name && matches!(e, crate::operation::Expr::Cel(v) if v.ty == Some(ValueType::Instant)))
+        op.derive.iter().any(|(n, e)| {
+            n == name && matches!(e, warrant_contract::operation::Expr::Cel(v) if v.ty == Some(ValueType::Instant))
+        })
     };
     eval.derived
         .iter()
         .map(|(name, value)| {
             let json = value.to_json();
-            let cedar = match json.as_str().filter(|_| instant(name)).map(crate::date::parse_instant) {
-                Some(Ok(at)) => crate::date::cedar_datetime(at).map_or(Value::Null, crate::policy::datetime),
+            let cedar = match json.as_str().filter(|_| instant(name)).map(warrant_contract::date::parse_instant) {
+                Some(Ok(at)) => {
+                    warrant_contract::date::cedar_datetime(at).map_or(Value::Null, warrant_contract::policy::datetime)
+                }
                 _ => json,
             };
             (name.clone(), cedar)
@@ -1280,7 +1287,7 @@ struct WordSlot<'o> {
     /// Its name in questions and in the field a finding names (after `args.`).
     name: String,
     /// Its declaration: the argument's, or the field's.
-    arg: &'o crate::operation::Arg,
+    arg: &'o warrant_contract::operation::Arg,
     /// The argument it is in, and for a field the element's index.
     at: (&'o str, Option<usize>),
 }
@@ -1317,7 +1324,7 @@ impl WordSlot<'_> {
 
 /// The values of an act that may hold the user's words, in declaration order: each argument,
 /// and for an `objects` argument each field of each element given.
-fn word_slots<'o>(op: &'o crate::operation::Operation, args: &Map<String, Value>) -> Vec<WordSlot<'o>> {
+fn word_slots<'o>(op: &'o warrant_contract::operation::Operation, args: &Map<String, Value>) -> Vec<WordSlot<'o>> {
     let mut slots = Vec::new();
     for arg in &op.args {
         match (&arg.kind, args.get(&arg.name)) {
@@ -1342,7 +1349,7 @@ fn word_slots<'o>(op: &'o crate::operation::Operation, args: &Map<String, Value>
 /// supplies the value's text. Returns the arguments to check and the
 /// names of the located ones; anything but a pointer for every plain value takes the act away.
 fn locate_plain_values<'p>(
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     proposal: &'p Proposal<'_>,
     answers: &CheckAnswers,
     needed: &mut Vec<CheckRequest>,
@@ -1399,7 +1406,7 @@ fn locate_plain_values<'p>(
 /// check of the act is named in `needed`, so that one round of model calls can answer them
 /// all; the first that takes something away decides.
 fn semantic_checks(
-    op: &crate::operation::Operation,
+    op: &warrant_contract::operation::Operation,
     checked: &BTreeMap<String, Checked>,
     proposal: &Proposal<'_>,
     located: &Located<'_>,

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use crate::contract::Contract;
-use crate::records::Visibility;
+use warrant_contract::contract::Contract;
+use warrant_contract::records::Visibility;
 
 /// Reads the parent row of a nested table, by table and key: `None` when there is none.
 pub type ParentRows<'a, E> = dyn FnMut(&str, &str) -> Result<Option<Value>, E> + 'a;

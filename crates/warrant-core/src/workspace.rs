@@ -7,9 +7,9 @@ use serde_json::{Map, Value};
 
 use crate::change::{self, RowChange};
 use crate::facts::{EventRecord, Facts, Interaction, RowEvent, RowRef};
-use crate::reason::ReasonCode;
-use crate::records::SharedRecord;
-use crate::verdict::Finding;
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::records::SharedRecord;
+use warrant_contract::verdict::Finding;
 
 /// The revision a row that does not exist is read at (a row created by this turn's effects
 /// has it until the commit stores it): no stored row is ever at it.
@@ -260,7 +260,7 @@ impl<'f> Workspace<'f> {
             return Err(Finding::refuse(ReasonCode::RecordExists).detail(format!(
                 "table `{}` has a row `{}` already",
                 row.table,
-                crate::text::visible(&row.key)
+                warrant_contract::text::visible(&row.key)
             )));
         }
         self.copy_trial_row(row);
@@ -276,7 +276,7 @@ impl<'f> Workspace<'f> {
         if self.row(row)?.is_none() {
             return Err(Finding::refuse(ReasonCode::EffectInapplicable).detail(format!(
                 "row `{}` of `{}` does not exist",
-                crate::text::visible(&row.key),
+                warrant_contract::text::visible(&row.key),
                 row.table
             )));
         }
@@ -498,8 +498,8 @@ fn change_at(
 mod tests {
     use super::*;
     use crate::facts::FactError;
-    use crate::records::Record;
     use serde_json::json;
+    use warrant_contract::records::Record;
 
     /// One row, `order/o1`, shared by every read of it.
     struct OneRow(SharedRecord);

@@ -2,13 +2,20 @@
 //! its turn, whether the announcement guard must flag it, its class and why. A case that must
 //! stay clear and is flagged is an overreach, the failure that would put words in the model's
 //! mouth, and is named as such.
+//!
+//! Its tally is counted, never stated (as the ladder's evidence, `warrant_contract::ladder`):
+//!
+//! ```compile_fail
+//! use warrant_core::guard_corpus::GuardTally;
+//! let tally = GuardTally { passed: 138, ..GuardTally::default() };
+//! ```
 
 use std::fmt;
 
 use serde::Deserialize;
 
-use crate::guard::AnnouncementGuard;
-use crate::ladder::CorpusRun;
+use warrant_contract::guard::AnnouncementGuard;
+use warrant_contract::ladder::CorpusRun;
 
 /// What a case expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -80,7 +87,7 @@ pub fn run_case(guard: &AnnouncementGuard, case: &GuardCase) -> Result<(), Guard
         (GuardExpect::Flag, false) | (GuardExpect::Clear, true) => Ok(()),
         (GuardExpect::Flag, true) => Err(GuardFailure::Missed),
         (GuardExpect::Clear, false) => {
-            let nfc = crate::text::nfc(&case.text);
+            let nfc = warrant_contract::text::nfc(&case.text);
             Err(GuardFailure::Overreach {
                 sentences: flags.iter().filter_map(|f| nfc.get(f.span.clone()).map(str::to_owned)).collect(),
             })

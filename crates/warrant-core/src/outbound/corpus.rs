@@ -9,13 +9,13 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::check::{CheckFailure, CheckVerdict, ModelTask};
-use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
-use crate::outbound::claim::PathName;
 use crate::outbound::{self, Basis, GateAnswer, GateAnswers, LedgerFacts, Outgoing};
-use crate::records::Record;
 use crate::request::Draft;
+use warrant_contract::check::{CheckFailure, CheckVerdict, ModelTask};
+use warrant_contract::claim::PathName;
+use warrant_contract::contract::Contract;
+use warrant_contract::records::Record;
 
 /// A recorded answer of the coverage check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -108,7 +108,7 @@
 //! assert_eq!(outbox.0[0].text(), "Hello.");
 //! ```
 
-pub mod claim;
+pub use warrant_contract::claim;
 #[cfg(feature = "corpus")]
 pub mod corpus;
 
@@ -119,18 +119,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use self::claim::{Backing, Claim, ClaimArgKind, PathName};
-use crate::check::{CheckFailure, CheckVerdict, ModelTask};
-use crate::contract::Contract;
 use crate::facts::{EventRecord, FactError};
-use crate::id::derive_id;
-use crate::reason::ReasonCode;
-use crate::records::Record;
 use crate::request::{Draft, RequestError};
-use crate::verdict::Reason;
 use crate::visibility;
+use warrant_contract::check::{CheckFailure, CheckVerdict, ModelTask};
+use warrant_contract::contract::Contract;
+use warrant_contract::id::derive_id;
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::records::Record;
+use warrant_contract::verdict::Reason;
 
 /// The task names of the gate's model questions.
-pub const REWRITE: &str = crate::check::ModelTask::Rewrite.name();
+pub const REWRITE: &str = warrant_contract::check::ModelTask::Rewrite.name();
 
 /// The texts the gate checks in turn: the agent's draft, then, when asked for, the rewrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,7 +251,7 @@ pub struct OutboundRequest {
     /// The locale to send in; one of the contract's `outbound.locales`.
     pub locale: String,
     /// What the generator wants to send.
-    #[serde(deserialize_with = "crate::wire::object")]
+    #[serde(deserialize_with = "warrant_contract::request::wire::object")]
     pub draft: Draft,
     /// The channel; by default the path's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -320,33 +320,39 @@ fn invalid(field: &str, message: String) -> RequestError {
 }
 
 /// Parses an outbound request all or nothing, read strictly as a turn request is
-/// ([`crate::wire`]); errors name the field at fault.
+/// ([`warrant_contract::request::wire`]); errors name the field at fault.
 pub fn parse_request(contract: &Contract, json: &str) -> Result<ValidOutbound, RequestError> {
-    crate::wire::check(json)?;
-    let request: OutboundRequest = crate::wire::from_str(json)?;
+    warrant_contract::request::wire::check(json)?;
+    let request: OutboundRequest = warrant_contract::request::wire::from_str(json)?;
     validate_request(contract, request)
 }
 
 /// Validates a parsed outbound request against the contract.
 pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result<ValidOutbound, RequestError> {
     if request.conversation.is_empty()
-        || request.conversation.chars().any(crate::text::is_invisible)
+        || request.conversation.chars().any(warrant_contract::text::is_invisible)
         || request.conversation.len() > 256
     {
         return Err(invalid("conversation", "`conversation` must be 1 to 256 visible characters".into()));
     }
-    if request.actor.is_empty() || request.actor.chars().any(crate::text::is_invisible) || request.actor.len() > 256 {
+    if request.actor.is_empty()
+        || request.actor.chars().any(warrant_contract::text::is_invisible)
+        || request.actor.len() > 256
+    {
         return Err(invalid("actor", "`actor` must be 1 to 256 visible characters".into()));
     }
-    if crate::date::parse_instant(&request.at).is_err() {
-        return Err(invalid("at", format!("`{}` is not an RFC 3339 instant", crate::text::visible(&request.at))));
+    if warrant_contract::date::parse_instant(&request.at).is_err() {
+        return Err(invalid(
+            "at",
+            format!("`{}` is not an RFC 3339 instant", warrant_contract::text::visible(&request.at)),
+        ));
     }
     let path = PathName::from_name(&request.path).ok_or_else(|| {
         invalid(
             "path",
             format!(
                 "`{}` is not one of `live`, `retry`, `scheduled`, `digest`, `queue`",
-                crate::text::visible(&request.path)
+                warrant_contract::text::visible(&request.path)
             ),
         )
     })?;
@@ -354,8 +360,11 @@ pub fn validate_request(contract: &Contract, request: OutboundRequest) -> Result
         if path != PathName::Scheduled {
             return Err(invalid("due", format!("`due` is for the `scheduled` path only, not `{}`", path.as_str())));
         }
-        if crate::date::parse_instant(due).is_err() {
-            return Err(invalid("due", format!("`{}` is not an RFC 3339 instant", crate::text::visible(due))));
+        if warrant_contract::date::parse_instant(due).is_err() {
+            return Err(invalid(
+                "due",
+                format!("`{}` is not an RFC 3339 instant", warrant_contract::text::visible(due)),
+            ));
         }
     }
     crate::request::check_draft(contract, &request.draft, "draft")?;
@@ -376,14 +385,17 @@ fn check_route<'c>(
     if path.fallback(outgoing.locale).is_none() {
         return Err(invalid(
             "locale",
-            format!("`{}` is not one of the contract's `outbound.locales`", crate::text::visible(outgoing.locale)),
+            format!(
+                "`{}` is not one of the contract's `outbound.locales`",
+                warrant_contract::text::visible(outgoing.locale)
+            ),
         ));
     }
     let channel = outgoing.channel.unwrap_or(&path.channel);
     if outbound.channel(channel).is_none() {
         return Err(invalid(
             "channel",
-            format!("`{}` is not a channel of the contract", crate::text::visible(channel)),
+            format!("`{}` is not a channel of the contract", warrant_contract::text::visible(channel)),
         ));
     }
     Ok((path, channel.to_owned()))
@@ -409,7 +421,7 @@ pub struct Question {
 
 impl Question {
     fn coverage(text: &str, claims: &[Claim]) -> Question {
-        let canonical: Vec<String> = claims.iter().map(|c| crate::id::canonical(&c.to_json())).collect();
+        let canonical: Vec<String> = claims.iter().map(|c| warrant_contract::id::canonical(&c.to_json())).collect();
         let claims: Vec<String> = claims.iter().map(|c| c.to_json().to_string()).collect();
         let mut parts: Vec<&str> = vec![claim::CLAIMS_COVERAGE, text];
         parts.extend(canonical.iter().map(String::as_str));
@@ -924,7 +936,7 @@ struct Cleared {
 fn cleared_message(outgoing: &Outgoing<'_>, channel: String, cleared: Cleared, reasons: Vec<Reason>) -> ClearedMessage {
     let Cleared { basis, text, claims } = cleared;
     let claims: Vec<Value> = claims.iter().map(Claim::to_json).collect();
-    let claims_text = crate::id::canonical(&Value::Array(claims.clone()));
+    let claims_text = warrant_contract::id::canonical(&Value::Array(claims.clone()));
     let basis_name = match basis {
         Basis::Cleared => "cleared",
         Basis::Rewritten => "rewritten",

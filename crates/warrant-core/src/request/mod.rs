@@ -1,5 +1,5 @@
 //! The turn request on the wire, parsed all or nothing: the body is read strictly first
-//! ([`crate::wire`]: one object, no repeated key, no U+0000), unknown fields are rejected, every
+//! ([`warrant_contract::request::wire`]: one object, no repeated key, no U+0000), unknown fields are rejected, every
 //! entry's source kind must be declared, the clock must evaluate, the request must be within the
 //! contract's `[limits]`, and any fault is answered with a stable code and the path of the field
 //! at fault. Nothing of a rejected request reaches a decision, so nothing of it can be
@@ -15,14 +15,13 @@
 //! }
 //! ```
 
-use crate::contract::Contract;
-use crate::date::TurnClock;
-use crate::limits::within;
-use crate::reason::ReasonCode;
-use crate::wire;
+use warrant_contract::contract::Contract;
+use warrant_contract::date::TurnClock;
+use warrant_contract::limits::within;
+use warrant_contract::reason::ReasonCode;
+use warrant_contract::request::wire;
 
-pub mod body;
-pub mod error;
+pub use warrant_contract::request::{body, error};
 
 pub use body::{ActRequest, AnswerRequest, Call, Draft, Entry, TurnRequest};
 pub use error::RequestError;
@@ -58,7 +57,7 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
     let bad = |code, field: &str, message: String| RequestError { code, field: field.to_owned(), message };
     for (field, value) in [("conversation", &request.conversation), ("turn", &request.turn), ("actor", &request.actor)]
     {
-        if value.is_empty() || value.chars().any(crate::text::is_invisible) || value.len() > 256 {
+        if value.is_empty() || value.chars().any(warrant_contract::text::is_invisible) || value.len() > 256 {
             return Err(bad(ReasonCode::InvalidInput, field, format!("`{field}` must be 1 to 256 visible characters")));
         }
     }
@@ -76,7 +75,10 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
             return Err(bad(
                 ReasonCode::UnknownSourceKind,
                 &format!("entries[{i}].kind"),
-                format!("source kind `{}` is not declared by the contract", crate::text::visible(&entry.kind)),
+                format!(
+                    "source kind `{}` is not declared by the contract",
+                    warrant_contract::text::visible(&entry.kind)
+                ),
             ));
         }
     }
@@ -86,7 +88,7 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
                 return Err(bad(
                     ReasonCode::UnknownSourceKind,
                     &format!("acts[{i}].from"),
-                    format!("source kind `{}` is not declared by the contract", crate::text::visible(kind)),
+                    format!("source kind `{}` is not declared by the contract", warrant_contract::text::visible(kind)),
                 ));
             }
             None if contract.act_kind().is_none() => {
@@ -105,7 +107,7 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
             return Err(bad(
                 ReasonCode::InvalidInput,
                 &format!("answers[{i}].interaction"),
-                format!("interaction `{}` is answered twice", crate::text::visible(&answer.interaction)),
+                format!("interaction `{}` is answered twice", warrant_contract::text::visible(&answer.interaction)),
             ));
         }
     }
@@ -116,7 +118,7 @@ pub fn validate(contract: &Contract, request: TurnRequest) -> Result<ValidReques
 /// an oversized request is refused before any of it is read further.
 fn check_limits(contract: &Contract, request: &TurnRequest) -> Result<(), RequestError> {
     let limits = contract.limits();
-    let over = |field: &str, what: &str, exceeded: crate::limits::Exceeded| RequestError {
+    let over = |field: &str, what: &str, exceeded: warrant_contract::limits::Exceeded| RequestError {
         code: ReasonCode::LimitExceeded,
         field: field.to_owned(),
         message: exceeded.message(what),
@@ -142,7 +144,7 @@ fn check_limits(contract: &Contract, request: &TurnRequest) -> Result<(), Reques
 /// the draft is).
 pub(crate) fn check_draft(contract: &Contract, draft: &Draft, field: &str) -> Result<(), RequestError> {
     let limits = contract.limits();
-    let over = |at: &str, what: &str, exceeded: crate::limits::Exceeded| RequestError {
+    let over = |at: &str, what: &str, exceeded: warrant_contract::limits::Exceeded| RequestError {
         code: ReasonCode::LimitExceeded,
         field: format!("{field}.{at}"),
         message: exceeded.message(what),

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::contract::error::{ContractError, ContractErrorKind, Locator};
 use crate::date::Locale;
+use crate::error::{ContractError, ContractErrorKind, Locator};
 use crate::money::Money;
 use crate::operation::Operation;
 use crate::records::Table;

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::error::{ContractError, ContractErrorKind, Locator};
 use crate::expr::{CompileError, ELEMENT, Expression, ROW, ROW_ROOT, ReadPath, Shape, Shapes};
 use crate::records::Table;
 use crate::schema::{Field, Kind};

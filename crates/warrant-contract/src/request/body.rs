@@ -1,4 +1,4 @@
-//! The turn request's parts as they arrive on the wire, read with [`crate::wire`]'s strict readers.
+//! The turn request's parts as they arrive on the wire, read with [`crate::request::wire`]'s strict readers.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -20,19 +20,19 @@ pub struct TurnRequest {
     /// The BCP 47 locale.
     pub locale: String,
     /// Texts of the turn, each with its source kind.
-    #[serde(default, deserialize_with = "crate::wire::objects")]
+    #[serde(default, deserialize_with = "crate::request::wire::objects")]
     pub entries: Vec<Entry>,
     /// Operations the model proposes.
-    #[serde(default, deserialize_with = "crate::wire::objects")]
+    #[serde(default, deserialize_with = "crate::request::wire::objects")]
     pub acts: Vec<ActRequest>,
     /// Answers to pending interactions, by option id.
-    #[serde(default, deserialize_with = "crate::wire::objects")]
+    #[serde(default, deserialize_with = "crate::request::wire::objects")]
     pub answers: Vec<AnswerRequest>,
     /// Tool calls the agent made in the turn.
-    #[serde(default, deserialize_with = "crate::wire::objects")]
+    #[serde(default, deserialize_with = "crate::request::wire::objects")]
     pub calls: Vec<Call>,
     /// The reply the agent wants to send.
-    #[serde(default, deserialize_with = "crate::wire::optional_object")]
+    #[serde(default, deserialize_with = "crate::request::wire::optional_object")]
     pub draft: Option<Draft>,
 }
 
@@ -53,7 +53,7 @@ pub struct ActRequest {
     /// The operation.
     pub op: String,
     /// Its arguments, by name.
-    #[serde(default, deserialize_with = "crate::wire::strict_map")]
+    #[serde(default, deserialize_with = "crate::request::wire::strict_map")]
     pub args: Map<String, Value>,
     /// The source kind proposing it; defaults to the contract's `sources.acts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +77,7 @@ pub struct Call {
     /// The tool.
     pub tool: String,
     /// Its arguments.
-    #[serde(default, deserialize_with = "crate::wire::strict_map")]
+    #[serde(default, deserialize_with = "crate::request::wire::strict_map")]
     pub args: Map<String, Value>,
 }
 
@@ -88,6 +88,6 @@ pub struct Draft {
     /// The text.
     pub text: String,
     /// The claims it makes.
-    #[serde(default, deserialize_with = "crate::wire::strict_values")]
+    #[serde(default, deserialize_with = "crate::request::wire::strict_values")]
     pub claims: Vec<Value>,
 }

@@ -273,7 +273,7 @@ pub fn check_row(table: &Table, key: &str, value: &Value, currency: Option<Curre
 /// [`check_row`]'s. Its key, and the fields holding its key and its parent's, are checked
 /// whatever `only` says. The row checked is `value` with the top-level fields in `written` (an
 /// effect's on trial) in place of its own.
-pub(crate) fn check_row_fields(
+pub fn check_row_fields(
     table: &Table,
     key: &str,
     value: &Value,

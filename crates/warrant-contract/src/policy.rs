@@ -163,7 +163,7 @@ impl EntityCache {
 /// A request's principal or resource as a Cedar entity, with the number the entity cache keeps
 /// it under (`None`: built for this request alone).
 #[derive(Debug, Clone)]
-pub(crate) struct BuiltEntity {
+pub struct BuiltEntity {
     pub(crate) entity: Arc<Entity>,
     pub(crate) kept: Option<u64>,
 }
@@ -176,20 +176,29 @@ impl BuiltEntity {
 
 /// A request's principal and resource as Cedar entities; `resource` is `None` when it is the
 /// principal itself.
-pub(crate) struct RequestEntities {
-    pub(crate) principal: BuiltEntity,
-    pub(crate) resource: Option<BuiltEntity>,
+#[derive(Debug)]
+pub struct RequestEntities {
+    /// The request's principal.
+    pub principal: BuiltEntity,
+    /// Its resource, unless that is the principal.
+    pub resource: Option<BuiltEntity>,
 }
 
 /// A stored row as a policy request's principal or resource: its table, Cedar type, key and
 /// value, and, when the value is the row as read (no effect of the turn changed it), the revision
 /// it was read at, under which its entity is kept and reused.
-pub(crate) struct RowEntity<'a> {
-    pub(crate) table: &'a str,
-    pub(crate) entity_type: &'a str,
-    pub(crate) key: &'a str,
-    pub(crate) value: &'a Arc<Value>,
-    pub(crate) stored: Option<i64>,
+#[derive(Debug)]
+pub struct RowEntity<'a> {
+    /// The row's table.
+    pub table: &'a str,
+    /// The Cedar entity type the table's rows are.
+    pub entity_type: &'a str,
+    /// The row's key.
+    pub key: &'a str,
+    /// The row's value.
+    pub value: &'a Arc<Value>,
+    /// The revision the value was read at, when no effect of the turn changed it.
+    pub stored: Option<i64>,
 }
 
 /// Where a policy was written: its `@id`, its file as the contract names it, and its line.
@@ -460,7 +469,7 @@ impl Policies {
     /// Whether a policy of `action` can read any of the context at `path` (an attribute, then
     /// attributes of it; any path, for an action no policy scope was split for): what no policy
     /// of the action reads need not be built.
-    pub(crate) fn reads_context_at(&self, action: &str, path: &[&str]) -> bool {
+    pub fn reads_context_at(&self, action: &str, path: &[&str]) -> bool {
         let Some(mut at) = self.context_reads.get(action) else { return true };
         for attr in path {
             match at {
@@ -511,7 +520,7 @@ impl Policies {
     /// `attrs`, the row's attributes in the form [`Policies::decide`] takes), and reused while
     /// the row is at that revision with an equal value. A row an effect of the turn changed is
     /// built each time and not kept.
-    pub(crate) fn row_entity(&self, row: &RowEntity<'_>, attrs: impl FnOnce() -> Value) -> Result<BuiltEntity, String> {
+    pub fn row_entity(&self, row: &RowEntity<'_>, attrs: impl FnOnce() -> Value) -> Result<BuiltEntity, String> {
         if let Some(revision) = row.stored
             && let Some(kept) = self.entities.get(row.table, row.key, revision, row.value)
         {
@@ -525,12 +534,12 @@ impl Policies {
     }
 
     /// An entity that is no stored row (the anonymous actor), built each time.
-    pub(crate) fn plain_entity(entity_type: &str, id: &str, attrs: &Value) -> Result<BuiltEntity, String> {
+    pub fn plain_entity(entity_type: &str, id: &str, attrs: &Value) -> Result<BuiltEntity, String> {
         Ok(BuiltEntity::once(entity(uid(entity_type, id)?, attrs)?))
     }
 
     /// Decides one request between built entities.
-    pub(crate) fn decide_entities(&self, entities: RequestEntities, action: &str, context: Value) -> PolicyDecision {
+    pub fn decide_entities(&self, entities: RequestEntities, action: &str, context: Value) -> PolicyDecision {
         match self.try_decide(entities, action, context) {
             Ok(decision) => decision,
             Err(message) => PolicyDecision::Error(message),

@@ -9,12 +9,12 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::claim::{self, Outbound, RawOutbound};
 use crate::expressions::{self, NamedExpressions};
 use crate::guard::{self, Guards, RawGuards};
 use crate::limits::{self, Limits, RawLimits};
 use crate::money;
 use crate::operation::{self, Operation, RawOperation};
-use crate::outbound::claim::{self, Outbound, RawOutbound};
 use crate::policy::{Policies, PolicyFile, PolicyLoadError};
 use crate::policy_schema;
 use crate::records::Table;
@@ -22,11 +22,11 @@ use crate::score::{self, RawScore, Score};
 use crate::source::{self, MAX_SOURCE_KINDS, SourceKinds};
 use crate::text;
 
-pub mod error;
+pub use crate::error;
 pub mod mcp;
 mod tables;
 
-pub(crate) use error::Locator;
+pub(crate) use crate::error::Locator;
 pub use error::{ContractError, ContractErrorKind};
 
 /// Where a contract's companion files (Cedar policies) come from. warrant-core does no IO: the

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use crate::check::ModelTask;
 use crate::confirm::ConfirmCopy;
-use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::error::{ContractError, ContractErrorKind, Locator};
 use crate::expressions::{self, CelValue, NamedExpressions, OpShapes, Root, ValueType};
 use crate::records::{Table, TableSource};
 use crate::schema::{self, Field, Kind};
@@ -42,7 +42,7 @@ pub struct Operation {
     pub keys: Vec<MintedKey>,
     /// For a consequential operation, what the contract shows of whether its effect leaves its
     /// rows fitting their tables (`None`: the effect is tried before the act is held).
-    pub(crate) sure_fit: Option<SureFit>,
+    pub sure_fit: Option<SureFit>,
 }
 
 /// A key an operation's effect mints from the turn (`[operation.keys.NAME]`): the same turn
@@ -2494,7 +2494,7 @@ value = "gold"
     #[test]
     fn an_effect_is_shown_to_fit_only_where_each_step_writes_a_declared_field_of_a_typed_row() {
         use crate::sure_fit::Source;
-        let contract = crate::Contract::load("shown.toml", SHOWN, &PolicyOnly).unwrap();
+        let contract = crate::contract::Contract::load("shown.toml", SHOWN, &PolicyOnly).unwrap();
         let shown = |name: &str| contract.operations().iter().find(|o| o.name == name).unwrap().sure_fit.clone();
         let sure = shown("shown").expect("every step of `shown` writes a declared field");
         assert_eq!(sure.roots, ["actor"]);
@@ -2526,7 +2526,7 @@ value = "gold"
         let shown = |example: &str| {
             let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(example);
             let text = std::fs::read_to_string(dir.join("contract.toml")).unwrap();
-            let contract = crate::Contract::load("contract.toml", &text, &Folder(dir)).unwrap();
+            let contract = crate::contract::Contract::load("contract.toml", &text, &Folder(dir)).unwrap();
             let ops = contract.operations().iter();
             ops.filter(|op| op.sure_fit.is_some()).map(|op| op.name.clone()).collect::<Vec<_>>()
         };

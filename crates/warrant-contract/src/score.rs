@@ -14,7 +14,7 @@ use serde::Deserialize;
 use smallvec::SmallVec;
 use toml::Spanned;
 
-use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::error::{ContractError, ContractErrorKind, Locator};
 use crate::reason::ReasonCode;
 use crate::source::{self, KindSet, SourceKind, SourceKinds};
 use crate::text::{self, Sentences};

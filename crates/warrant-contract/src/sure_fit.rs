@@ -15,16 +15,16 @@ use crate::schema::Field;
 /// An effect whose steps the contract shows will leave its rows fitting, given the values left
 /// to check when the act is decided.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SureFit {
+pub struct SureFit {
     /// Where the rows the steps write are named: `actor`, or a record or records argument.
-    pub(crate) roots: Vec<String>,
+    pub roots: Vec<String>,
     /// The values the steps write that only the act gives, each with the field it is written to.
-    pub(crate) values: Vec<(Source, Field)>,
+    pub values: Vec<(Source, Field)>,
 }
 
 /// A value a step writes, as it will be written.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Source {
+pub enum Source {
     /// A literal of the contract.
     Literal(Value),
     /// An argument's checked value, as a row holds it.

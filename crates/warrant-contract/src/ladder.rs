@@ -9,39 +9,34 @@
 //! out of reach of everything that has not climbed.
 //!
 //! The evidence is counted, never stated: a [`CorpusRun`] comes from running a corpus (the
-//! guard's adversarial corpus, run here by `guard_corpus`; a prompt's recorded corpus, counted
+//! guard's adversarial corpus, run by warrant-core's `guard_corpus`; a prompt's recorded corpus, counted
 //! by [`CorpusRun::of_recorded_cases`] from each case's expected verdict and the one the model
 //! gave), and an [`AuditSummary`] from the labels read from the audits ([`AuditSummary::of`]).
 //! Neither has public fields, `Default` or `Deserialize`, so no caller writes the numbers down:
 //!
 //! ```compile_fail
-//! use warrant_core::ladder::CorpusRun;
+//! use warrant_contract::ladder::CorpusRun;
 //! let run = CorpusRun { passed: 138, failed: 0 };
 //! ```
 //!
 //! ```compile_fail
-//! use warrant_core::ladder::CorpusRun;
+//! use warrant_contract::ladder::CorpusRun;
 //! let run: CorpusRun = serde_json::from_str(r#"{"passed":138,"failed":0}"#).unwrap();
 //! ```
 //!
 //! ```compile_fail
-//! use warrant_core::ladder::CorpusRun;
+//! use warrant_contract::ladder::CorpusRun;
 //! let run = CorpusRun::default();
 //! ```
 //!
 //! ```compile_fail
-//! use warrant_core::ladder::AuditSummary;
+//! use warrant_contract::ladder::AuditSummary;
 //! let audits = AuditSummary { audited: 50, false_positives: 0, sampled: 0, misses: 0 };
 //! ```
 //!
 //! ```compile_fail
-//! use warrant_core::ladder::AuditSummary;
+//! use warrant_contract::ladder::AuditSummary;
 //! let audits: AuditSummary = serde_json::from_str(r#"{"audited":50,"false_positives":0,"sampled":0,"misses":0}"#).unwrap();
-//! ```
-//!
-//! ```compile_fail
-//! use warrant_core::guard_corpus::GuardTally;
-//! let tally = GuardTally { passed: 138, ..GuardTally::default() };
 //! ```
 //!
 //! A stored [`PromotionRecord`] reads back with the evidence it was promoted on, and is
@@ -211,7 +206,7 @@ pub struct CorpusRun {
 impl CorpusRun {
     /// The count of a run that core itself made (the guard's adversarial corpus).
     #[cfg(any(test, feature = "corpus"))]
-    pub(crate) const fn counted(passed: u64, failed: u64) -> CorpusRun {
+    pub const fn counted(passed: u64, failed: u64) -> CorpusRun {
         CorpusRun { passed, failed }
     }
 
@@ -362,7 +357,7 @@ impl Refusal {
 /// [`Ladder::promote`] and [`Promotion::admit`] make one, and both check the bars first.
 ///
 /// ```compile_fail
-/// use warrant_core::ladder::{Promotion, PromotionRecord};
+/// use warrant_contract::ladder::{Promotion, PromotionRecord};
 /// fn forge(record: PromotionRecord) -> Promotion {
 ///     Promotion { record }
 /// }

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::contract::error::{ContractError, ContractErrorKind, Locator};
+use crate::error::{ContractError, ContractErrorKind, Locator};
 
 /// The checked `[limits]`; every field has its default when the contract does not set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
